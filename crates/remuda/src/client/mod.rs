@@ -1,0 +1,303 @@
+//! The client: enqueue jobs (one, a batch, or inside your transaction), look them up, cancel
+//! or retry them, wait for their results, and read queue and worker statistics.
+//!
+//! ```no_run
+//! # async fn demo() -> remuda::Result<()> {
+//! use remuda::{Client, NewJob};
+//! let client = Client::connect("postgres://localhost/app").await?;
+//! let id = client.insert(NewJob::new("resize", &serde_json::json!({"w": 640}))?).await?;
+//! let job = client.wait(id, std::time::Duration::from_secs(30)).await?;
+//! println!("{:?}", job.result);
+//! # Ok(()) }
+//! ```
+
+mod insert;
+mod wait;
+
+pub use insert::NewJob;
+
+use crate::db::listener::Listener;
+use crate::db::{Database, DEFAULT_POOL_SIZE};
+use crate::job::{Job, JobState};
+use crate::task::Task;
+use crate::{migrate, sql, Error, Result};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::sync::{Arc, OnceLock};
+use tokio_postgres::GenericClient;
+use tokio_util::sync::CancellationToken;
+
+/// Default limit on the size of a job's args, result or error: 1 MiB.
+pub const DEFAULT_MAX_PAYLOAD: usize = 1 << 20;
+
+/// Handle to a remuda database. Cheap to clone; share one per process.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    max_payload: usize,
+    listener: OnceLock<Listener>,
+    stop: CancellationToken,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("db", &self.inner.db).finish()
+    }
+}
+
+/// Filters for [`Client::jobs`].
+#[derive(Clone, Debug, Default)]
+pub struct JobFilter {
+    /// Only jobs in this state.
+    pub state: Option<JobState>,
+    /// Only jobs in this queue.
+    pub queue: Option<String>,
+    /// Only jobs of this kind.
+    pub kind: Option<String>,
+    /// At most this many (newest first); default 100.
+    pub limit: Option<i64>,
+}
+
+/// Number of jobs in each state of one queue.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueStats {
+    /// The queue.
+    pub queue: String,
+    /// Counts in the order of [`JobState::ALL`].
+    pub counts: [i64; 7],
+}
+
+impl QueueStats {
+    /// Jobs of the queue in `state`.
+    pub fn count(&self, state: JobState) -> i64 {
+        JobState::ALL
+            .iter()
+            .position(|s| *s == state)
+            .map_or(0, |i| self.counts[i])
+    }
+}
+
+/// A registered worker, as `remuda workers` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WorkerInfo {
+    /// Unique id of this worker process.
+    pub id: String,
+    /// Name given by the operator (defaults to the host name).
+    pub name: String,
+    /// Host it runs on.
+    pub host: String,
+    /// Its process id.
+    pub pid: i32,
+    /// Queues it claims from.
+    pub queues: Vec<String>,
+    /// Task kinds it runs.
+    pub kinds: Vec<String>,
+    /// Jobs it runs at once at most.
+    pub concurrency: i32,
+    /// Jobs it is running now.
+    pub running: i64,
+    /// When it started.
+    pub started_at: DateTime<Utc>,
+    /// Its last heartbeat.
+    pub heartbeat_at: DateTime<Utc>,
+}
+
+impl Client {
+    /// Connects to the database at `conninfo` and checks that its schema is the one this
+    /// build needs (run [`migrate::run`] or `remuda migrate` first).
+    pub async fn connect(conninfo: &str) -> Result<Client> {
+        let client = Client::new(Database::new(conninfo, DEFAULT_POOL_SIZE)?);
+        client.check().await?;
+        Ok(client)
+    }
+
+    /// A client over an existing pool, without checking anything yet.
+    pub fn new(db: Database) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                db,
+                max_payload: DEFAULT_MAX_PAYLOAD,
+                listener: OnceLock::new(),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Sets the size limit for args, results and errors (default 1 MiB).
+    pub fn with_max_payload(self, bytes: usize) -> Client {
+        Client::new_with(self.inner.db.clone(), bytes)
+    }
+
+    fn new_with(db: Database, max_payload: usize) -> Client {
+        Client {
+            inner: Arc::new(Inner {
+                db,
+                max_payload,
+                listener: OnceLock::new(),
+                stop: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Checks that the server answers and the schema version matches this build.
+    pub async fn check(&self) -> Result<()> {
+        self.inner.db.ping().await?;
+        migrate::check(&self.inner.db).await
+    }
+
+    /// The pool.
+    pub fn database(&self) -> &Database {
+        &self.inner.db
+    }
+
+    /// The size limit for args, results and errors.
+    pub fn max_payload(&self) -> usize {
+        self.inner.max_payload
+    }
+
+    /// The shared LISTEN connection, started on first use.
+    pub(crate) fn listener(&self) -> &Listener {
+        self.inner
+            .listener
+            .get_or_init(|| Listener::start(self.inner.db.config().clone(), self.inner.stop.child_token()))
+    }
+
+    /// Enqueues a job for task `T` with `T`'s defaults; returns its id.
+    pub async fn enqueue<T: Task>(&self, args: &T::Args) -> Result<i64> {
+        self.insert(NewJob::for_task::<T>(args)?).await
+    }
+
+    /// Enqueues one job; returns its id.
+    pub async fn insert(&self, job: NewJob) -> Result<i64> {
+        let ids = self.insert_many(std::slice::from_ref(&job)).await?;
+        ids.first().copied().ok_or_else(|| Error::InvalidInput("the insert returned no id".into()))
+    }
+
+    /// Enqueues many jobs in one statement (one round trip once prepared); returns their ids
+    /// in order. All or none are inserted.
+    pub async fn insert_many(&self, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::INSERT_JOBS).await?;
+        insert::insert_many(&**conn, &statement, jobs, self.inner.max_payload).await
+    }
+
+    /// Enqueues jobs inside the caller's transaction (or on any connection): they exist if
+    /// and only if that transaction commits, and workers hear of them at commit.
+    pub async fn insert_in<C: GenericClient>(&self, conn: &C, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        let statement = conn.prepare(sql::INSERT_JOBS).await?;
+        insert::insert_many(conn, &statement, jobs, self.inner.max_payload).await
+    }
+
+    /// Looks a job up.
+    pub async fn job(&self, id: i64) -> Result<Option<Job>> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::JOB_GET).await?;
+        conn.query_opt(&statement, &[&id]).await?.as_ref().map(Job::from_row).transpose()
+    }
+
+    /// Lists jobs, newest first.
+    pub async fn jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::JOB_LIST).await?;
+        let state = filter.state.map(|s| s.as_str());
+        let limit = filter.limit.unwrap_or(100).max(0);
+        conn.query(&statement, &[&state, &filter.queue, &filter.kind, &limit])
+            .await?
+            .iter()
+            .map(Job::from_row)
+            .collect()
+    }
+
+    /// Cancels a job that has not finished; a running one is stopped by its worker. Returns
+    /// the state it was in.
+    pub async fn cancel(&self, id: i64) -> Result<JobState> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::JOB_CANCEL).await?;
+        let row = conn.query_opt(&statement, &[&id]).await?.ok_or(Error::NotFound(id))?;
+        let old: String = row.get("old_state");
+        let cancelled: i64 = row.get("cancelled");
+        if cancelled == 0 {
+            return Err(Error::WrongState {
+                id,
+                state: old,
+                action: "cancel",
+            });
+        }
+        old.parse().map_err(Error::InvalidInput)
+    }
+
+    /// Makes a job that is not running or waiting to run available again now, with one more
+    /// attempt if it had used them all. Returns the state it was in.
+    pub async fn retry(&self, id: i64) -> Result<JobState> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::JOB_RETRY).await?;
+        let row = conn.query_opt(&statement, &[&id]).await?.ok_or(Error::NotFound(id))?;
+        let old: String = row.get("old_state");
+        let retried: i64 = row.get("retried");
+        if retried == 0 {
+            return Err(Error::WrongState {
+                id,
+                state: old,
+                action: "retry",
+            });
+        }
+        old.parse().map_err(Error::InvalidInput)
+    }
+
+    /// Job counts per queue and state.
+    pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::QUEUE_COUNTS).await?;
+        let mut stats: Vec<QueueStats> = Vec::new();
+        for row in conn.query(&statement, &[]).await? {
+            let queue: String = row.get("queue");
+            let state: String = row.get("state");
+            let count: i64 = row.get("jobs");
+            let state: JobState = state.parse().map_err(Error::InvalidInput)?;
+            if stats.last().is_none_or(|s| s.queue != queue) {
+                stats.push(QueueStats {
+                    queue,
+                    counts: [0; 7],
+                });
+            }
+            if let (Some(last), Some(i)) = (stats.last_mut(), JobState::ALL.iter().position(|s| *s == state)) {
+                last.counts[i] = count;
+            }
+        }
+        Ok(stats)
+    }
+
+    /// Registered workers.
+    pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::WORKER_LIST).await?;
+        conn.query(&statement, &[])
+            .await?
+            .iter()
+            .map(|row| {
+                Ok(WorkerInfo {
+                    id: row.try_get("id")?,
+                    name: row.try_get("name")?,
+                    host: row.try_get("host")?,
+                    pid: row.try_get("pid")?,
+                    queues: row.try_get("queues")?,
+                    kinds: row.try_get("kinds")?,
+                    concurrency: row.try_get("concurrency")?,
+                    running: row.try_get("running")?,
+                    started_at: row.try_get("started_at")?,
+                    heartbeat_at: row.try_get("heartbeat_at")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,140 @@
+//! The LISTEN connection: one dedicated connection per client that receives `remuda_insert`
+//! (queue has new jobs), `remuda_done` (an awaited job finished) and `remuda_cancel` (stop a
+//! running job), and fans them out to subscribers. It reconnects with backoff and then sends
+//! [`Event::Reconnected`], so producers poll once for what they missed.
+
+use futures_util::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio_postgres::{AsyncMessage, Config, NoTls};
+use tokio_util::sync::CancellationToken;
+
+/// Channels remuda listens on.
+pub(crate) const CHANNELS: [&str; 3] = ["remuda_insert", "remuda_done", "remuda_cancel"];
+
+/// Something the listener heard.
+#[derive(Clone, Debug)]
+pub(crate) enum Event {
+    /// A notification on one of [`CHANNELS`].
+    Notification {
+        channel: Arc<str>,
+        payload: Arc<str>,
+    },
+    /// The connection was lost and is back: notifications may have been missed.
+    Reconnected,
+}
+
+/// Handle to the background listener; dropping every handle does not stop it, the token does.
+#[derive(Clone)]
+pub(crate) struct Listener {
+    events: broadcast::Sender<Event>,
+    ready: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Listener {
+    /// Starts listening in the background until `stop` is cancelled.
+    pub(crate) fn start(config: Config, stop: CancellationToken) -> Listener {
+        let (events, _) = broadcast::channel(4096);
+        let (ready_tx, ready) = tokio::sync::watch::channel(false);
+        let sender = events.clone();
+        tokio::spawn(async move { run(config, sender, ready_tx, stop).await });
+        Listener { events, ready }
+    }
+
+    /// Waits until the connection is listening, up to `limit`; false if it is not by then.
+    pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        let mut ready = self.ready.clone();
+        tokio::time::timeout(limit, ready.wait_for(|r| *r)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// A new receiver of every event from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+}
+
+async fn run(
+    config: Config,
+    events: broadcast::Sender<Event>,
+    ready: tokio::sync::watch::Sender<bool>,
+    stop: CancellationToken,
+) {
+    let mut backoff = Duration::from_millis(50);
+    let mut connected_before = false;
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        let result = listen_once(&config, &events, &ready, &stop, connected_before).await;
+        ready.send_replace(false);
+        match result {
+            Ok(()) => return,
+            Err(e) => {
+                if connected_before {
+                    tracing::warn!("remuda listener lost its connection: {e}; reconnecting");
+                } else {
+                    tracing::debug!("remuda listener cannot connect: {e}; retrying");
+                }
+            }
+        }
+        connected_before = true;
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(backoff) => {}
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(5));
+    }
+}
+
+/// One connection's life: returns Ok when stopped, Err when the connection failed.
+async fn listen_once(
+    config: &Config,
+    events: &broadcast::Sender<Event>,
+    ready: &tokio::sync::watch::Sender<bool>,
+    stop: &CancellationToken,
+    reconnect: bool,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(message) = messages.next().await {
+            let failed = message.is_err();
+            if tx.send(message).is_err() || failed {
+                break;
+            }
+        }
+    });
+    let listen: String = CHANNELS.iter().map(|c| format!("LISTEN {c};")).collect();
+    let result = async {
+        client.batch_execute(&listen).await?;
+        ready.send_replace(true);
+        if reconnect {
+            let _ = events.send(Event::Reconnected);
+        }
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return Ok(()),
+                message = rx.recv() => match message {
+                    Some(Ok(AsyncMessage::Notification(n))) => {
+                        let _ = events.send(Event::Notification {
+                            channel: n.channel().into(),
+                            payload: n.payload().into(),
+                        });
+                    }
+                    Some(Ok(_)) => {}
+                    Some(Err(e)) => return Err(e),
+                    // the connection ended: surface it as an error by issuing a query
+                    None => {
+                        client.simple_query("").await?;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+    .await;
+    driver.abort();
+    result
+}

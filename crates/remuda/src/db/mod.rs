@@ -1,0 +1,142 @@
+//! Connections: the pool every component shares, the LISTEN connection, and finding a
+//! PostgreSQL to use when none is configured.
+
+mod jsonb;
+pub(crate) mod listener;
+pub mod setup;
+
+pub use jsonb::Jsonb;
+
+use crate::{Error, Result};
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use std::sync::Arc;
+use tokio_postgres::{Config, NoTls};
+
+/// A connection pool to one database plus what is needed to open dedicated connections
+/// (the listener) to the same place.
+#[derive(Clone)]
+pub struct Database {
+    pool: Pool,
+    config: Arc<Config>,
+    target: Arc<str>,
+}
+
+impl std::fmt::Debug for Database {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Database").field("target", &self.target).finish()
+    }
+}
+
+/// Default number of pooled connections: enough for a worker's producer, completer,
+/// heartbeat and maintenance plus client calls, without crowding `max_connections`.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+impl Database {
+    /// A pool for a connection string (`postgres://…` URL or `key=value` form). Connects
+    /// lazily; call [`Database::ping`] to find out now whether the server answers.
+    pub fn new(conninfo: &str, pool_size: usize) -> Result<Self> {
+        let config: Config = conninfo.parse().map_err(|e| {
+            Error::InvalidInput(format!(
+                "invalid database URL: {e}. Expected postgres://user@host:port/dbname or host=… dbname=…"
+            ))
+        })?;
+        Ok(Database::from_config(config, pool_size))
+    }
+
+    /// A pool for a parsed configuration.
+    pub fn from_config(config: Config, pool_size: usize) -> Self {
+        let target = describe(&config);
+        let manager = Manager::from_config(
+            config.clone(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(pool_size.max(2))
+            .build()
+            .expect("a pool without a runtime-specific timeout always builds");
+        Database {
+            pool,
+            config: Arc::new(config),
+            target: target.into(),
+        }
+    }
+
+    /// Takes a connection from the pool.
+    pub async fn conn(&self) -> Result<Object> {
+        self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => Error::Unreachable {
+                target: self.target.to_string(),
+                reason: e.to_string(),
+            },
+            other => Error::Pool(other.to_string()),
+        })
+    }
+
+    /// Checks that the server answers.
+    pub async fn ping(&self) -> Result<()> {
+        self.conn().await?.simple_query("").await?;
+        Ok(())
+    }
+
+    /// The connection settings.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Where this pool connects, for messages (no password).
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+}
+
+/// `user@host:port/dbname`, without the password.
+pub fn describe(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    format!(
+        "{}@{}:{}/{}",
+        config.get_user().unwrap_or("?"),
+        host,
+        port,
+        config.get_dbname().unwrap_or("?")
+    )
+}
+
+/// A `key=value` connection string for a configuration, with another database name: how the
+/// test helpers and the CLI hand a resolved connection to a child process.
+pub fn conninfo(config: &Config, dbname: Option<&str>) -> String {
+    fn quote(v: &str) -> String {
+        format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+    let mut parts = Vec::new();
+    if let Some(host) = config.get_hosts().first() {
+        let host = match host {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        };
+        parts.push(format!("host={}", quote(&host)));
+    }
+    if let Some(port) = config.get_ports().first() {
+        parts.push(format!("port={port}"));
+    }
+    if let Some(user) = config.get_user() {
+        parts.push(format!("user={}", quote(user)));
+    }
+    if let Some(password) = config.get_password() {
+        parts.push(format!("password={}", quote(&String::from_utf8_lossy(password))));
+    }
+    if let Some(db) = dbname.or(config.get_dbname()) {
+        parts.push(format!("dbname={}", quote(db)));
+    }
+    parts.join(" ")
+}

@@ -1,0 +1,103 @@
+//! The library's error type: each variant says what went wrong and, where the user can act,
+//! what to do about it.
+
+use std::time::Duration;
+
+/// Everything that can go wrong in remuda's client, worker and set-up code.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The database could not be reached.
+    #[error("cannot connect to PostgreSQL ({target}): {reason}. Check that the server is running, or set DATABASE_URL")]
+    Unreachable {
+        /// Where we tried to connect (password removed).
+        target: String,
+        /// The driver's explanation.
+        reason: String,
+    },
+    /// The `remuda` schema does not exist yet.
+    #[error("the database has no remuda schema: run `remuda migrate` (or `remuda::migrate::run`) first")]
+    SchemaMissing,
+    /// The schema is older than this binary expects.
+    #[error("the remuda schema is at version {found} but this build needs {expected}: run `remuda migrate`")]
+    SchemaTooOld {
+        /// Version in the database.
+        found: i32,
+        /// Version this build knows.
+        expected: i32,
+    },
+    /// The schema was migrated by a newer remuda.
+    #[error("the remuda schema is at version {found}, newer than this build knows ({expected}): upgrade remuda")]
+    SchemaTooNew {
+        /// Version in the database.
+        found: i32,
+        /// Version this build knows.
+        expected: i32,
+    },
+    /// A query failed.
+    #[error("database error: {0}")]
+    Db(#[from] tokio_postgres::Error),
+    /// No connection could be taken from the pool.
+    #[error("database pool: {0}")]
+    Pool(String),
+    /// Input that remuda refuses (nothing was written).
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A value that could not be turned into or from JSON.
+    #[error("JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// No job has this id.
+    #[error("no job with id {0}")]
+    NotFound(i64),
+    /// The job is in a state where the action makes no sense.
+    #[error("job {id} is {state}: cannot {action} it")]
+    WrongState {
+        /// The job.
+        id: i64,
+        /// Its current state.
+        state: String,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// `wait` gave up before the job finished.
+    #[error("job {id} did not finish within {}", crate::duration::format(*.after))]
+    WaitTimeout {
+        /// The job.
+        id: i64,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// Setting up a local PostgreSQL failed.
+    #[error("{0}")]
+    Setup(String),
+}
+
+impl Error {
+    /// True when the error means the database cannot be used at all (unreachable, or a schema
+    /// of the wrong version): the CLI exits 4 for these.
+    pub fn is_database_unusable(&self) -> bool {
+        matches!(
+            self,
+            Error::Unreachable { .. }
+                | Error::SchemaMissing
+                | Error::SchemaTooOld { .. }
+                | Error::SchemaTooNew { .. }
+                | Error::Pool(_)
+                | Error::Setup(_)
+        ) || matches!(self, Error::Db(e) if e.is_closed() || e.as_db_error().is_none() && e.to_string().contains("connect"))
+    }
+}
+
+impl From<deadpool_postgres::PoolError> for Error {
+    fn from(e: deadpool_postgres::PoolError) -> Self {
+        match e {
+            deadpool_postgres::PoolError::Backend(e) => Error::Unreachable {
+                target: "pool".into(),
+                reason: e.to_string(),
+            },
+            other => Error::Pool(other.to_string()),
+        }
+    }
+}
+
+/// Shorthand for results with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

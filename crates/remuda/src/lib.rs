@@ -1,0 +1,55 @@
+//! remuda: a durable task queue for PostgreSQL.
+//!
+//! Jobs live in one table, `remuda.jobs`; any number of workers on any number of machines
+//! claim them with `FOR UPDATE SKIP LOCKED`, wake on LISTEN/NOTIFY, run them with retries,
+//! timeouts and panic safety, and write their outcomes in batches. A job is never lost: a
+//! worker that dies has its jobs rescued, and a worker that stops gives them back.
+//!
+//! - [`Client`] enqueues (one, many, or inside your transaction), inspects, cancels, retries
+//!   and waits for results.
+//! - [`Task`] is the code a job runs; [`Worker`] runs tasks.
+//! - [`migrate::run`] creates or upgrades the schema.
+//! - [`testing::TestDatabase`] gives each test its own migrated database.
+//!
+//! ```no_run
+//! use remuda::{Client, JobContext, Task, TaskError, Worker};
+//!
+//! struct Greet;
+//! impl Task for Greet {
+//!     const KIND: &'static str = "greet";
+//!     type Args = String;
+//!     type Output = String;
+//!     async fn run(&self, _ctx: JobContext, name: String) -> Result<String, TaskError> {
+//!         Ok(format!("hello, {name}"))
+//!     }
+//! }
+//!
+//! # async fn demo() -> remuda::Result<()> {
+//! let client = Client::connect("postgres://localhost/app").await?;
+//! let id = client.enqueue::<Greet>(&"world".to_string()).await?;
+//! let worker = tokio::spawn(Worker::new(client.clone()).register(Greet).run_until_signal());
+//! let job = client.wait(id, std::time::Duration::from_secs(5)).await?;
+//! assert_eq!(job.result, Some(remuda::JobResult::Ok("hello, world".into())));
+//! # drop(worker); Ok(()) }
+//! ```
+
+pub mod client;
+pub mod db;
+pub mod duration;
+mod error;
+pub mod job;
+mod maintenance;
+pub mod migrate;
+pub mod retry;
+pub mod sql;
+pub mod task;
+pub mod testing;
+pub mod worker;
+
+pub use client::{Client, JobFilter, NewJob, QueueStats, WorkerInfo};
+pub use db::{Database, Jsonb};
+pub use error::{Error, Result};
+pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};
+pub use retry::Backoff;
+pub use task::{DynTask, JobContext, Task, TaskError, TaskOptions};
+pub use worker::{Worker, WorkerConfig, WorkerReport, WorkerStats};

@@ -1,0 +1,87 @@
+//! Maintenance, run by one elected worker at a time: promote due scheduled jobs, rescue the
+//! jobs of dead workers, expire jobs past their start deadline, forget dead workers.
+//!
+//! Every worker runs [`run`]; each round it tries to take or renew the leader lease
+//! (`leader_elect.sql`) and only the holder does the work. The lease lasts three maintenance
+//! intervals, so a leader that dies is replaced within that time; one that stops cleanly
+//! resigns at once.
+
+mod leader;
+mod promoter;
+mod rescuer;
+
+pub(crate) use leader::resign;
+
+use crate::db::Database;
+use crate::worker::WorkerConfig;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+/// The intervals maintenance runs at.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub interval: Duration,
+    pub promote_interval: Duration,
+    pub rescue_after: Duration,
+}
+
+impl From<&WorkerConfig> for Settings {
+    fn from(c: &WorkerConfig) -> Self {
+        Settings {
+            interval: c.maintenance_interval,
+            promote_interval: c.promote_interval,
+            rescue_after: c.rescue_after,
+        }
+    }
+}
+
+pub(crate) async fn run(db: Database, worker_id: Arc<str>, settings: Settings, stop: CancellationToken) {
+    let lease = settings.interval * 3;
+    let mut is_leader = false;
+    let mut next_round = Instant::now();
+    let mut next_promotion = Instant::now();
+    loop {
+        let now = Instant::now();
+        if now >= next_round {
+            next_round = now + settings.interval;
+            is_leader = match leader::elect(&db, &worker_id, lease).await {
+                Ok(elected) => {
+                    if elected && !is_leader {
+                        tracing::info!("remuda worker {worker_id} is now the maintenance leader");
+                    }
+                    elected
+                }
+                Err(e) => {
+                    tracing::warn!("remuda maintenance: leader election failed: {e}");
+                    false
+                }
+            };
+            if is_leader {
+                if let Err(e) = rescuer::rescue(&db, settings.rescue_after).await {
+                    tracing::warn!("remuda maintenance: rescue failed: {e}");
+                }
+                if let Err(e) = rescuer::expire(&db).await {
+                    tracing::warn!("remuda maintenance: expiry failed: {e}");
+                }
+            }
+        }
+        if is_leader && now >= next_promotion {
+            next_promotion = match promoter::promote(&db).await {
+                Ok(next_due) => {
+                    let cap = Instant::now() + settings.promote_interval;
+                    next_due.map_or(cap, |due| due.min(cap))
+                }
+                Err(e) => {
+                    tracing::warn!("remuda maintenance: promotion failed: {e}");
+                    Instant::now() + settings.promote_interval
+                }
+            };
+        }
+        let wake = if is_leader { next_round.min(next_promotion) } else { next_round };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep_until(wake.into()) => {}
+        }
+    }
+}

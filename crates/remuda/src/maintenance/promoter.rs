@@ -1,0 +1,28 @@
+//! The promoter: scheduled jobs whose `run_at` has come become available, and their queues
+//! are woken. It reports when the next scheduled job falls due so the leader sleeps until then
+//! (bounded by the promote interval, which catches jobs scheduled by others meanwhile).
+
+use crate::db::Database;
+use crate::{sql, Result};
+use chrono::{DateTime, Utc};
+use std::time::Instant;
+
+/// Rows promoted per statement.
+const BATCH: i64 = 10_000;
+
+/// Promotes every due job; returns when the next one falls due, if any is scheduled.
+pub(crate) async fn promote(db: &Database) -> Result<Option<Instant>> {
+    let conn = db.conn().await?;
+    let statement = conn.prepare_cached(sql::PROMOTE).await?;
+    loop {
+        let row = conn.query_one(&statement, &[&BATCH]).await?;
+        let promoted: i64 = row.get("promoted");
+        if promoted < BATCH {
+            let next: Option<DateTime<Utc>> = row.get("next_run_at");
+            return Ok(next.map(|at| {
+                let wait = (at - Utc::now()).to_std().unwrap_or_default();
+                Instant::now() + wait
+            }));
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Every SQL statement remuda runs, one `.sql` file each under `src/sql/`, so each database
+//! operation is written once and `tests/sql_statements.rs` can prepare them all against a
+//! migrated database.
+
+/// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
+pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
+/// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
+pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
+/// Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED …
+pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
+/// Insert any number of jobs in one statement from parallel arrays (one element per job).
+pub(crate) const INSERT_JOBS: &str = include_str!("sql/insert_jobs.sql");
+/// Cancel a job that has not finished. A running job's worker is told on `remuda_cancel` …
+pub(crate) const JOB_CANCEL: &str = include_str!("sql/job_cancel.sql");
+/// One job, every column the CLI and the API show.
+pub(crate) const JOB_GET: &str = include_str!("sql/job_get.sql");
+/// Jobs filtered by state ($1), queue ($2) and kind ($3), any of them NULL for all; newest first.
+pub(crate) const JOB_LIST: &str = include_str!("sql/job_list.sql");
+/// Run a job that is not running again, now: a final job gets one more attempt if it used them …
+pub(crate) const JOB_RETRY: &str = include_str!("sql/job_retry.sql");
+/// Take or renew the leader lease for $2 seconds: succeeds (returns a row) when the lease is …
+pub(crate) const LEADER_ELECT: &str = include_str!("sql/leader_elect.sql");
+/// Give up the lease (graceful shutdown) so another worker takes over without waiting for expiry.
+pub(crate) const LEADER_RESIGN: &str = include_str!("sql/leader_resign.sql");
+/// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
+pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
+/// Forget workers that stopped heartbeating more than $1 seconds ago (their jobs were rescued).
+pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
+/// Number of jobs per queue and state.
+pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
+/// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
+pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
+/// Rescue the running jobs of workers whose heartbeat is older than $1 seconds (or that are …
+pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
+/// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
+pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
+/// A worker that stopped cleanly leaves the registry.
+pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
+/// One heartbeat for the whole worker (not one per job): its running jobs live as long as it does.
+pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/worker_heartbeat.sql");
+/// Live workers with the number of jobs each is running.
+pub(crate) const WORKER_LIST: &str = include_str!("sql/worker_list.sql");
+/// Register a worker, or bring its row back (the rescuer may have pruned it during a long pause).
+pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql");
+
+/// Every statement with its name, for the test that prepares them all.
+pub const ALL: &[(&str, &str)] = &[
+    ("claim", CLAIM),
+    ("complete_jobs", COMPLETE_JOBS),
+    ("expire", EXPIRE),
+    ("insert_jobs", INSERT_JOBS),
+    ("job_cancel", JOB_CANCEL),
+    ("job_get", JOB_GET),
+    ("job_list", JOB_LIST),
+    ("job_retry", JOB_RETRY),
+    ("leader_elect", LEADER_ELECT),
+    ("leader_resign", LEADER_RESIGN),
+    ("promote", PROMOTE),
+    ("prune_workers", PRUNE_WORKERS),
+    ("queue_counts", QUEUE_COUNTS),
+    ("release_jobs", RELEASE_JOBS),
+    ("rescue", RESCUE),
+    ("wait_mark", WAIT_MARK),
+    ("worker_deregister", WORKER_DEREGISTER),
+    ("worker_heartbeat", WORKER_HEARTBEAT),
+    ("worker_list", WORKER_LIST),
+    ("worker_register", WORKER_REGISTER),
+];

@@ -1,0 +1,25 @@
+-- Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or
+-- available when no backoff is due). Guarded: only a row still running for this worker ($7)
+-- at the same attempt is written, so a rescued job's late completion is rejected.
+-- Awaited jobs that reached a final state notify `remuda_done`; retries due now notify
+-- `remuda_insert` for their queue.
+WITH done AS (
+    UPDATE remuda.jobs j
+    SET state = u.state::remuda.job_state,
+        finished_at = CASE WHEN u.state IN ('completed', 'failed') THEN now() END,
+        run_at = COALESCE(u.run_at, j.run_at),
+        result = u.result,
+        errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END
+    FROM unnest($1::bigint[], $2::int[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
+        AS u(id, attempt, state, result, error, run_at)
+    WHERE j.id = u.id
+      AND j.state = 'running'
+      AND j.worker_id = $7
+      AND j.attempt = u.attempt
+    RETURNING j.id, j.queue, j.state, j.awaited
+)
+SELECT (SELECT count(*) FROM done) AS written,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', d.id::text) FROM done d
+                              WHERE d.awaited AND d.state IN ('completed', 'failed')) n) AS notified,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
+                              FROM (SELECT DISTINCT d.queue FROM done d WHERE d.state = 'available') q) w) AS woken

@@ -1,0 +1,14 @@
+-- Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED
+-- error result, notifying waiters.
+WITH gone AS (
+    UPDATE remuda.jobs
+    SET state = 'expired', finished_at = now(),
+        result = jsonb_build_object('err', jsonb_build_object(
+            'code', 'EXPIRED', 'message', 'the job did not start before its deadline ' || expires_at, 'data', NULL))
+    WHERE id IN (SELECT id FROM remuda.jobs
+                 WHERE expires_at <= now() AND state IN ('scheduled', 'available')
+                 LIMIT $1 FOR UPDATE SKIP LOCKED)
+    RETURNING id, awaited
+)
+SELECT (SELECT count(*) FROM gone) AS expired,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', g.id::text) FROM gone g WHERE g.awaited) n) AS notified

@@ -1,0 +1,20 @@
+-- Cancel a job that has not finished. A running job's worker is told on `remuda_cancel`
+-- ("worker_id:job_id") and stops it; its completion is then rejected by the running guard.
+-- Returns the state the job had (no row: no such job) and whether it was cancelled now.
+WITH target AS (
+    SELECT id, state AS old_state, worker_id FROM remuda.jobs WHERE id = $1 FOR UPDATE
+), cancelled AS (
+    UPDATE remuda.jobs j
+    SET state = 'cancelled', finished_at = now(),
+        result = jsonb_build_object('err', jsonb_build_object(
+            'code', 'CANCELLED', 'message', 'the job was cancelled', 'data', NULL))
+    FROM target t
+    WHERE j.id = t.id AND t.old_state IN ('scheduled', 'available', 'running')
+    RETURNING j.id, j.awaited
+)
+SELECT t.old_state::text AS old_state,
+       (SELECT count(*) FROM cancelled) AS cancelled,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_cancel', t.worker_id || ':' || t.id)
+                              WHERE t.old_state = 'running' AND t.worker_id IS NOT NULL) c) AS told,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', c.id::text) FROM cancelled c WHERE c.awaited) n) AS notified
+FROM target t

@@ -1,0 +1,16 @@
+-- Run a job that is not running again, now: a final job gets one more attempt if it used them
+-- all (its error history is kept), a scheduled one stops waiting. Returns the state it had.
+WITH target AS (
+    SELECT id, state AS old_state FROM remuda.jobs WHERE id = $1 FOR UPDATE
+), retried AS (
+    UPDATE remuda.jobs j
+    SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
+        max_attempts = GREATEST(COALESCE(j.max_attempts, 1), j.attempt + 1)
+    FROM target t
+    WHERE j.id = t.id AND t.old_state <> 'running' AND t.old_state <> 'available'
+    RETURNING j.queue
+)
+SELECT t.old_state::text AS old_state,
+       (SELECT count(*) FROM retried) AS retried,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', r.queue) FROM retried r) w) AS woken
+FROM target t

@@ -1,0 +1,11 @@
+-- Give running jobs back without burning an attempt (graceful shutdown past its timeout):
+-- available again, attempt restored, and the queues woken so another worker takes them.
+WITH released AS (
+    UPDATE remuda.jobs
+    SET state = 'available', attempt = attempt - 1, worker_id = NULL, started_at = NULL
+    WHERE id = ANY($1::bigint[]) AND state = 'running' AND worker_id = $2
+    RETURNING queue
+)
+SELECT (SELECT count(*) FROM released) AS released,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
+                              FROM (SELECT DISTINCT queue FROM released) q) w) AS woken

@@ -1,0 +1,35 @@
+-- Rescue the running jobs of workers whose heartbeat is older than $1 seconds (or that are
+-- gone from remuda.workers): retried at once if attempts remain, failed otherwise, each with a
+-- WORKER_LOST error in its history. The lost worker's late completion is then rejected by the
+-- guard of complete_jobs.
+WITH lost AS (
+    SELECT j.id
+    FROM remuda.jobs j
+    LEFT JOIN remuda.workers w ON w.id = j.worker_id
+    WHERE j.state = 'running'
+      AND (w.id IS NULL OR w.heartbeat_at < now() - make_interval(secs => $1))
+    FOR UPDATE OF j SKIP LOCKED
+), rescued AS (
+    UPDATE remuda.jobs j
+    SET state = CASE WHEN j.attempt < COALESCE(j.max_attempts, 1)
+                     THEN 'available' ELSE 'failed' END::remuda.job_state,
+        finished_at = CASE WHEN j.attempt < COALESCE(j.max_attempts, 1) THEN NULL ELSE now() END,
+        result = CASE WHEN j.attempt < COALESCE(j.max_attempts, 1) THEN NULL
+                      ELSE jsonb_build_object('err', jsonb_build_object(
+                          'code', 'WORKER_LOST',
+                          'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
+                          'data', NULL)) END,
+        errors = j.errors || jsonb_build_array(jsonb_build_object(
+            'attempt', j.attempt, 'at', now(), 'code', 'WORKER_LOST',
+            'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
+            'worker', j.worker_id))
+    FROM lost
+    WHERE j.id = lost.id
+    RETURNING j.id, j.queue, j.state, j.awaited
+)
+SELECT (SELECT count(*) FROM rescued WHERE state = 'available') AS retried,
+       (SELECT count(*) FROM rescued WHERE state = 'failed') AS failed,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
+                              FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'available') q) w) AS woken,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', r.id::text) FROM rescued r
+                              WHERE r.awaited AND r.state = 'failed') n) AS notified

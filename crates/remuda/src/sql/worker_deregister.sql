@@ -1,0 +1,2 @@
+-- A worker that stopped cleanly leaves the registry.
+DELETE FROM remuda.workers WHERE id = $1

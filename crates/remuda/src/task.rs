@@ -1,0 +1,250 @@
+//! Tasks: the code a job runs. A [`Task`] has a kind name, typed arguments and output, and
+//! defaults for the jobs enqueued for it; it returns its output or a [`TaskError`].
+//!
+//! ```no_run
+//! use remuda::{JobContext, Task, TaskError, TaskOptions};
+//! use serde::{Deserialize, Serialize};
+//!
+//! struct SendEmail;
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Email { to: String }
+//!
+//! impl Task for SendEmail {
+//!     const KIND: &'static str = "send_email";
+//!     type Args = Email;
+//!     type Output = String;
+//!
+//!     fn options() -> TaskOptions {
+//!         TaskOptions::default().queue("mail").max_attempts(5)
+//!     }
+//!
+//!     async fn run(&self, _ctx: JobContext, args: Email) -> Result<String, TaskError> {
+//!         if args.to.is_empty() {
+//!             return Err(TaskError::permanent("NO_RECIPIENT", "the email has no recipient"));
+//!         }
+//!         Ok(format!("sent to {}", args.to))
+//!     }
+//! }
+//! ```
+
+use crate::db::Jsonb;
+use crate::retry::Backoff;
+use futures_util::future::BoxFuture;
+use serde::{de::DeserializeOwned, Serialize};
+use serde_json::Value;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Code a job of one kind runs.
+pub trait Task: Send + Sync + 'static {
+    /// The kind name jobs are enqueued under.
+    const KIND: &'static str;
+    /// Arguments, stored as JSON in the job.
+    type Args: Serialize + DeserializeOwned + Send + 'static;
+    /// Output, stored as JSON in the job's `{"ok": …}` result.
+    type Output: Serialize + Send + 'static;
+
+    /// Defaults for this kind's jobs (queue, priority, attempts, backoff, timeout).
+    fn options() -> TaskOptions
+    where
+        Self: Sized,
+    {
+        TaskOptions::default()
+    }
+
+    /// Runs one attempt.
+    fn run(
+        &self,
+        ctx: JobContext,
+        args: Self::Args,
+    ) -> impl Future<Output = Result<Self::Output, TaskError>> + Send;
+}
+
+/// What a job being run knows about itself.
+#[derive(Clone, Debug)]
+pub struct JobContext {
+    /// The job's id.
+    pub id: i64,
+    /// Its kind.
+    pub kind: String,
+    /// The queue it was claimed from.
+    pub queue: String,
+    /// This attempt's number, from 1.
+    pub attempt: i32,
+    /// Attempts allowed in all.
+    pub max_attempts: i32,
+    /// The worker running it.
+    pub worker_id: Arc<str>,
+}
+
+/// An error returned by a task: a stable code, a message, optional data, and whether it may
+/// be retried at all.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskError {
+    /// Stable, machine-readable code (`TIMEOUT`, `PANIC`, `EXIT_2`, or the task's own).
+    pub code: String,
+    /// What happened, for people.
+    pub message: String,
+    /// Structured details, stored with the error.
+    pub data: Option<Value>,
+    /// `Some(false)`: never retry. Otherwise the kind's retry policy decides.
+    pub retryable: Option<bool>,
+}
+
+impl TaskError {
+    /// An error the kind's retry policy decides about.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        TaskError {
+            code: code.into(),
+            message: message.into(),
+            data: None,
+            retryable: None,
+        }
+    }
+
+    /// An error that must not be retried (bad input, a 4xx answer).
+    pub fn permanent(code: impl Into<String>, message: impl Into<String>) -> Self {
+        TaskError {
+            retryable: Some(false),
+            ..TaskError::new(code, message)
+        }
+    }
+
+    /// Attaches structured data.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Error code for a panic in the task.
+    pub const PANIC: &'static str = "PANIC";
+    /// Error code for an attempt that ran past its timeout.
+    pub const TIMEOUT: &'static str = "TIMEOUT";
+}
+
+impl std::fmt::Display for TaskError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code, self.message)
+    }
+}
+
+impl std::error::Error for TaskError {}
+
+/// Defaults for the jobs of one kind, and how the worker treats their errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskOptions {
+    /// Queue new jobs go to.
+    pub queue: String,
+    /// Priority of new jobs; lower runs first.
+    pub priority: i32,
+    /// Attempts allowed, the first included.
+    pub max_attempts: i32,
+    /// Wait between attempts.
+    pub backoff: Backoff,
+    /// Error codes that are retried; `None` retries every error not marked permanent.
+    pub retry_on: Option<Vec<String>>,
+    /// Longest an attempt may run; `None` for no limit.
+    pub timeout: Option<Duration>,
+}
+
+impl Default for TaskOptions {
+    fn default() -> Self {
+        TaskOptions {
+            queue: "default".into(),
+            priority: 0,
+            max_attempts: 25,
+            backoff: Backoff::default(),
+            retry_on: None,
+            timeout: None,
+        }
+    }
+}
+
+impl TaskOptions {
+    /// Sets the queue.
+    pub fn queue(mut self, queue: impl Into<String>) -> Self {
+        self.queue = queue.into();
+        self
+    }
+    /// Sets the priority (lower runs first).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.priority = priority;
+        self
+    }
+    /// Sets the number of attempts.
+    pub fn max_attempts(mut self, max_attempts: i32) -> Self {
+        self.max_attempts = max_attempts;
+        self
+    }
+    /// Sets the backoff.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+    /// Retries only errors with these codes.
+    pub fn retry_on<I: IntoIterator<Item = S>, S: Into<String>>(mut self, codes: I) -> Self {
+        self.retry_on = Some(codes.into_iter().map(Into::into).collect());
+        self
+    }
+    /// Sets the timeout of one attempt.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Whether an attempt that failed with `error` gets another one.
+    pub fn should_retry(&self, error: &TaskError, attempt: i32, max_attempts: i32) -> bool {
+        attempt < max_attempts
+            && error.retryable != Some(false)
+            && self
+                .retry_on
+                .as_ref()
+                .is_none_or(|codes| codes.iter().any(|c| *c == error.code))
+    }
+}
+
+/// A task behind a uniform interface: JSON in, JSON out. The worker runs these; [`Task`]s are
+/// wrapped into one, and the CLI's command and HTTP tasks implement it directly.
+pub trait DynTask: Send + Sync + 'static {
+    /// Runs one attempt with the job's raw JSON arguments.
+    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>>;
+}
+
+/// Adapts a typed [`Task`] to [`DynTask`].
+pub(crate) struct Typed<T>(pub T);
+
+impl<T: Task> DynTask for Typed<T> {
+    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+        Box::pin(async move {
+            let args: T::Args = args.decode().map_err(|e| {
+                TaskError::permanent(
+                    "INVALID_ARGS",
+                    format!("arguments do not fit task {}: {e}", T::KIND),
+                )
+            })?;
+            let output = self.0.run(ctx, args).await?;
+            Jsonb::encode(&output).map_err(|e| {
+                TaskError::permanent("INVALID_OUTPUT", format!("output of {} is not JSON: {e}", T::KIND))
+            })
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_decision_follows_policy() {
+        let all = TaskOptions::default();
+        let err = TaskError::new("BOOM", "x");
+        assert!(all.should_retry(&err, 1, 3));
+        assert!(!all.should_retry(&err, 3, 3), "last attempt");
+        assert!(!all.should_retry(&TaskError::permanent("BAD", "x"), 1, 3));
+        let only_timeout = TaskOptions::default().retry_on(["TIMEOUT"]);
+        assert!(!only_timeout.should_retry(&err, 1, 3));
+        assert!(only_timeout.should_retry(&TaskError::new("TIMEOUT", "x"), 1, 3));
+    }
+}

@@ -1,0 +1,150 @@
+//! Helpers for tests against a real PostgreSQL: each [`TestDatabase`] is a fresh database
+//! cloned from a migrated template, so tests run in parallel without seeing each other.
+//! remuda's own tests use it, and so can yours.
+//!
+//! The server is found as everywhere else ([`crate::db::setup::Resolve::from_env`]):
+//! `DATABASE_URL`, a local server, or the private cluster. The role needs CREATEDB.
+
+use crate::db::{conninfo, setup::Resolve, Database};
+use crate::{migrate, Client, Error, Result};
+use std::sync::atomic::{AtomicU32, Ordering};
+use tokio_postgres::{Config, NoTls};
+
+/// A database of its own for one test, dropped when the value is dropped.
+pub struct TestDatabase {
+    admin: Config,
+    name: String,
+    conninfo: String,
+}
+
+/// Advisory lock key serialising template creation.
+const TEMPLATE_LOCK: i64 = 0x72656d7564615f74;
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+async fn admin_client(admin: &Config) -> Result<tokio_postgres::Client> {
+    let (client, connection) = admin.connect(NoTls).await.map_err(|e| Error::Unreachable {
+        target: crate::db::describe(admin),
+        reason: e.to_string(),
+    })?;
+    tokio::spawn(connection);
+    Ok(client)
+}
+
+impl TestDatabase {
+    /// Creates a migrated database for one test.
+    pub async fn new() -> Result<TestDatabase> {
+        let admin = Resolve::from_env().resolve().await?;
+        let client = admin_client(&admin).await?;
+        let template = format!("remuda_tpl_{:016x}", migrate::fingerprint());
+        ensure_template(&admin, &client, &template).await?;
+        drop_abandoned(&client).await;
+        let name = format!(
+            "remuda_t_{}_{}_{:06x}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            fastrand::u32(..0x1000000)
+        );
+        client
+            .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
+            .await?;
+        Ok(TestDatabase {
+            conninfo: conninfo(&admin, Some(&name)),
+            admin,
+            name,
+        })
+    }
+
+    /// A connection string for this database (for child processes such as the CLI).
+    pub fn conninfo(&self) -> &str {
+        &self.conninfo
+    }
+
+    /// A client connected to this database.
+    pub async fn client(&self) -> Result<Client> {
+        Client::connect(&self.conninfo).await
+    }
+
+    /// A pool on this database.
+    pub fn database(&self) -> Result<Database> {
+        Database::new(&self.conninfo, 8)
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let admin = self.admin.clone();
+        let name = self.name.clone();
+        // Drop may run inside or outside a runtime: use a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            runtime.block_on(async move {
+                if let Ok(client) = admin_client(&admin).await {
+                    let _ = client
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+async fn ensure_template(admin: &Config, client: &tokio_postgres::Client, template: &str) -> Result<()> {
+    if template_exists(client, template).await? {
+        return Ok(());
+    }
+    client.execute("SELECT pg_advisory_lock($1)", &[&TEMPLATE_LOCK]).await?;
+    let result = async {
+        if template_exists(client, template).await? {
+            return Ok(());
+        }
+        let building = format!("{template}_building");
+        client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE); CREATE DATABASE {building}"))
+            .await?;
+        {
+            let db = Database::new(&conninfo(admin, Some(&building)), 2)?;
+            migrate::run(&db).await?;
+        }
+        client
+            .batch_execute(&format!("ALTER DATABASE {building} WITH ALLOW_CONNECTIONS true; ALTER DATABASE {building} RENAME TO {template}"))
+            .await
+            .map_err(|e| Error::Setup(format!("cannot finish the test template: {e}")))?;
+        Ok(())
+    }
+    .await;
+    client.execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK]).await?;
+    result
+}
+
+async fn template_exists(client: &tokio_postgres::Client, template: &str) -> Result<bool> {
+    Ok(client
+        .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&template])
+        .await?
+        .is_some())
+}
+
+/// Drops test databases left by test processes that no longer exist (a test that panicked
+/// before its `Drop` ran, or was killed).
+async fn drop_abandoned(client: &tokio_postgres::Client) {
+    let Ok(rows) = client
+        .query("SELECT datname FROM pg_database WHERE datname LIKE 'remuda\\_t\\_%'", &[])
+        .await
+    else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = client
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await;
+            }
+        }
+    }
+}

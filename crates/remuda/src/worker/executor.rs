@@ -1,0 +1,180 @@
+//! Running one claimed job: decode, run with its timeout, turn a panic into a `PANIC` error,
+//! decide between completed, retry and failed, and hand the outcome to the completer.
+
+use super::completer::Outcome;
+use super::Shared;
+use crate::db::Jsonb;
+use crate::task::{JobContext, TaskError};
+use chrono::Utc;
+use futures_util::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// A row returned by `claim.sql`.
+pub(crate) struct Claimed {
+    pub id: i64,
+    pub kind: String,
+    pub queue: String,
+    pub attempt: i32,
+    pub max_attempts: i32,
+    pub timeout_ms: Option<i64>,
+    pub args: Jsonb,
+}
+
+/// Runs the job to its outcome; the permit (the concurrency slot) is held until the outcome
+/// is queued for writing.
+pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: OwnedSemaphorePermit) {
+    let Some(registered) = shared.tasks.get(&job.kind) else {
+        // cannot happen: the claim only returns kinds we registered; give it back untouched
+        let _ = shared.completer.send(Outcome::Release { id: job.id }).await;
+        return;
+    };
+    let cancel = shared.hard_stop.child_token();
+    shared.running.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, cancel.clone());
+    let ctx = JobContext {
+        id: job.id,
+        kind: job.kind.clone(),
+        queue: job.queue.clone(),
+        attempt: job.attempt,
+        max_attempts: job.max_attempts,
+        worker_id: shared.worker_id.clone(),
+    };
+    let timeout = job
+        .timeout_ms
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis)
+        .or(registered.options.timeout);
+    let run = AssertUnwindSafe(registered.task.clone().run(ctx, std::mem::replace(&mut job.args, Jsonb(String::new())))).catch_unwind();
+    let result = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => None,
+        result = async {
+            match timeout {
+                Some(limit) => match tokio::time::timeout(limit, run).await {
+                    Ok(result) => result,
+                    Err(_) => Ok(Err(TaskError::new(
+                        TaskError::TIMEOUT,
+                        format!("the attempt ran longer than its timeout of {}", crate::duration::format(limit)),
+                    ))),
+                },
+                None => run.await,
+            }
+        } => Some(result),
+    };
+    shared.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
+    let outcome = match result {
+        // stopped: by shutdown (give the job back) or by a cancel (already final: write nothing)
+        None if shared.hard_stop.is_cancelled() => Some(Outcome::Release { id: job.id }),
+        None => None,
+        Some(Ok(Ok(output))) => Some(success(&shared, &job, output)),
+        Some(Ok(Err(error))) => Some(failure(&shared, &job, &registered.options, error)),
+        Some(Err(panic)) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the task panicked".into());
+            let error = TaskError::new(TaskError::PANIC, format!("the task panicked: {message}"));
+            Some(failure(&shared, &job, &registered.options, error))
+        }
+    };
+    if let Some(outcome) = outcome {
+        if shared.completer.send(outcome).await.is_err() {
+            tracing::error!("remuda worker: completer stopped before job {} was written; it will be rescued", job.id);
+        }
+    }
+    drop(permit);
+    shared.slot_freed.notify_one();
+}
+
+fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
+    if output.len() > shared.max_payload {
+        let error = TaskError::permanent(
+            "RESULT_TOO_LARGE",
+            format!(
+                "the task returned {} bytes, over the limit of {} bytes; store large results elsewhere and return a reference",
+                output.len(),
+                shared.max_payload
+            ),
+        );
+        return final_failure(shared, job, error);
+    }
+    shared.stats.completed.fetch_add(1, Ordering::Relaxed);
+    let mut text = String::with_capacity(output.0.len() + 7);
+    text.push_str("{\"ok\":");
+    text.push_str(&output.0);
+    text.push('}');
+    Outcome::Write {
+        id: job.id,
+        attempt: job.attempt,
+        state: "completed",
+        result: Some(Jsonb(text)),
+        error: None,
+        run_at: None,
+    }
+}
+
+/// Bounds an error to the payload limit, replacing it (not truncating it) when too big.
+fn bounded(shared: &Shared, error: TaskError) -> TaskError {
+    let size = error.message.len() + error.data.as_ref().map_or(0, |d| d.to_string().len());
+    if size <= shared.max_payload {
+        return error;
+    }
+    TaskError {
+        code: "ERROR_TOO_LARGE".into(),
+        message: format!(
+            "the task failed with error {} whose message and data are {size} bytes, over the limit of {} bytes",
+            error.code, shared.max_payload
+        ),
+        data: None,
+        retryable: error.retryable,
+    }
+}
+
+fn error_entry(shared: &Shared, job: &Claimed, error: &TaskError) -> Jsonb {
+    let mut entry = serde_json::json!({
+        "attempt": job.attempt,
+        "at": Utc::now(),
+        "code": error.code,
+        "message": error.message,
+        "worker": &*shared.worker_id,
+    });
+    if let (Some(data), Some(map)) = (&error.data, entry.as_object_mut()) {
+        map.insert("data".into(), data.clone());
+    }
+    Jsonb(entry.to_string())
+}
+
+fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
+    shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+    let result = serde_json::json!({"err": {"code": error.code, "message": error.message, "data": error.data}});
+    Outcome::Write {
+        id: job.id,
+        attempt: job.attempt,
+        state: "failed",
+        result: Some(Jsonb(result.to_string())),
+        error: Some(error_entry(shared, job, &error)),
+        run_at: None,
+    }
+}
+
+fn failure(shared: &Shared, job: &Claimed, options: &crate::TaskOptions, error: TaskError) -> Outcome {
+    let error = bounded(shared, error);
+    if !options.should_retry(&error, job.attempt, job.max_attempts) {
+        return final_failure(shared, job, error);
+    }
+    shared.stats.retried.fetch_add(1, Ordering::Relaxed);
+    let delay = options.backoff.delay(job.attempt);
+    let run_at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    Outcome::Write {
+        id: job.id,
+        attempt: job.attempt,
+        state: if delay.is_zero() { "available" } else { "scheduled" },
+        result: None,
+        error: Some(error_entry(shared, job, &error)),
+        run_at: Some(run_at),
+    }
+}

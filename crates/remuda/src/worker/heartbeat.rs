@@ -1,0 +1,62 @@
+//! Worker registration and heartbeat: one row per worker process in `remuda.workers`, one
+//! `UPDATE` per interval for the whole worker however many jobs it runs. A worker whose
+//! heartbeat is older than the rescue threshold is presumed dead and its jobs are rescued.
+
+use crate::db::Database;
+use crate::{sql, Result};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// What the worker registers about itself.
+#[derive(Clone, Debug)]
+pub(crate) struct Registration {
+    pub id: String,
+    pub name: String,
+    pub host: String,
+    pub pid: i32,
+    pub queues: Vec<String>,
+    pub kinds: Vec<String>,
+    pub concurrency: i32,
+}
+
+pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
+    let conn = db.conn().await?;
+    let statement = conn.prepare_cached(sql::WORKER_REGISTER).await?;
+    conn.execute(
+        &statement,
+        &[&r.id, &r.name, &r.host, &r.pid, &r.queues, &r.kinds, &r.concurrency],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
+    let conn = db.conn().await?;
+    let statement = conn.prepare_cached(sql::WORKER_DEREGISTER).await?;
+    conn.execute(&statement, &[&id]).await?;
+    Ok(())
+}
+
+async fn beat(db: &Database, r: &Registration) -> Result<()> {
+    let conn = db.conn().await?;
+    let statement = conn.prepare_cached(sql::WORKER_HEARTBEAT).await?;
+    if conn.execute(&statement, &[&r.id]).await? == 0 {
+        // pruned while we could not reach the database: come back
+        drop(conn);
+        register(db, r).await?;
+    }
+    Ok(())
+}
+
+/// Heartbeats until `stop`.
+pub(crate) async fn run(db: Database, registration: Registration, every: Duration, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        if let Err(e) = beat(&db, &registration).await {
+            tracing::warn!("remuda worker {}: heartbeat failed: {e}", registration.id);
+        }
+    }
+}

@@ -1,0 +1,358 @@
+//! The worker: claims jobs from its queues, runs up to `concurrency` of them at once, writes
+//! their outcomes in batches, heartbeats, takes its turn at maintenance when elected leader,
+//! and shuts down gracefully.
+//!
+//! ```no_run
+//! # use remuda::{Client, Worker, Task, JobContext, TaskError};
+//! # struct Noop;
+//! # impl Task for Noop {
+//! #     const KIND: &'static str = "noop";
+//! #     type Args = serde_json::Value;
+//! #     type Output = ();
+//! #     async fn run(&self, _: JobContext, _: serde_json::Value) -> Result<(), TaskError> { Ok(()) }
+//! # }
+//! # async fn demo(client: Client) -> remuda::Result<()> {
+//! let report = Worker::new(client)
+//!     .queues(["default"])
+//!     .concurrency(64)
+//!     .register(Noop)
+//!     .run_until_signal()
+//!     .await?;
+//! println!("{report:?}");
+//! # Ok(()) }
+//! ```
+//!
+//! Shutdown: the producer stops claiming; running jobs get `shutdown_timeout` to finish; the
+//! rest are stopped and released to `available` without counting the attempt; pending
+//! outcomes are written; the worker resigns leadership and leaves the registry.
+
+mod completer;
+mod executor;
+mod heartbeat;
+mod producer;
+
+use crate::client::Client;
+use crate::db::listener::Event;
+use crate::maintenance;
+use crate::task::{DynTask, Task, TaskOptions, Typed};
+use crate::{Error, Result};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, Notify, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+/// How a worker runs. Every field has a default suited to production.
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    /// Name shown in `remuda workers` (default: the host name).
+    pub name: Option<String>,
+    /// Queues to claim from, in order of preference when slots are scarce.
+    pub queues: Vec<String>,
+    /// Jobs run at once, at most.
+    pub concurrency: usize,
+    /// Most jobs claimed by one statement.
+    pub claim_batch: usize,
+    /// Time running jobs get to finish at shutdown before they are stopped and released.
+    pub shutdown_timeout: Duration,
+    /// How often to look for jobs when no notification came.
+    pub poll_interval: Duration,
+    /// How often the worker says it is alive.
+    pub heartbeat_interval: Duration,
+    /// A worker silent for this long is presumed dead and its running jobs are rescued.
+    pub rescue_after: Duration,
+    /// How often the leader rescues, expires and prunes (and renews its lease).
+    pub maintenance_interval: Duration,
+    /// Longest the leader waits between promotions of due scheduled jobs.
+    pub promote_interval: Duration,
+    /// Whether this worker may be elected to run maintenance.
+    pub maintenance: bool,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            name: None,
+            queues: vec!["default".into()],
+            concurrency: 32,
+            claim_batch: 1000,
+            shutdown_timeout: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            heartbeat_interval: Duration::from_secs(5),
+            rescue_after: Duration::from_secs(30),
+            maintenance_interval: Duration::from_secs(5),
+            promote_interval: Duration::from_secs(1),
+            maintenance: true,
+        }
+    }
+}
+
+/// Counts of what a worker did, readable while it runs.
+#[derive(Debug, Default)]
+pub struct WorkerStats {
+    /// Attempts that completed.
+    pub completed: AtomicU64,
+    /// Attempts that failed and will be retried.
+    pub retried: AtomicU64,
+    /// Attempts that failed for good.
+    pub failed: AtomicU64,
+}
+
+/// Totals when a worker stops.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// The worker's id in `remuda.workers`.
+    pub worker_id: String,
+    /// Attempts that completed.
+    pub completed: u64,
+    /// Attempts that failed and will be retried.
+    pub retried: u64,
+    /// Attempts that failed for good.
+    pub failed: u64,
+    /// Jobs given back unfinished at shutdown.
+    pub released: u64,
+}
+
+struct Registered {
+    task: Arc<dyn DynTask>,
+    options: TaskOptions,
+}
+
+/// State shared by the producer, the executors and the notification dispatcher.
+pub(crate) struct Shared {
+    client: Client,
+    config: WorkerConfig,
+    worker_id: Arc<str>,
+    tasks: HashMap<String, Registered>,
+    slots: Arc<Semaphore>,
+    /// Slots the producer waits for before claiming when work is waiting.
+    fill_target: usize,
+    slot_freed: Notify,
+    wake: Notify,
+    running: Mutex<HashMap<i64, CancellationToken>>,
+    completer: mpsc::Sender<completer::Outcome>,
+    hard_stop: CancellationToken,
+    max_payload: usize,
+    stats: Arc<WorkerStats>,
+}
+
+/// A worker process's job runner. Build it, register tasks, then [`Worker::run`].
+pub struct Worker {
+    client: Client,
+    config: WorkerConfig,
+    tasks: HashMap<String, Registered>,
+    stats: Arc<WorkerStats>,
+}
+
+impl Worker {
+    /// A worker with the default configuration.
+    pub fn new(client: Client) -> Worker {
+        Worker {
+            client,
+            config: WorkerConfig::default(),
+            tasks: HashMap::new(),
+            stats: Arc::default(),
+        }
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: WorkerConfig) -> Worker {
+        self.config = config;
+        self
+    }
+
+    /// Sets the queues to claim from.
+    pub fn queues<I: IntoIterator<Item = S>, S: Into<String>>(mut self, queues: I) -> Worker {
+        self.config.queues = queues.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Sets how many jobs run at once.
+    pub fn concurrency(mut self, concurrency: usize) -> Worker {
+        self.config.concurrency = concurrency;
+        self
+    }
+
+    /// Registers a typed task under its kind.
+    pub fn register<T: Task>(self, task: T) -> Worker {
+        self.register_dyn(T::KIND, T::options(), Arc::new(Typed(task)))
+    }
+
+    /// Registers a task that takes and returns raw JSON (command and HTTP tasks, or any kind
+    /// known only at run time).
+    pub fn register_dyn(mut self, kind: impl Into<String>, options: TaskOptions, task: Arc<dyn DynTask>) -> Worker {
+        self.tasks.insert(kind.into(), Registered { task, options });
+        self
+    }
+
+    /// Live counters of this worker.
+    pub fn stats(&self) -> Arc<WorkerStats> {
+        self.stats.clone()
+    }
+
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully.
+    pub async fn run_until_signal(self) -> Result<WorkerReport> {
+        self.run(shutdown_signal()).await
+    }
+
+    /// Runs until `shutdown` resolves, then shuts down gracefully.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<WorkerReport> {
+        let config = self.config;
+        if self.tasks.is_empty() {
+            return Err(Error::InvalidInput("the worker has no tasks: register at least one".into()));
+        }
+        if config.queues.is_empty() || config.queues.iter().any(|q| q.trim().is_empty()) {
+            return Err(Error::InvalidInput("the worker needs at least one non-empty queue name".into()));
+        }
+        if config.concurrency == 0 || config.claim_batch == 0 {
+            return Err(Error::InvalidInput("concurrency and claim_batch must be at least 1".into()));
+        }
+        self.client.check().await?;
+        let db = self.client.database().clone();
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_else(|| "localhost".into());
+        let pid = std::process::id();
+        let name = config.name.clone().unwrap_or_else(|| host.clone());
+        let worker_id: Arc<str> = format!("{name}-{pid}-{:08x}", fastrand::u32(..)).into();
+        let mut kinds: Vec<String> = self.tasks.keys().cloned().collect();
+        kinds.sort();
+        let registration = heartbeat::Registration {
+            id: worker_id.to_string(),
+            name,
+            host,
+            pid: i32::try_from(pid).unwrap_or(i32::MAX),
+            queues: config.queues.clone(),
+            kinds,
+            concurrency: i32::try_from(config.concurrency).unwrap_or(i32::MAX),
+        };
+        heartbeat::register(&db, &registration).await?;
+
+        let background = CancellationToken::new();
+        let (completer_tx, completer_rx) = mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
+        let completer_task = tokio::spawn(completer::run(db.clone(), worker_id.clone(), completer_rx));
+        let shared = Arc::new(Shared {
+            client: self.client.clone(),
+            fill_target: (config.concurrency / 4).clamp(1, config.claim_batch),
+            config: config.clone(),
+            worker_id: worker_id.clone(),
+            tasks: self.tasks,
+            slots: Arc::new(Semaphore::new(config.concurrency)),
+            slot_freed: Notify::new(),
+            wake: Notify::new(),
+            running: Mutex::new(HashMap::new()),
+            completer: completer_tx,
+            hard_stop: CancellationToken::new(),
+            max_payload: self.client.max_payload(),
+            stats: self.stats.clone(),
+        });
+        let events = self.client.listener().subscribe();
+        tokio::spawn(dispatch(shared.clone(), events, background.clone()));
+        tokio::spawn(heartbeat::run(
+            db.clone(),
+            registration,
+            config.heartbeat_interval,
+            background.clone(),
+        ));
+        let maintenance_task = config.maintenance.then(|| {
+            tokio::spawn(maintenance::run(
+                db.clone(),
+                worker_id.clone(),
+                maintenance::Settings::from(&config),
+                background.clone(),
+            ))
+        });
+
+        // Run until asked to stop.
+        let stop_claiming = CancellationToken::new();
+        let producer = tokio::spawn(producer::run(shared.clone(), stop_claiming.clone()));
+        shutdown.await;
+        tracing::info!("remuda worker {worker_id}: shutting down");
+        stop_claiming.cancel();
+        let _ = producer.await;
+
+        // Let running jobs finish, then stop and release the rest.
+        let all = u32::try_from(config.concurrency).unwrap_or(u32::MAX);
+        let mut released = 0u64;
+        if tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all))
+            .await
+            .is_err()
+        {
+            released = shared.running.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+            tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
+            shared.hard_stop.cancel();
+            let _ = shared.slots.acquire_many(all).await;
+        }
+        let _ = shared.completer.send(completer::Outcome::Stop).await;
+        let _ = completer_task.await;
+
+        background.cancel();
+        if let Some(task) = maintenance_task {
+            let _ = task.await;
+        }
+        if let Err(e) = maintenance::resign(&db, &worker_id).await {
+            tracing::warn!("remuda worker {worker_id}: cannot resign leadership: {e}");
+        }
+        heartbeat::deregister(&db, &worker_id).await?;
+        Ok(WorkerReport {
+            worker_id: worker_id.to_string(),
+            completed: self.stats.completed.load(Ordering::Relaxed),
+            retried: self.stats.retried.load(Ordering::Relaxed),
+            failed: self.stats.failed.load(Ordering::Relaxed),
+            released,
+        })
+    }
+}
+
+/// Routes listener events: new jobs wake the producer, cancels stop running jobs.
+async fn dispatch(
+    shared: Arc<Shared>,
+    mut events: tokio::sync::broadcast::Receiver<Event>,
+    stop: CancellationToken,
+) {
+    use tokio::sync::broadcast::error::RecvError;
+    let queues: HashSet<String> = shared.config.queues.iter().cloned().collect();
+    loop {
+        let event = tokio::select! {
+            _ = stop.cancelled() => return,
+            event = events.recv() => event,
+        };
+        match event {
+            Ok(Event::Notification { channel, payload }) => match &*channel {
+                "remuda_insert" if queues.contains(&*payload) => shared.wake.notify_one(),
+                "remuda_cancel" => {
+                    let Some((worker, id)) = payload.rsplit_once(':') else { continue };
+                    if worker != &*shared.worker_id {
+                        continue;
+                    }
+                    let Ok(id) = id.parse::<i64>() else { continue };
+                    if let Some(token) = shared.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+                        token.cancel();
+                    }
+                }
+                _ => {}
+            },
+            Ok(Event::Reconnected) | Err(RecvError::Lagged(_)) => shared.wake.notify_one(),
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

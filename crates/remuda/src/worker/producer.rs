@@ -1,0 +1,133 @@
+//! The producer: claims jobs for free concurrency slots and starts them. One claim statement
+//! per queue fills up to the free slots (`claim.sql`, one round trip). It claims again at once
+//! while claims come back full; when a queue runs dry it sleeps until a `remuda_insert`
+//! notification for one of its queues, a reconnect of the listener, or the poll interval.
+
+use super::executor::{self, Claimed};
+use super::Shared;
+use crate::{sql, Result};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// How long a producer that has more work than slots waits for more slots to free up, so
+/// that claims stay large instead of one row each.
+const FILL_WAIT: Duration = Duration::from_millis(2);
+
+pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
+    let kinds: Vec<String> = shared.tasks.keys().cloned().collect();
+    let defaults: Vec<i32> = kinds
+        .iter()
+        .map(|k| shared.tasks.get(k).map_or(1, |t| t.options.max_attempts))
+        .collect();
+    let queues = shared.config.queues.clone();
+    let mut start = 0usize;
+    let mut error_delay = Duration::from_millis(100);
+    let mut more = true;
+    loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        // A slot must be free; when work is waiting, let a few more free up first.
+        if shared.slots.available_permits() == 0 {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = shared.slot_freed.notified() => {}
+            }
+            continue;
+        }
+        if more {
+            let want = shared.fill_target.min(shared.config.concurrency) as u32;
+            if (shared.slots.available_permits() as u32) < want {
+                let _ = tokio::time::timeout(FILL_WAIT, shared.slots.acquire_many(want)).await;
+            }
+        }
+        more = false;
+        let mut failed = false;
+        for offset in 0..queues.len() {
+            let queue = &queues[(start + offset) % queues.len()];
+            let free = shared.slots.available_permits().min(shared.config.claim_batch);
+            if free == 0 {
+                more = true;
+                break;
+            }
+            match claim(&shared, queue, &kinds, &defaults, free as i64).await {
+                Ok(jobs) => {
+                    if jobs.len() == free {
+                        more = true;
+                    }
+                    for job in jobs {
+                        start_job(&shared, job);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("remuda producer: claim from queue {queue} failed: {e}");
+                    failed = true;
+                }
+            }
+        }
+        start = start.wrapping_add(1);
+        if failed {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(error_delay) => {}
+            }
+            error_delay = (error_delay * 2).min(Duration::from_secs(5));
+            continue;
+        }
+        error_delay = Duration::from_millis(100);
+        if !more {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = shared.wake.notified() => {}
+                _ = tokio::time::sleep(shared.config.poll_interval) => {}
+            }
+        }
+    }
+}
+
+fn start_job(shared: &Arc<Shared>, job: Claimed) {
+    match shared.slots.clone().try_acquire_owned() {
+        Ok(permit) => {
+            tokio::spawn(executor::execute(shared.clone(), job, permit));
+        }
+        Err(_) => {
+            // Only the producer takes slots, so one is free for every claimed row; if that
+            // ever fails, give the job back rather than run over the limit.
+            let shared = shared.clone();
+            tokio::spawn(async move {
+                let _ = shared
+                    .completer
+                    .send(super::completer::Outcome::Release { id: job.id })
+                    .await;
+            });
+        }
+    }
+}
+
+async fn claim(
+    shared: &Shared,
+    queue: &str,
+    kinds: &[String],
+    defaults: &[i32],
+    limit: i64,
+) -> Result<Vec<Claimed>> {
+    let conn = shared.client.database().conn().await?;
+    let statement = conn.prepare_cached(sql::CLAIM).await?;
+    let rows = conn
+        .query(&statement, &[&queue, &kinds, &defaults, &limit, &&*shared.worker_id])
+        .await?;
+    let mut jobs = Vec::with_capacity(rows.len());
+    for row in rows {
+        jobs.push(Claimed {
+            id: row.try_get("id")?,
+            kind: row.try_get("kind")?,
+            queue: queue.to_string(),
+            attempt: row.try_get("attempt")?,
+            max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
+            timeout_ms: row.try_get("timeout_ms")?,
+            args: row.try_get("args")?,
+        });
+    }
+    Ok(jobs)
+}
