@@ -103,14 +103,15 @@ async fn ensure_template(admin: &Config, client: &tokio_postgres::Client, templa
         }
         let building = format!("{template}_building");
         client
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE); CREATE DATABASE {building}"))
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"))
             .await?;
+        client.batch_execute(&format!("CREATE DATABASE {building}")).await?;
         {
             let db = Database::new(&conninfo(admin, Some(&building)), 2)?;
             migrate::run(&db).await?;
         }
         client
-            .batch_execute(&format!("ALTER DATABASE {building} WITH ALLOW_CONNECTIONS true; ALTER DATABASE {building} RENAME TO {template}"))
+            .batch_execute(&format!("ALTER DATABASE {building} RENAME TO {template}"))
             .await
             .map_err(|e| Error::Setup(format!("cannot finish the test template: {e}")))?;
         Ok(())

@@ -1,0 +1,140 @@
+//! Shared test helpers: tasks with observable behaviour and a worker that stops on demand.
+#![allow(dead_code, missing_docs)]
+
+use remuda::{Client, JobContext, Task, TaskError, TaskOptions, Worker, WorkerConfig, WorkerReport};
+use serde::{Deserialize, Serialize};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use remuda::testing::TestDatabase;
+
+/// Fast settings for tests: quick polls, promotions and maintenance.
+pub fn fast_config() -> WorkerConfig {
+    WorkerConfig {
+        poll_interval: Duration::from_millis(200),
+        promote_interval: Duration::from_millis(50),
+        maintenance_interval: Duration::from_millis(200),
+        heartbeat_interval: Duration::from_millis(200),
+        rescue_after: Duration::from_secs(2),
+        shutdown_timeout: Duration::from_secs(5),
+        ..WorkerConfig::default()
+    }
+}
+
+/// A running worker and the handle to stop it.
+pub struct Running {
+    pub stop: CancellationToken,
+    pub handle: JoinHandle<remuda::Result<WorkerReport>>,
+}
+
+impl Running {
+    pub async fn shutdown(self) -> WorkerReport {
+        self.stop.cancel();
+        self.handle.await.expect("worker task").expect("worker ran")
+    }
+}
+
+pub fn start(worker: Worker) -> Running {
+    let stop = CancellationToken::new();
+    let token = stop.clone();
+    let handle = tokio::spawn(worker.run(async move { token.cancelled().await }));
+    Running { stop, handle }
+}
+
+/// Adds two numbers.
+pub struct Add;
+
+#[derive(Serialize, Deserialize)]
+pub struct AddArgs {
+    pub a: i64,
+    pub b: i64,
+}
+
+impl Task for Add {
+    const KIND: &'static str = "add";
+    type Args = AddArgs;
+    type Output = i64;
+
+    async fn run(&self, _ctx: JobContext, args: AddArgs) -> Result<i64, TaskError> {
+        Ok(args.a + args.b)
+    }
+}
+
+/// Fails with FLAKY until attempt `succeed_on`, counting runs.
+pub struct Flaky {
+    pub runs: Arc<AtomicUsize>,
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct FlakyArgs {
+    pub succeed_on: i32,
+    pub code: String,
+}
+
+impl Task for Flaky {
+    const KIND: &'static str = "flaky";
+    type Args = FlakyArgs;
+    type Output = String;
+
+    fn options() -> TaskOptions {
+        TaskOptions::default()
+            .max_attempts(5)
+            .backoff(remuda::Backoff::Exponential {
+                base: Duration::from_millis(100),
+                max: Duration::from_secs(1),
+                jitter: true,
+            })
+            .retry_on(["FLAKY", "TIMEOUT", "PANIC"])
+    }
+
+    async fn run(&self, ctx: JobContext, args: FlakyArgs) -> Result<String, TaskError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if ctx.attempt < args.succeed_on {
+            return Err(TaskError::new(args.code, format!("attempt {} failed", ctx.attempt))
+                .with_data(serde_json::json!({"attempt": ctx.attempt})));
+        }
+        Ok(format!("ok on attempt {}", ctx.attempt))
+    }
+}
+
+/// Behaves as told: sleep, panic or fail permanently.
+pub struct Misbehave;
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+pub enum MisbehaveArgs {
+    Sleep { ms: u64 },
+    Panic,
+    Permanent,
+}
+
+impl Task for Misbehave {
+    const KIND: &'static str = "misbehave";
+    type Args = MisbehaveArgs;
+    type Output = String;
+
+    fn options() -> TaskOptions {
+        TaskOptions::default().max_attempts(1).timeout(Duration::from_millis(300))
+    }
+
+    async fn run(&self, _ctx: JobContext, args: MisbehaveArgs) -> Result<String, TaskError> {
+        match args {
+            MisbehaveArgs::Sleep { ms } => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                Ok(format!("slept {ms}ms"))
+            }
+            MisbehaveArgs::Panic => panic!("deliberate panic"),
+            MisbehaveArgs::Permanent => Err(TaskError::permanent("BAD_INPUT", "cannot be done")),
+        }
+    }
+}
+
+/// Connects a client to a fresh test database.
+pub async fn setup() -> (TestDatabase, Client) {
+    let db = TestDatabase::new().await.expect("test database");
+    let client = db.client().await.expect("client");
+    (db, client)
+}

@@ -1,0 +1,54 @@
+//! Every SQL statement remuda runs prepares against a migrated database: a typo or a column
+//! that a migration renamed fails here, not in production.
+
+mod common;
+
+#[tokio::test]
+async fn every_statement_prepares() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    assert!(remuda::sql::ALL.len() >= 20);
+    for (name, text) in remuda::sql::ALL {
+        if let Err(e) = conn.prepare(text).await {
+            panic!("statement {name} does not prepare: {e:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn migrating_twice_and_concurrently_is_harmless() {
+    let (db, client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let runs = (0..4).map(|_| remuda::migrate::run(&pool));
+    for report in futures_util::future::join_all(runs).await {
+        let report = report.expect("migrate");
+        assert_eq!(report.to, remuda::migrate::LATEST);
+        assert!(report.applied.is_empty(), "already migrated from the template");
+    }
+    client.check().await.expect("schema is current");
+}
+
+#[tokio::test]
+async fn a_schema_newer_than_the_build_is_refused() {
+    let (db, client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    conn.execute("INSERT INTO remuda.schema_migrations (version, name) VALUES (999, 'future')", &[])
+        .await
+        .expect("insert");
+    let err = client.check().await.expect_err("too new");
+    assert!(matches!(err, remuda::Error::SchemaTooNew { found: 999, .. }), "{err}");
+    let err = remuda::migrate::run(&pool).await.expect_err("refuses to migrate");
+    assert!(err.to_string().contains("upgrade remuda"), "{err}");
+}
+
+#[tokio::test]
+async fn a_database_without_the_schema_says_to_migrate() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    pool.conn().await.expect("connection").batch_execute("DROP SCHEMA remuda CASCADE").await.expect("drop");
+    let err = remuda::Client::connect(db.conninfo()).await.expect_err("no schema");
+    assert!(err.to_string().contains("remuda migrate"), "{err}");
+    assert!(err.is_database_unusable());
+}
