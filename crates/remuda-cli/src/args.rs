@@ -1,0 +1,204 @@
+//! Command-line syntax. Names here are a contract for scripts: keep them stable.
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// remuda: a durable task queue for PostgreSQL.
+#[derive(Debug, Parser)]
+#[command(name = "remuda", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// More log output (-v info, -vv debug), on stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the database is.
+#[derive(Debug, Args, Clone)]
+pub struct DbArgs {
+    /// PostgreSQL connection URL. Without it: a local server, else a private cluster in ./.remuda.
+    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
+    /// Use the private PostgreSQL cluster (in $REMUDA_HOME or ./.remuda) even if a server answers.
+    #[arg(long, global = true, env = "REMUDA_EMBEDDED", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
+    pub embedded: Option<bool>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create or upgrade the schema (safe to run from many processes at once).
+    Migrate(JsonFlag),
+    /// Enqueue one job and print its id (with --wait: its result).
+    Enqueue(EnqueueArgs),
+    /// Enqueue many jobs from a JSON-lines file (one args object per line).
+    EnqueueBatch(EnqueueBatchArgs),
+    /// Run a worker for the command, HTTP and built-in tasks of a config file.
+    Worker(WorkerArgs),
+    /// Show one job.
+    Job(JobIdArgs),
+    /// List jobs, newest first.
+    Jobs(JobsArgs),
+    /// Cancel a job that has not finished (a running one is stopped).
+    Cancel(JobIdArgs),
+    /// Run a finished or scheduled job again now.
+    Retry(JobIdArgs),
+    /// Count jobs per state in each queue.
+    Queues(JsonFlag),
+    /// List live workers.
+    Workers(JsonFlag),
+    /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
+    Demo(DemoArgs),
+    /// Print the connection string remuda resolves (setting up the private cluster if needed).
+    DatabaseUrl,
+}
+
+/// Just `--json`.
+#[derive(Debug, Args)]
+pub struct JsonFlag {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Options every enqueue shares.
+#[derive(Debug, Args)]
+pub struct JobOptions {
+    /// Queue (default: the kind's queue in --config, else "default").
+    #[arg(long, short)]
+    pub queue: Option<String>,
+    /// Priority; lower runs first (default 0).
+    #[arg(long, short, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Start no earlier than this long from now (500ms, 10s, 5m, 1h).
+    #[arg(long, value_parser = parse_duration, conflicts_with = "run_at")]
+    pub delay: Option<std::time::Duration>,
+    /// Start no earlier than this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
+    #[arg(long, value_parser = parse_time)]
+    pub run_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// Attempts allowed (default: the kind's in the worker's config, else 25).
+    #[arg(long)]
+    pub max_attempts: Option<i32>,
+    /// Timeout of each attempt (default: the kind's in the worker's config).
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<std::time::Duration>,
+    /// Expire the job unless it starts within this long.
+    #[arg(long, value_parser = parse_duration)]
+    pub expires_in: Option<std::time::Duration>,
+    /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+}
+
+/// `remuda enqueue`.
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// Task kind.
+    pub kind: String,
+    /// Arguments as JSON (default {}).
+    #[arg(long, short)]
+    pub args: Option<String>,
+    #[command(flatten)]
+    pub options: JobOptions,
+    /// Wait for the result: exit 0 on ok, 1 on a task error, 3 on timeout.
+    #[arg(long)]
+    pub wait: bool,
+    /// How long --wait waits.
+    #[arg(long, value_parser = parse_duration, default_value = "30s", requires = "wait")]
+    pub wait_timeout: std::time::Duration,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda enqueue-batch`.
+#[derive(Debug, Args)]
+pub struct EnqueueBatchArgs {
+    /// Task kind of every job.
+    pub kind: String,
+    /// JSON-lines file with one args value per line ("-" for stdin).
+    #[arg(long, short)]
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub options: JobOptions,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// The worker config file (TOML).
+    #[arg(long, short, default_value = "remuda.toml")]
+    pub config: PathBuf,
+    /// Override [worker].concurrency.
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Name shown in `remuda workers` (default: [worker].name, else the host name).
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// A job id.
+#[derive(Debug, Args)]
+pub struct JobIdArgs {
+    /// The job's id.
+    pub id: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda jobs`.
+#[derive(Debug, Args)]
+pub struct JobsArgs {
+    /// Only jobs in this state (scheduled, available, running, completed, failed, cancelled, expired).
+    #[arg(long, short)]
+    pub state: Option<remuda::JobState>,
+    /// Only jobs in this queue.
+    #[arg(long, short)]
+    pub queue: Option<String>,
+    /// Only jobs of this kind.
+    #[arg(long, short)]
+    pub kind: Option<String>,
+    /// At most this many.
+    #[arg(long, short, default_value_t = 20)]
+    pub limit: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Number of quick jobs.
+    #[arg(long, default_value_t = 20_000)]
+    pub jobs: usize,
+    /// Workers to run in this process (each with its own connection pool).
+    #[arg(long, default_value_t = 2)]
+    pub workers: usize,
+    /// Concurrency of each worker.
+    #[arg(long, default_value_t = 200)]
+    pub concurrency: usize,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    remuda::duration::parse(text)
+}
+
+fn parse_time(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&chrono::Utc));
+    }
+    chrono::NaiveDateTime::parse_from_str(text, "%Y-%m-%d %H:%M:%S")
+        .map(|t| t.and_utc())
+        .map_err(|_| format!("invalid time {text:?}: use RFC 3339, like 2026-12-01T09:00:00Z"))
+}

@@ -1,0 +1,46 @@
+//! One module per group of subcommands; each returns the process exit code.
+
+mod demo;
+mod enqueue;
+mod inspect;
+mod worker;
+
+use crate::args::{Cli, Command};
+use crate::connect;
+use crate::error::CliResult;
+use crate::output::print_json;
+
+/// Runs the parsed command line.
+pub async fn run(cli: Cli) -> CliResult<u8> {
+    let db = &cli.db;
+    match cli.command {
+        Command::Migrate(flags) => {
+            let report = remuda::migrate::run(&connect::database(db).await?).await?;
+            if flags.json {
+                print_json(&serde_json::json!({
+                    "from": report.from, "to": report.to, "applied": report.applied
+                }));
+            } else if report.applied.is_empty() {
+                println!("schema is up to date (version {})", report.to);
+            } else {
+                println!("migrated from version {} to {}: {}", report.from, report.to, report.applied.join(", "));
+            }
+            Ok(0)
+        }
+        Command::Enqueue(args) => enqueue::one(db, args).await,
+        Command::EnqueueBatch(args) => enqueue::batch(db, args).await,
+        Command::Worker(args) => worker::run(db, args).await,
+        Command::Job(args) => inspect::job(db, args).await,
+        Command::Jobs(args) => inspect::jobs(db, args).await,
+        Command::Cancel(args) => inspect::cancel(db, args).await,
+        Command::Retry(args) => inspect::retry(db, args).await,
+        Command::Queues(flags) => inspect::queues(db, flags).await,
+        Command::Workers(flags) => inspect::workers(db, flags).await,
+        Command::Demo(args) => demo::run(db, args).await,
+        Command::DatabaseUrl => {
+            let database = connect::database(db).await?;
+            println!("{}", remuda::db::conninfo(database.config(), None));
+            Ok(0)
+        }
+    }
+}

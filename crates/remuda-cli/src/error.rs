@@ -1,0 +1,32 @@
+//! The CLI's errors and the exit code each maps to.
+
+/// Something that stops a command, with the exit code scripts see.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// Bad flags, bad files, bad JSON: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// From the library: exit code by kind.
+    #[error("{0}")]
+    Remuda(#[from] remuda::Error),
+}
+
+impl CliError {
+    /// 2 for bad input, 3 for a wait timeout, 4 when the database cannot be used.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            CliError::Remuda(e) => match e {
+                remuda::Error::WaitTimeout { .. } => 3,
+                remuda::Error::InvalidInput(_)
+                | remuda::Error::NotFound(_)
+                | remuda::Error::WrongState { .. }
+                | remuda::Error::Json(_) => 2,
+                _ => 4,
+            },
+        }
+    }
+}
+
+/// Shorthand.
+pub type CliResult<T> = Result<T, CliError>;

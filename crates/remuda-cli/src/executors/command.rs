@@ -1,0 +1,156 @@
+//! Command tasks: run a program per job with the job as JSON on stdin. Exit 0 is ok with
+//! stdout as the result (JSON if it parses, else text); another exit code is error
+//! `EXIT_<n>` with the last lines of stderr as the message; death by a signal is
+//! `SIGNAL_<n>`. The program runs in its own process group, and the whole group is killed
+//! when the attempt is abandoned (timeout, cancel, shutdown), so no grandchild outlives it.
+
+use super::{job_document, output_to_json};
+use futures_util::future::BoxFuture;
+use remuda::{DynTask, JobContext, Jsonb, TaskError};
+use std::process::Stdio;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+
+/// Lines of stderr kept for the error message.
+const STDERR_LINES: usize = 20;
+/// Bytes of stderr kept (the tail).
+const STDERR_BYTES: usize = 16 * 1024;
+
+/// A program run once per job.
+pub struct CommandTask {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Extra environment.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub workdir: Option<String>,
+    /// Largest stdout accepted as a result.
+    pub max_output: usize,
+}
+
+/// Kills the process group unless the child was reaped (dropped with the attempt's future).
+struct GroupGuard {
+    pgid: Option<i32>,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+impl DynTask for CommandTask {
+    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+        Box::pin(async move { self.run_once(ctx, args).await })
+    }
+}
+
+impl CommandTask {
+    async fn run_once(&self, ctx: JobContext, args: Jsonb) -> Result<Jsonb, TaskError> {
+        let input = job_document(&ctx, &args);
+        let mut command = Command::new(&self.argv[0]);
+        command
+            .args(&self.argv[1..])
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .env("REMUDA_JOB_ID", ctx.id.to_string())
+            .env("REMUDA_JOB_KIND", &ctx.kind)
+            .env("REMUDA_JOB_ATTEMPT", ctx.attempt.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(dir) = &self.workdir {
+            command.current_dir(dir);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            TaskError::new(
+                "SPAWN_FAILED",
+                format!("cannot run {:?}: {e}. Check the command in the worker config", self.argv[0]),
+            )
+        })?;
+        let mut guard = GroupGuard {
+            pgid: child.id().and_then(|id| i32::try_from(id).ok()),
+        };
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = child.stderr.take();
+        let feed = async move {
+            if let Some(stdin) = stdin.as_mut() {
+                // a program that does not read its input is fine: ignore a broken pipe
+                let _ = stdin.write_all(input.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            }
+            drop(stdin);
+        };
+        let limit = self.max_output;
+        let (_, out, err, status) = tokio::join!(
+            feed,
+            read_head(stdout, limit + 1),
+            read_tail(stderr, STDERR_BYTES),
+            child.wait()
+        );
+        let status = status.map_err(|e| TaskError::new("WAIT_FAILED", format!("waiting for the command failed: {e}")))?;
+        guard.pgid = None; // reaped: nothing left to kill by that id
+        drop(guard);
+        if status.success() {
+            if out.len() > limit {
+                return Err(TaskError::permanent(
+                    "RESULT_TOO_LARGE",
+                    format!("the command wrote more than {limit} bytes to stdout, over the result limit"),
+                ));
+            }
+            return Ok(output_to_json(&String::from_utf8_lossy(&out)));
+        }
+        let stderr_text = String::from_utf8_lossy(&err);
+        let lines: Vec<&str> = stderr_text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
+        use std::os::unix::process::ExitStatusExt;
+        let (code, what) = match (status.code(), status.signal()) {
+            (Some(n), _) => (format!("EXIT_{n}"), format!("exited with code {n}")),
+            (None, Some(sig)) => (format!("SIGNAL_{sig}"), format!("was killed by signal {sig}")),
+            _ => ("EXIT_UNKNOWN".to_string(), "ended abnormally".to_string()),
+        };
+        let message = if tail.is_empty() {
+            format!("the command {what} and wrote nothing to stderr")
+        } else {
+            tail
+        };
+        Err(TaskError::new(code, message))
+    }
+}
+
+async fn read_head<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(pipe) = pipe {
+        let mut limited = pipe.take(limit as u64);
+        let _ = limited.read_to_end(&mut out).await;
+        // drain the rest so the program is not blocked on a full pipe
+        let mut rest = limited.into_inner();
+        let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
+    }
+    out
+}
+
+async fn read_tail<R: AsyncRead + Unpin>(pipe: Option<R>, keep: usize) -> Vec<u8> {
+    let mut kept = Vec::new();
+    if let Some(mut pipe) = pipe {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            kept.extend_from_slice(&buf[..n]);
+            if kept.len() > keep * 2 {
+                kept.drain(..kept.len() - keep);
+            }
+        }
+        if kept.len() > keep {
+            kept.drain(..kept.len() - keep);
+        }
+    }
+    kept
+}

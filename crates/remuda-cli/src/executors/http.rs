@@ -1,0 +1,100 @@
+//! HTTP tasks: POST the job as JSON to a URL. A 2xx answer is ok with the body as the result
+//! (JSON if it parses, else text). 408, 429, 5xx and connection failures are errors the retry
+//! policy may retry (`HTTP_<status>`, `HTTP_CONNECT`, `HTTP_ERROR`); any other status is a
+//! permanent error: the request itself is wrong and sending it again will not help.
+
+use super::{job_document, output_to_json};
+use futures_util::future::BoxFuture;
+use remuda::{DynTask, JobContext, Jsonb, TaskError};
+use std::sync::Arc;
+
+/// Characters of an error response body kept in the error message.
+const BODY_IN_MESSAGE: usize = 2000;
+
+/// An endpoint called once per job.
+pub struct HttpTask {
+    /// Where to POST.
+    pub url: String,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// Shared connection pool.
+    pub client: reqwest::Client,
+    /// Largest response body accepted as a result.
+    pub max_output: usize,
+}
+
+impl DynTask for HttpTask {
+    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+        Box::pin(async move { self.call(ctx, args).await })
+    }
+}
+
+impl HttpTask {
+    async fn call(&self, ctx: JobContext, args: Jsonb) -> Result<Jsonb, TaskError> {
+        let mut request = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("x-remuda-job-id", ctx.id.to_string())
+            .header("x-remuda-attempt", ctx.attempt.to_string());
+        for (name, value) in &self.headers {
+            request = request.header(name, value);
+        }
+        let mut response = request.body(job_document(&ctx, &args)).send().await.map_err(|e| {
+            let code = if e.is_connect() { "HTTP_CONNECT" } else { "HTTP_ERROR" };
+            TaskError::new(code, format!("POST {} failed: {}", self.url, error_chain(&e)))
+        })?;
+        let status = response.status();
+        let mut body = Vec::new();
+        let mut too_large = false;
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() + chunk.len() > self.max_output {
+                        too_large = true;
+                        break;
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(TaskError::new(
+                        "HTTP_ERROR",
+                        format!("reading the answer of {} failed: {}", self.url, error_chain(&e)),
+                    ))
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&body);
+        if status.is_success() {
+            if too_large {
+                return Err(TaskError::permanent(
+                    "RESULT_TOO_LARGE",
+                    format!("the answer of {} is larger than the result limit of {} bytes", self.url, self.max_output),
+                ));
+            }
+            return Ok(output_to_json(&text));
+        }
+        let code = format!("HTTP_{}", status.as_u16());
+        let excerpt: String = text.chars().take(BODY_IN_MESSAGE).collect();
+        let message = format!("POST {} answered {status}: {}", self.url, excerpt.trim());
+        let data = serde_json::json!({ "status": status.as_u16() });
+        let retryable = status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
+        Err(if retryable {
+            TaskError::new(code, message).with_data(data)
+        } else {
+            TaskError::permanent(code, message).with_data(data)
+        })
+    }
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
