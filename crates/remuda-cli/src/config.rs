@@ -43,6 +43,12 @@ pub struct WorkerSection {
     /// Silence after which a worker's jobs are rescued.
     #[serde(default, with = "opt_duration")]
     pub rescue_after: Option<Duration>,
+    /// How often the elected leader rescues, expires and prunes (its lease is 3 of these).
+    #[serde(default, with = "opt_duration")]
+    pub maintenance_interval: Option<Duration>,
+    /// Longest the leader waits between promotions of due scheduled jobs.
+    #[serde(default, with = "opt_duration")]
+    pub promote_interval: Option<Duration>,
     /// Most jobs claimed by one statement.
     pub claim_batch: Option<usize>,
     /// Size limit for args, results and errors, in bytes (default 1 MiB).

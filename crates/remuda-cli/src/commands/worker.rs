@@ -29,6 +29,8 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
         poll_interval: w.poll_interval.unwrap_or(defaults.poll_interval),
         heartbeat_interval: w.heartbeat_interval.unwrap_or(defaults.heartbeat_interval),
         rescue_after: w.rescue_after.unwrap_or(defaults.rescue_after),
+        maintenance_interval: w.maintenance_interval.unwrap_or(defaults.maintenance_interval),
+        promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         ..defaults
     };
     if settings.concurrency == 0 {

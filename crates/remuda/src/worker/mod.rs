@@ -209,6 +209,13 @@ impl Worker {
         if config.concurrency == 0 || config.claim_batch == 0 {
             return Err(Error::InvalidInput("concurrency and claim_batch must be at least 1".into()));
         }
+        if config.heartbeat_interval * 2 > config.rescue_after {
+            return Err(Error::InvalidInput(format!(
+                "heartbeat_interval ({}) must be at most half of rescue_after ({}), or live workers would be taken for dead",
+                crate::duration::format(config.heartbeat_interval),
+                crate::duration::format(config.rescue_after)
+            )));
+        }
         self.client.check().await?;
         let db = self.client.database().clone();
         let host = nix::unistd::gethostname()

@@ -1,0 +1,135 @@
+//! Helpers for driving the real `remuda` binary against a test database.
+#![allow(dead_code, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+pub use remuda::testing::TestDatabase;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_remuda");
+
+/// Runs `remuda --database-url <db> args…` to completion.
+pub async fn remuda(db: &TestDatabase, args: &[&str]) -> Output {
+    tokio::process::Command::new(BIN)
+        .arg("--database-url")
+        .arg(db.conninfo())
+        .args(args)
+        .env_remove("DATABASE_URL")
+        .output()
+        .await
+        .expect("run remuda")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Parses stdout as JSON, failing with both streams shown.
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!("stdout is not JSON ({e}):\nstdout: {}\nstderr: {}", stdout(output), stderr(output))
+    })
+}
+
+pub fn code(output: &Output) -> i32 {
+    output.status.code().unwrap_or(-1)
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!("remuda-test-{}-{:08x}", std::process::id(), fastrand::u32(..)));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        TempDir(dir)
+    }
+
+    pub fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).expect("write file");
+        path
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A `remuda worker` child process.
+pub struct WorkerProcess {
+    pub child: tokio::process::Child,
+}
+
+impl WorkerProcess {
+    pub fn start(db: &TestDatabase, config: &Path) -> WorkerProcess {
+        let child = tokio::process::Command::new(BIN)
+            .arg("--database-url")
+            .arg(db.conninfo())
+            .arg("worker")
+            .arg("--config")
+            .arg(config)
+            .env_remove("DATABASE_URL")
+            .env("REMUDA_TEST_TOKEN", "tok3n")
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start worker");
+        WorkerProcess { child }
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id().and_then(|p| i32::try_from(p).ok()).expect("worker pid")
+    }
+
+    pub fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).expect("signal worker");
+    }
+
+    /// SIGTERM and wait for a clean exit.
+    pub async fn stop(mut self) -> std::process::ExitStatus {
+        self.signal(nix::sys::signal::Signal::SIGTERM);
+        tokio::time::timeout(Duration::from_secs(30), self.child.wait())
+            .await
+            .expect("worker stops within 30 s")
+            .expect("wait for worker")
+    }
+}
+
+/// Polls `remuda job ID --json` until the job is in one of `states`.
+pub async fn wait_for_state(db: &TestDatabase, id: i64, states: &[&str], limit: Duration) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let job = json(&remuda(db, &["job", &id.to_string(), "--json"]).await);
+        if states.iter().any(|s| job["state"] == *s) {
+            return job;
+        }
+        assert!(std::time::Instant::now() < deadline, "job {id} never reached {states:?}: {job}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Enqueues with the CLI and returns the id.
+pub async fn enqueue(db: &TestDatabase, args: &[&str]) -> i64 {
+    let mut all = vec!["enqueue"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let output = remuda(db, &all).await;
+    assert_eq!(code(&output), 0, "enqueue failed: {}", stderr(&output));
+    json(&output)["id"].as_i64().expect("id")
+}
+
+/// A migrated test database.
+pub async fn migrated() -> TestDatabase {
+    TestDatabase::new().await.expect("test database")
+}
