@@ -22,9 +22,10 @@ pub struct DbArgs {
     /// PostgreSQL connection URL. Without it: a local server, else a private cluster in ./.remuda.
     #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
     pub database_url: Option<String>,
-    /// Use the private PostgreSQL cluster (in $REMUDA_HOME or ./.remuda) even if a server answers.
-    #[arg(long, global = true, env = "REMUDA_EMBEDDED", value_parser = clap::builder::BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true")]
-    pub embedded: Option<bool>,
+    /// Use the private PostgreSQL cluster (in $REMUDA_HOME or ./.remuda) even if a server
+    /// answers; REMUDA_EMBEDDED=1 does the same.
+    #[arg(long, global = true)]
+    pub embedded: bool,
 }
 
 /// The subcommands.

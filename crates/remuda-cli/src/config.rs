@@ -98,7 +98,10 @@ pub enum Runner {
         workdir: Option<String>,
     },
     /// An HTTP endpoint.
-    Http { url: String, headers: Vec<(String, String)> },
+    Http {
+        url: String,
+        headers: Vec<(String, String)>,
+    },
     /// A built-in task.
     Builtin(String),
 }
@@ -120,7 +123,8 @@ impl Config {
 
     /// Parses and checks config text.
     pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config = toml::from_str(text).map_err(|e| format!("invalid worker config: {e}"))?;
+        let config: Config =
+            toml::from_str(text).map_err(|e| format!("invalid worker config: {e}"))?;
         for (kind, task) in &config.tasks {
             task.runner(kind)?;
             if matches!(task.max_attempts, Some(n) if n < 1) {
@@ -160,7 +164,11 @@ impl TaskSection {
 
     /// How this kind runs, with `${VAR}`s expanded.
     pub fn runner(&self, kind: &str) -> Result<Runner, String> {
-        let set = [self.command.is_some(), self.url.is_some(), self.builtin.is_some()];
+        let set = [
+            self.command.is_some(),
+            self.url.is_some(),
+            self.builtin.is_some(),
+        ];
         if set.iter().filter(|s| **s).count() != 1 {
             return Err(format!(
                 "[tasks.{kind}] needs exactly one of command = [...], url = \"...\" or builtin = \"noop\""
@@ -168,12 +176,19 @@ impl TaskSection {
         }
         if let Some(argv) = &self.command {
             if argv.is_empty() || argv[0].is_empty() {
-                return Err(format!("[tasks.{kind}] command is empty: give the program and its arguments"));
+                return Err(format!(
+                    "[tasks.{kind}] command is empty: give the program and its arguments"
+                ));
             }
             let env = self
                 .env
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), expand_env(v).map_err(|e| format!("[tasks.{kind}] env {k}: {e}"))?)))
+                .map(|(k, v)| {
+                    Ok((
+                        k.clone(),
+                        expand_env(v).map_err(|e| format!("[tasks.{kind}] env {k}: {e}"))?,
+                    ))
+                })
                 .collect::<Result<_, String>>()?;
             return Ok(Runner::Command {
                 argv: argv.clone(),
@@ -184,12 +199,19 @@ impl TaskSection {
         if let Some(url) = &self.url {
             let url = expand_env(url).map_err(|e| format!("[tasks.{kind}] url: {e}"))?;
             if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(format!("[tasks.{kind}] url {url:?} must start with http:// or https://"));
+                return Err(format!(
+                    "[tasks.{kind}] url {url:?} must start with http:// or https://"
+                ));
             }
             let headers = self
                 .headers
                 .iter()
-                .map(|(k, v)| Ok((k.clone(), expand_env(v).map_err(|e| format!("[tasks.{kind}] header {k}: {e}"))?)))
+                .map(|(k, v)| {
+                    Ok((
+                        k.clone(),
+                        expand_env(v).map_err(|e| format!("[tasks.{kind}] header {k}: {e}"))?,
+                    ))
+                })
                 .collect::<Result<_, String>>()?;
             return Ok(Runner::Http { url, headers });
         }
@@ -278,21 +300,34 @@ timeout = "10m"
         let config = Config::parse(EXAMPLE).expect("example parses");
         assert_eq!(config.queues(), vec!["default", "media"]);
         assert_eq!(config.worker.concurrency, Some(32));
-        assert_eq!(config.worker.shutdown_timeout, Some(Duration::from_secs(30)));
+        assert_eq!(
+            config.worker.shutdown_timeout,
+            Some(Duration::from_secs(30))
+        );
         let resize = &config.tasks["resize"];
         let options = resize.options();
         assert_eq!(options.queue, "media");
         assert_eq!(options.max_attempts, 5);
         assert_eq!(options.timeout, Some(Duration::from_secs(120)));
-        assert_eq!(options.retry_on, Some(vec!["TIMEOUT".to_string(), "EXIT_75".to_string()]));
+        assert_eq!(
+            options.retry_on,
+            Some(vec!["TIMEOUT".to_string(), "EXIT_75".to_string()])
+        );
         assert_eq!(
             options.backoff,
-            Backoff::Exponential { base: Duration::from_secs(1), max: Duration::from_secs(600), jitter: true }
+            Backoff::Exponential {
+                base: Duration::from_secs(1),
+                max: Duration::from_secs(600),
+                jitter: true
+            }
         );
         match config.tasks["agent_run"].runner("agent_run") {
             Ok(Runner::Http { url, headers }) => {
                 assert_eq!(url, "http://127.0.0.1:9001/run");
-                assert_eq!(headers, vec![("Authorization".to_string(), "Bearer s3cret".to_string())]);
+                assert_eq!(
+                    headers,
+                    vec![("Authorization".to_string(), "Bearer s3cret".to_string())]
+                );
             }
             other => panic!("expected an HTTP runner, got {other:?}"),
         }
@@ -305,8 +340,14 @@ timeout = "10m"
             ("[tasks.a]\nqueue = \"x\"", "needs exactly one of"),
             ("[tasks.a]\ncommand = []", "command is empty"),
             ("[tasks.a]\nbuiltin = \"nope\"", "unknown builtin"),
-            ("[tasks.a]\nbuiltin = \"noop\"\ntimeout = \"soon\"", "invalid duration"),
-            ("[tasks.a]\nurl = \"http://x/${REMUDA_SURELY_UNSET_VAR}\"", "REMUDA_SURELY_UNSET_VAR is not set"),
+            (
+                "[tasks.a]\nbuiltin = \"noop\"\ntimeout = \"soon\"",
+                "invalid duration",
+            ),
+            (
+                "[tasks.a]\nurl = \"http://x/${REMUDA_SURELY_UNSET_VAR}\"",
+                "REMUDA_SURELY_UNSET_VAR is not set",
+            ),
             ("[tasks.a]\nurl = \"ftp://x\"", "must start with http"),
         ];
         for (text, expected) in cases {

@@ -12,8 +12,10 @@ const POOL_SIZE: usize = 16;
 /// The resolved database, not yet checked.
 pub async fn database(args: &DbArgs) -> CliResult<Database> {
     let mut resolve = Resolve::from_env();
-    resolve.url = args.database_url.clone().filter(|u| !u.is_empty());
-    resolve.embedded = args.embedded.unwrap_or(false);
+    if args.database_url.is_some() {
+        resolve.url = args.database_url.clone().filter(|u| !u.is_empty());
+    }
+    resolve.embedded |= args.embedded;
     let config = resolve.resolve().await?;
     let db = Database::from_config(config, POOL_SIZE);
     db.ping().await?;

@@ -12,7 +12,10 @@ pub fn print_json(value: &impl serde::Serialize) {
 }
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    t.map_or_else(|| "-".into(), |t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string())
+    t.map_or_else(
+        || "-".into(),
+        |t| t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+    )
 }
 
 /// One job, field by field.
@@ -21,7 +24,9 @@ pub fn print_job(job: &Job) {
     println!("kind          {}", job.kind);
     println!("queue         {}", job.queue);
     println!("state         {}", job.state);
-    let max = job.max_attempts.map_or_else(|| "worker default".into(), |m| m.to_string());
+    let max = job
+        .max_attempts
+        .map_or_else(|| "worker default".into(), |m| m.to_string());
     println!("attempt       {} of {}", job.attempt, max);
     println!("priority      {}", job.priority);
     println!("run_at        {}", time(Some(job.run_at)));
@@ -36,7 +41,10 @@ pub fn print_job(job: &Job) {
     }
     println!("args          {}", job.args);
     match &job.result {
-        Some(result) => println!("result        {}", serde_json::to_string(result).unwrap_or_default()),
+        Some(result) => println!(
+            "result        {}",
+            serde_json::to_string(result).unwrap_or_default()
+        ),
         None => println!("result        -"),
     }
     for e in &job.errors {
@@ -53,7 +61,10 @@ pub fn print_job(job: &Job) {
 
 /// Jobs as a table.
 pub fn print_jobs(jobs: &[Job]) {
-    println!("{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}", "ID", "STATE", "KIND", "QUEUE", "ATTEMPT", "RUN_AT");
+    println!(
+        "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
+        "ID", "STATE", "KIND", "QUEUE", "ATTEMPT", "RUN_AT"
+    );
     for job in jobs {
         println!(
             "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
@@ -102,7 +113,10 @@ pub fn print_queues(stats: &[QueueStats]) {
 
 /// Workers as a table.
 pub fn print_workers(workers: &[WorkerInfo]) {
-    println!("{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<23}", "ID", "HOST", "PID", "RUNNING/MAX", "QUEUES", "HEARTBEAT");
+    println!(
+        "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<23}",
+        "ID", "HOST", "PID", "RUNNING/MAX", "QUEUES", "HEARTBEAT"
+    );
     for w in workers {
         println!(
             "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<23}",

@@ -7,12 +7,30 @@ use common::{code, enqueue, json, migrated, remuda, stderr, stdout, TempDir};
 #[tokio::test]
 async fn every_subcommand_has_help() {
     for sub in [
-        "migrate", "enqueue", "enqueue-batch", "worker", "job", "jobs", "cancel", "retry", "queues", "workers", "demo",
+        "migrate",
+        "enqueue",
+        "enqueue-batch",
+        "worker",
+        "job",
+        "jobs",
+        "cancel",
+        "retry",
+        "queues",
+        "workers",
+        "demo",
         "database-url",
     ] {
-        let output = tokio::process::Command::new(common::BIN).args([sub, "--help"]).output().await.expect("run");
+        let output = tokio::process::Command::new(common::BIN)
+            .args([sub, "--help"])
+            .output()
+            .await
+            .expect("run");
         assert_eq!(code(&output), 0, "{sub} --help");
-        assert!(stdout(&output).contains("Usage: remuda"), "{sub}: {}", stdout(&output));
+        assert!(
+            stdout(&output).contains("Usage: remuda"),
+            "{sub}: {}",
+            stdout(&output)
+        );
     }
 }
 
@@ -29,11 +47,38 @@ async fn migrate_is_idempotent_and_reports_json() {
 #[tokio::test]
 async fn job_json_has_the_documented_fields() {
     let db = migrated().await;
-    let id = enqueue(&db, &["resize", "--args", r#"{"w": 640}"#, "--queue", "media", "--priority", "-3", "--max-attempts", "4", "--timeout", "30s"]).await;
+    let id = enqueue(
+        &db,
+        &[
+            "resize",
+            "--args",
+            r#"{"w": 640}"#,
+            "--queue",
+            "media",
+            "--priority",
+            "-3",
+            "--max-attempts",
+            "4",
+            "--timeout",
+            "30s",
+        ],
+    )
+    .await;
     let job = json(&remuda(&db, &["job", &id.to_string(), "--json"]).await);
     for field in [
-        "id", "kind", "queue", "state", "attempt", "max_attempts", "priority", "run_at", "created_at", "started_at",
-        "finished_at", "result", "errors",
+        "id",
+        "kind",
+        "queue",
+        "state",
+        "attempt",
+        "max_attempts",
+        "priority",
+        "run_at",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "result",
+        "errors",
     ] {
         assert!(job.get(field).is_some(), "missing {field}: {job}");
     }
@@ -75,8 +120,19 @@ async fn queues_json_lists_every_state() {
     enqueue(&db, &["a", "--queue", "q1", "--delay", "1h"]).await;
     enqueue(&db, &["a", "--queue", "q2"]).await;
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
-    let q1 = queues.as_array().and_then(|a| a.iter().find(|q| q["queue"] == "q1")).expect("q1");
-    for state in ["scheduled", "available", "running", "completed", "failed", "cancelled", "expired"] {
+    let q1 = queues
+        .as_array()
+        .and_then(|a| a.iter().find(|q| q["queue"] == "q1"))
+        .expect("q1");
+    for state in [
+        "scheduled",
+        "available",
+        "running",
+        "completed",
+        "failed",
+        "cancelled",
+        "expired",
+    ] {
         assert!(q1.get(state).is_some(), "missing {state}: {q1}");
     }
     assert_eq!(q1["available"], 1);
@@ -99,7 +155,11 @@ async fn cancel_and_retry_from_the_command_line() {
 
     let again = remuda(&db, &["cancel", &id.to_string()]).await;
     assert_eq!(code(&again), 2);
-    assert!(stderr(&again).contains("cannot cancel"), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("cannot cancel"),
+        "{}",
+        stderr(&again)
+    );
 
     let output = remuda(&db, &["retry", &id.to_string()]).await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
@@ -108,7 +168,11 @@ async fn cancel_and_retry_from_the_command_line() {
 
     let missing = remuda(&db, &["job", "987654321"]).await;
     assert_eq!(code(&missing), 2);
-    assert!(stderr(&missing).contains("no job with id 987654321"), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing).contains("no job with id 987654321"),
+        "{}",
+        stderr(&missing)
+    );
 }
 
 #[tokio::test]
@@ -117,7 +181,19 @@ async fn enqueue_batch_inserts_every_line_or_none() {
     let dir = TempDir::new();
     let lines: String = (0..2500).map(|i| format!("{{\"i\": {i}}}\n")).collect();
     let file = dir.write("jobs.jsonl", &lines);
-    let output = remuda(&db, &["enqueue-batch", "bulk", "--file", file.to_str().expect("path"), "--queue", "bulk", "--json"]).await;
+    let output = remuda(
+        &db,
+        &[
+            "enqueue-batch",
+            "bulk",
+            "--file",
+            file.to_str().expect("path"),
+            "--queue",
+            "bulk",
+            "--json",
+        ],
+    )
+    .await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let report = json(&output);
     assert_eq!(report["count"], 2500);
@@ -126,31 +202,83 @@ async fn enqueue_batch_inserts_every_line_or_none() {
     assert_eq!(queues[0]["available"], 2500);
 
     let bad = dir.write("bad.jsonl", "{\"i\": 1}\n{\"i\": \n");
-    let output = remuda(&db, &["enqueue-batch", "bulk", "--file", bad.to_str().expect("path")]).await;
+    let output = remuda(
+        &db,
+        &[
+            "enqueue-batch",
+            "bulk",
+            "--file",
+            bad.to_str().expect("path"),
+        ],
+    )
+    .await;
     assert_eq!(code(&output), 2);
     assert!(stderr(&output).contains("line 2"), "{}", stderr(&output));
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
-    assert_eq!(queues[0]["available"], 2500, "nothing written from the bad file");
+    assert_eq!(
+        queues[0]["available"], 2500,
+        "nothing written from the bad file"
+    );
 }
 
 #[tokio::test]
 async fn bad_input_is_refused_with_a_clear_error_and_nothing_written() {
     let db = migrated().await;
     let cases: &[(&[&str], i32, &str)] = &[
-        (&["enqueue", "k", "--args", "{not json"], 2, "--args is not valid JSON"),
-        (&["enqueue", "k", "--delay", "10 parsecs"], 2, "invalid duration"),
+        (
+            &["enqueue", "k", "--args", "{not json"],
+            2,
+            "--args is not valid JSON",
+        ),
+        (
+            &["enqueue", "k", "--delay", "10 parsecs"],
+            2,
+            "invalid duration",
+        ),
         (&["enqueue", "k", "--run-at", "tomorrow"], 2, "invalid time"),
-        (&["enqueue", "k", "--delay", "1s", "--run-at", "2030-01-01T00:00:00Z"], 2, "cannot be used with"),
-        (&["enqueue", "k", "--no-such-flag"], 2, "unexpected argument"),
+        (
+            &[
+                "enqueue",
+                "k",
+                "--delay",
+                "1s",
+                "--run-at",
+                "2030-01-01T00:00:00Z",
+            ],
+            2,
+            "cannot be used with",
+        ),
+        (
+            &["enqueue", "k", "--no-such-flag"],
+            2,
+            "unexpected argument",
+        ),
         (&["enqueue", "k", "--max-attempts", "0"], 2, "at least 1"),
-        (&["worker", "--config", "/nonexistent/remuda.toml"], 2, "cannot read worker config"),
+        (
+            &["worker", "--config", "/nonexistent/remuda.toml"],
+            2,
+            "cannot read worker config",
+        ),
         (&["jobs", "--state", "done"], 2, "unknown job state"),
-        (&["enqueue-batch", "k", "--file", "/nonexistent.jsonl"], 2, "cannot read"),
+        (
+            &["enqueue-batch", "k", "--file", "/nonexistent.jsonl"],
+            2,
+            "cannot read",
+        ),
     ];
     for (args, expected_code, message) in cases {
         let output = remuda(&db, args).await;
-        assert_eq!(code(&output), *expected_code, "{args:?}: {}", stderr(&output));
-        assert!(stderr(&output).contains(message), "{args:?}: {}", stderr(&output));
+        assert_eq!(
+            code(&output),
+            *expected_code,
+            "{args:?}: {}",
+            stderr(&output)
+        );
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
     }
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
     assert_eq!(queues, serde_json::json!([]), "nothing was written");
@@ -159,20 +287,42 @@ async fn bad_input_is_refused_with_a_clear_error_and_nothing_written() {
 #[tokio::test]
 async fn an_unreachable_database_or_missing_schema_exits_4() {
     let output = tokio::process::Command::new(common::BIN)
-        .args(["--database-url", "postgres://nobody@127.0.0.1:1/none", "queues"])
+        .args([
+            "--database-url",
+            "postgres://nobody@127.0.0.1:1/none",
+            "queues",
+        ])
         .output()
         .await
         .expect("run");
     assert_eq!(code(&output), 4, "{}", stderr(&output));
-    assert!(stderr(&output).contains("cannot connect to PostgreSQL"), "{}", stderr(&output));
-    assert_eq!(stderr(&output).trim().lines().count(), 1, "one line: {}", stderr(&output));
+    assert!(
+        stderr(&output).contains("cannot connect to PostgreSQL"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        stderr(&output).trim().lines().count(),
+        1,
+        "one line: {}",
+        stderr(&output)
+    );
 
     let db = migrated().await;
     let pool = db.database().expect("pool");
-    pool.conn().await.expect("conn").batch_execute("DROP SCHEMA remuda CASCADE").await.expect("drop");
+    pool.conn()
+        .await
+        .expect("conn")
+        .batch_execute("DROP SCHEMA remuda CASCADE")
+        .await
+        .expect("drop");
     let output = remuda(&db, &["enqueue", "k"]).await;
     assert_eq!(code(&output), 4, "{}", stderr(&output));
-    assert!(stderr(&output).contains("remuda migrate"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("remuda migrate"),
+        "{}",
+        stderr(&output)
+    );
     let output = remuda(&db, &["migrate"]).await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     assert_eq!(code(&remuda(&db, &["enqueue", "k"]).await), 0);
@@ -191,7 +341,20 @@ async fn enqueue_takes_kind_defaults_from_a_worker_config() {
     assert_eq!(job["queue"], "media");
     assert_eq!(job["max_attempts"], 7);
     assert_eq!(job["timeout_ms"], 120_000);
-    let output = remuda(&db, &["enqueue", "other", "--config", config.to_str().expect("path")]).await;
+    let output = remuda(
+        &db,
+        &[
+            "enqueue",
+            "other",
+            "--config",
+            config.to_str().expect("path"),
+        ],
+    )
+    .await;
     assert_eq!(code(&output), 2);
-    assert!(stderr(&output).contains("has no [tasks.other]"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("has no [tasks.other]"),
+        "{}",
+        stderr(&output)
+    );
 }

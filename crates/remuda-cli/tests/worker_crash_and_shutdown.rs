@@ -29,7 +29,16 @@ async fn enqueue_many(db: &common::TestDatabase, kind: &str, n: usize) {
     let dir = TempDir::new();
     let lines: String = (0..n).map(|i| format!("{{\"i\": {i}}}\n")).collect();
     let file = dir.write("jobs.jsonl", &lines);
-    let output = remuda(db, &["enqueue-batch", kind, "--file", file.to_str().expect("path")]).await;
+    let output = remuda(
+        db,
+        &[
+            "enqueue-batch",
+            kind,
+            "--file",
+            file.to_str().expect("path"),
+        ],
+    )
+    .await;
     assert!(output.status.success(), "{}", common::stderr(&output));
 }
 
@@ -56,28 +65,54 @@ async fn jobs_of_a_worker_killed_with_sigkill_are_rescued_and_completed_by_anoth
     enqueue_many(&db, "slow", 8).await;
 
     let doomed = WorkerProcess::start(&db, &config);
-    wait_until("the first worker to be running 4 jobs", Duration::from_secs(20), async || {
-        jobs(&db).await.iter().filter(|j| j["state"] == "running").count() == 4
-    })
+    wait_until(
+        "the first worker to be running 4 jobs",
+        Duration::from_secs(20),
+        async || {
+            jobs(&db)
+                .await
+                .iter()
+                .filter(|j| j["state"] == "running")
+                .count()
+                == 4
+        },
+    )
     .await;
     let doomed_pid = doomed.pid();
     doomed.signal(nix::sys::signal::Signal::SIGKILL);
 
     let rescuer = WorkerProcess::start(&db, &config);
-    wait_until("every job to complete", Duration::from_secs(60), async || {
-        let all = jobs(&db).await;
-        all.len() == 8 && all.iter().all(|j| j["state"] == "completed")
-    })
+    wait_until(
+        "every job to complete",
+        Duration::from_secs(60),
+        async || {
+            let all = jobs(&db).await;
+            all.len() == 8 && all.iter().all(|j| j["state"] == "completed")
+        },
+    )
     .await;
     let all = jobs(&db).await;
     let rescued: Vec<_> = all.iter().filter(|j| j["attempt"] == 2).collect();
-    assert_eq!(rescued.len(), 4, "the 4 jobs the killed worker held ran again: {all:?}");
+    assert_eq!(
+        rescued.len(),
+        4,
+        "the 4 jobs the killed worker held ran again: {all:?}"
+    );
     for job in &rescued {
         assert_eq!(job["errors"][0]["code"], "WORKER_LOST");
-        assert!(job["errors"][0]["worker"].as_str().unwrap_or("").contains(&format!("-{doomed_pid}-")), "{job}");
+        assert!(
+            job["errors"][0]["worker"]
+                .as_str()
+                .unwrap_or("")
+                .contains(&format!("-{doomed_pid}-")),
+            "{job}"
+        );
         assert_eq!(job["result"]["ok"], "done");
     }
-    assert!(all.iter().filter(|j| j["attempt"] == 1).all(|j| j["errors"] == serde_json::json!([])));
+    assert!(all
+        .iter()
+        .filter(|j| j["attempt"] == 1)
+        .all(|j| j["errors"] == serde_json::json!([])));
     assert!(rescuer.stop().await.success());
 }
 
@@ -89,12 +124,21 @@ async fn sigterm_releases_running_jobs_without_burning_an_attempt() {
     enqueue_many(&db, "stuck", 2).await;
     let worker = WorkerProcess::start(&db, &config);
     wait_until("both jobs to run", Duration::from_secs(20), async || {
-        jobs(&db).await.iter().filter(|j| j["state"] == "running").count() == 2
+        jobs(&db)
+            .await
+            .iter()
+            .filter(|j| j["state"] == "running")
+            .count()
+            == 2
     })
     .await;
     let started = Instant::now();
     assert!(worker.stop().await.success());
-    assert!(started.elapsed() < Duration::from_secs(10), "shutdown took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "shutdown took {:?}",
+        started.elapsed()
+    );
     for job in jobs(&db).await {
         assert_eq!(job["state"], "available", "{job}");
         assert_eq!(job["attempt"], 0, "{job}");
@@ -114,6 +158,15 @@ async fn the_demo_runs_and_prints_its_summary() {
     assert!(summary["jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0);
     assert!(summary["pickup_ms"]["p99"].as_f64().unwrap_or(0.0) > 0.0);
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
-    let completed: i64 = queues.as_array().expect("queues").iter().map(|q| q["completed"].as_i64().unwrap_or(0)).sum();
-    assert_eq!(completed, 500 + 20 + 10 + 10 + 100, "quick, flaky, delayed, command and ping jobs");
+    let completed: i64 = queues
+        .as_array()
+        .expect("queues")
+        .iter()
+        .map(|q| q["completed"].as_i64().unwrap_or(0))
+        .sum();
+    assert_eq!(
+        completed,
+        500 + 20 + 10 + 10 + 100,
+        "quick, flaky, delayed, command and ping jobs"
+    );
 }

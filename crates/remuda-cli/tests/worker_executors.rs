@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{code, enqueue, json, migrated, remuda, stderr, stdout, wait_for_state, TempDir, WorkerProcess};
+use common::{
+    code, enqueue, json, migrated, remuda, stderr, stdout, wait_for_state, TempDir, WorkerProcess,
+};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,19 +12,25 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// A minimal HTTP/1.1 server for the tests: routes by path, counts calls to /flaky.
 async fn http_server() -> (u16, Arc<AtomicUsize>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let flaky_calls = Arc::new(AtomicUsize::new(0));
     let calls = flaky_calls.clone();
     tokio::spawn(async move {
         loop {
-            let Ok((mut socket, _)) = listener.accept().await else { return };
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
             let calls = calls.clone();
             tokio::spawn(async move {
                 let mut data = Vec::new();
                 let mut buf = [0u8; 4096];
                 let (head, body) = loop {
-                    let Ok(n) = socket.read(&mut buf).await else { return };
+                    let Ok(n) = socket.read(&mut buf).await else {
+                        return;
+                    };
                     if n == 0 {
                         return;
                     }
@@ -31,10 +39,16 @@ async fn http_server() -> (u16, Arc<AtomicUsize>) {
                         let head = String::from_utf8_lossy(&data[..end]).to_string();
                         let length = head
                             .lines()
-                            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse::<usize>().unwrap_or(0)))
+                            .find_map(|l| {
+                                l.to_ascii_lowercase()
+                                    .strip_prefix("content-length:")
+                                    .map(|v| v.trim().parse::<usize>().unwrap_or(0))
+                            })
                             .unwrap_or(0);
                         while data.len() < end + 4 + length {
-                            let Ok(n) = socket.read(&mut buf).await else { return };
+                            let Ok(n) = socket.read(&mut buf).await else {
+                                return;
+                            };
                             if n == 0 {
                                 break;
                             }
@@ -46,12 +60,18 @@ async fn http_server() -> (u16, Arc<AtomicUsize>) {
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
                 let auth = head
                     .lines()
-                    .find_map(|l| l.strip_prefix("authorization: ").or_else(|| l.strip_prefix("Authorization: ")))
+                    .find_map(|l| {
+                        l.strip_prefix("authorization: ")
+                            .or_else(|| l.strip_prefix("Authorization: "))
+                    })
                     .unwrap_or("")
                     .to_string();
                 let job: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
                 let (status, text) = match path.as_str() {
-                    "/ok" => ("200 OK", serde_json::json!({"echo": job["args"], "auth": auth}).to_string()),
+                    "/ok" => (
+                        "200 OK",
+                        serde_json::json!({"echo": job["args"], "auth": auth}).to_string(),
+                    ),
                     "/text" => ("200 OK", "plain words".to_string()),
                     "/flaky" => {
                         if calls.fetch_add(1, Ordering::SeqCst) < 2 {
@@ -136,7 +156,10 @@ builtin = "noop"
 }
 
 fn error_code(job: &serde_json::Value) -> String {
-    job["result"]["err"]["code"].as_str().unwrap_or("").to_string()
+    job["result"]["err"]["code"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
 }
 
 #[tokio::test]
@@ -166,7 +189,13 @@ async fn command_tasks_report_results_and_errors() {
     let job = wait_for_state(&db, fail, &["failed"], Duration::from_secs(20)).await;
     assert_eq!(error_code(&job), "EXIT_3");
     assert_eq!(job["attempt"], 1, "EXIT_3 is not in retry_on");
-    assert!(job["result"]["err"]["message"].as_str().unwrap_or("").contains("the real reason"), "{job}");
+    assert!(
+        job["result"]["err"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("the real reason"),
+        "{job}"
+    );
 
     let job = wait_for_state(&db, tempfail, &["completed"], Duration::from_secs(20)).await;
     assert_eq!(job["result"]["ok"], "recovered");
@@ -193,15 +222,25 @@ async fn command_tasks_report_results_and_errors() {
     assert!(gone, "grandchild {pid} survived the timeout");
 
     let job = json(&remuda(&db, &["job", &unknown.to_string(), "--json"]).await);
-    assert_eq!(job["state"], "available", "a kind the worker does not know is left alone");
+    assert_eq!(
+        job["state"], "available",
+        "a kind the worker does not know is left alone"
+    );
     assert_eq!(job["attempt"], 0);
 
     let workers = json(&remuda(&db, &["workers", "--json"]).await);
     assert_eq!(workers.as_array().map(Vec::len), Some(1), "{workers}");
-    assert_eq!(workers[0]["queues"], serde_json::json!(["default", "media"]));
+    assert_eq!(
+        workers[0]["queues"],
+        serde_json::json!(["default", "media"])
+    );
     assert!(worker.stop().await.success());
     let workers = json(&remuda(&db, &["workers", "--json"]).await);
-    assert_eq!(workers, serde_json::json!([]), "a stopped worker deregisters");
+    assert_eq!(
+        workers,
+        serde_json::json!([]),
+        "a stopped worker deregisters"
+    );
 }
 
 #[tokio::test]
@@ -219,7 +258,10 @@ async fn http_tasks_map_statuses_to_results_and_retries() {
 
     let job = wait_for_state(&db, ok, &["completed"], Duration::from_secs(20)).await;
     assert_eq!(job["result"]["ok"]["echo"], serde_json::json!({"x": 1}));
-    assert_eq!(job["result"]["ok"]["auth"], "Bearer tok3n", "${{VAR}} expanded in headers");
+    assert_eq!(
+        job["result"]["ok"]["auth"], "Bearer tok3n",
+        "${{VAR}} expanded in headers"
+    );
     let job = wait_for_state(&db, text, &["completed"], Duration::from_secs(20)).await;
     assert_eq!(job["result"]["ok"], "plain words");
 
@@ -247,14 +289,31 @@ async fn enqueue_wait_exits_by_outcome() {
 
     let output = remuda(&db, &["enqueue", "noop", "--args", r#"{"i": 7}"#, "--wait"]).await;
     assert_eq!(code(&output), 0, "{}", stderr(&output));
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&stdout(&output)).ok(), Some(serde_json::json!({"ok": {"i": 7}})));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stdout(&output)).ok(),
+        Some(serde_json::json!({"ok": {"i": 7}}))
+    );
 
     let output = remuda(&db, &["enqueue", "fail", "--wait", "--json"]).await;
     assert_eq!(code(&output), 1, "{}", stderr(&output));
     assert_eq!(json(&output)["result"]["err"]["code"], "EXIT_3");
 
-    let output = remuda(&db, &["enqueue", "nobody_runs_this", "--wait", "--wait-timeout", "300ms"]).await;
+    let output = remuda(
+        &db,
+        &[
+            "enqueue",
+            "nobody_runs_this",
+            "--wait",
+            "--wait-timeout",
+            "300ms",
+        ],
+    )
+    .await;
     assert_eq!(code(&output), 3, "{}", stderr(&output));
-    assert!(stderr(&output).contains("did not finish within 300ms"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("did not finish within 300ms"),
+        "{}",
+        stderr(&output)
+    );
     assert!(worker.stop().await.success());
 }

@@ -6,7 +6,9 @@ use std::time::Duration;
 /// Parses `500ms`, `30s`, `5m`, `1h`, `2d` (and sums like `1h30m`).
 pub fn parse(text: &str) -> Result<Duration, String> {
     let s = text.trim();
-    let bad = || format!("invalid duration {text:?}: use a number with a unit, like 500ms, 30s, 5m or 1h");
+    let bad = || {
+        format!("invalid duration {text:?}: use a number with a unit, like 500ms, 30s, 5m or 1h")
+    };
     if s.is_empty() {
         return Err(bad());
     }
@@ -44,7 +46,12 @@ pub fn format(d: Duration) -> String {
     if ms == 0 {
         return "0s".into();
     }
-    for (unit, size) in [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)] {
+    for (unit, size) in [
+        ("d", 86_400_000),
+        ("h", 3_600_000),
+        ("m", 60_000),
+        ("s", 1000),
+    ] {
         if ms % size == 0 {
             return format!("{}{unit}", ms / size);
         }

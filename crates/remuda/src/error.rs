@@ -15,7 +15,9 @@ pub enum Error {
         reason: String,
     },
     /// The `remuda` schema does not exist yet.
-    #[error("the database has no remuda schema: run `remuda migrate` (or `remuda::migrate::run`) first")]
+    #[error(
+        "the database has no remuda schema: run `remuda migrate` (or `remuda::migrate::run`) first"
+    )]
     SchemaMissing,
     /// The schema is older than this binary expects.
     #[error("the remuda schema is at version {found} but this build needs {expected}: run `remuda migrate`")]

@@ -92,7 +92,10 @@ impl FromStr for JobState {
             .find(|state| state.as_str() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = JobState::ALL.iter().map(|s| s.as_str()).collect();
-                format!("unknown job state {s:?}: expected one of {}", names.join(", "))
+                format!(
+                    "unknown job state {s:?}: expected one of {}",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -211,7 +214,8 @@ mod tests {
 
     #[test]
     fn result_is_a_tagged_union() {
-        let ok = serde_json::to_value(JobResult::Ok(serde_json::json!({"n": 1}))).unwrap_or_default();
+        let ok =
+            serde_json::to_value(JobResult::Ok(serde_json::json!({"n": 1}))).unwrap_or_default();
         assert_eq!(ok, serde_json::json!({"ok": {"n": 1}}));
         let err = JobResult::Err(ErrorInfo {
             code: "TIMEOUT".into(),

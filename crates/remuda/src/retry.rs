@@ -103,7 +103,12 @@ mod tests {
             jitter: true,
         };
         let delays: Vec<_> = (0..200).map(|_| b.delay(1)).collect();
-        assert!(delays.iter().all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_millis(1000)));
-        assert!(delays.iter().any(|d| *d != delays[0]), "jitter varies the delay");
+        assert!(delays
+            .iter()
+            .all(|d| *d >= Duration::from_millis(500) && *d <= Duration::from_millis(1000)));
+        assert!(
+            delays.iter().any(|d| *d != delays[0]),
+            "jitter varies the delay"
+        );
     }
 }

@@ -201,7 +201,7 @@ impl TaskOptions {
             && self
                 .retry_on
                 .as_ref()
-                .is_none_or(|codes| codes.iter().any(|c| *c == error.code))
+                .is_none_or(|codes| codes.contains(&error.code))
     }
 }
 
@@ -209,14 +209,22 @@ impl TaskOptions {
 /// wrapped into one, and the CLI's command and HTTP tasks implement it directly.
 pub trait DynTask: Send + Sync + 'static {
     /// Runs one attempt with the job's raw JSON arguments.
-    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>>;
+    fn run(
+        self: Arc<Self>,
+        ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>>;
 }
 
 /// Adapts a typed [`Task`] to [`DynTask`].
 pub(crate) struct Typed<T>(pub T);
 
 impl<T: Task> DynTask for Typed<T> {
-    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+    fn run(
+        self: Arc<Self>,
+        ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
         Box::pin(async move {
             let args: T::Args = args.decode().map_err(|e| {
                 TaskError::permanent(
@@ -226,7 +234,10 @@ impl<T: Task> DynTask for Typed<T> {
             })?;
             let output = self.0.run(ctx, args).await?;
             Jsonb::encode(&output).map_err(|e| {
-                TaskError::permanent("INVALID_OUTPUT", format!("output of {} is not JSON: {e}", T::KIND))
+                TaskError::permanent(
+                    "INVALID_OUTPUT",
+                    format!("output of {} is not JSON: {e}", T::KIND),
+                )
             })
         })
     }

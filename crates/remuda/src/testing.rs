@@ -77,7 +77,10 @@ impl Drop for TestDatabase {
         let name = self.name.clone();
         // Drop may run inside or outside a runtime: use a thread with its own.
         let _ = std::thread::spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
                 return;
             };
             runtime.block_on(async move {
@@ -92,11 +95,17 @@ impl Drop for TestDatabase {
     }
 }
 
-async fn ensure_template(admin: &Config, client: &tokio_postgres::Client, template: &str) -> Result<()> {
+async fn ensure_template(
+    admin: &Config,
+    client: &tokio_postgres::Client,
+    template: &str,
+) -> Result<()> {
     if template_exists(client, template).await? {
         return Ok(());
     }
-    client.execute("SELECT pg_advisory_lock($1)", &[&TEMPLATE_LOCK]).await?;
+    client
+        .execute("SELECT pg_advisory_lock($1)", &[&TEMPLATE_LOCK])
+        .await?;
     let result = async {
         if template_exists(client, template).await? {
             return Ok(());
@@ -105,7 +114,9 @@ async fn ensure_template(admin: &Config, client: &tokio_postgres::Client, templa
         client
             .batch_execute(&format!("DROP DATABASE IF EXISTS {building} WITH (FORCE)"))
             .await?;
-        client.batch_execute(&format!("CREATE DATABASE {building}")).await?;
+        client
+            .batch_execute(&format!("CREATE DATABASE {building}"))
+            .await?;
         {
             let db = Database::new(&conninfo(admin, Some(&building)), 2)?;
             migrate::run(&db).await?;
@@ -117,7 +128,9 @@ async fn ensure_template(admin: &Config, client: &tokio_postgres::Client, templa
         Ok(())
     }
     .await;
-    client.execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK]).await?;
+    client
+        .execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK])
+        .await?;
     result
 }
 
@@ -132,7 +145,10 @@ async fn template_exists(client: &tokio_postgres::Client, template: &str) -> Res
 /// before its `Drop` ran, or was killed).
 async fn drop_abandoned(client: &tokio_postgres::Client) {
     let Ok(rows) = client
-        .query("SELECT datname FROM pg_database WHERE datname LIKE 'remuda\\_t\\_%'", &[])
+        .query(
+            "SELECT datname FROM pg_database WHERE datname LIKE 'remuda\\_t\\_%'",
+            &[],
+        )
         .await
     else {
         return;

@@ -9,14 +9,24 @@ use std::time::Duration;
 #[tokio::test]
 async fn enqueued_job_runs_and_its_typed_result_is_stored() {
     let (_db, client) = setup().await;
-    let id = client.enqueue::<Add>(&AddArgs { a: 2, b: 40 }).await.expect("enqueue");
+    let id = client
+        .enqueue::<Add>(&AddArgs { a: 2, b: 40 })
+        .await
+        .expect("enqueue");
     let before = client.job(id).await.expect("lookup").expect("exists");
     assert_eq!(before.state, JobState::Available);
     assert_eq!(before.kind, "add");
     assert_eq!(before.max_attempts, Some(25));
 
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Add));
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("finished");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Add),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("finished");
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.result, Some(JobResult::Ok(serde_json::json!(42))));
     assert_eq!(job.attempt, 1);
@@ -29,18 +39,40 @@ async fn enqueued_job_runs_and_its_typed_result_is_stored() {
 #[tokio::test]
 async fn wait_times_out_when_nobody_runs_the_job() {
     let (_db, client) = setup().await;
-    let id = client.insert(NewJob::new("nobody_runs_this", &serde_json::json!({})).expect("job")).await.expect("insert");
-    let err = client.wait(id, Duration::from_millis(300)).await.expect_err("no worker");
-    assert!(matches!(err, remuda::Error::WaitTimeout { id: i, .. } if i == id), "{err}");
+    let id = client
+        .insert(NewJob::new("nobody_runs_this", &serde_json::json!({})).expect("job"))
+        .await
+        .expect("insert");
+    let err = client
+        .wait(id, Duration::from_millis(300))
+        .await
+        .expect_err("no worker");
+    assert!(
+        matches!(err, remuda::Error::WaitTimeout { id: i, .. } if i == id),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn a_kind_the_worker_does_not_know_is_left_for_another_worker() {
     let (_db, client) = setup().await;
-    let unknown = client.insert(NewJob::new("unknown_kind", &1).expect("job")).await.expect("insert");
-    let known = client.enqueue::<Add>(&AddArgs { a: 1, b: 1 }).await.expect("enqueue");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Add));
-    client.wait(known, Duration::from_secs(10)).await.expect("known kind ran");
+    let unknown = client
+        .insert(NewJob::new("unknown_kind", &1).expect("job"))
+        .await
+        .expect("insert");
+    let known = client
+        .enqueue::<Add>(&AddArgs { a: 1, b: 1 })
+        .await
+        .expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Add),
+    );
+    client
+        .wait(known, Duration::from_secs(10))
+        .await
+        .expect("known kind ran");
     tokio::time::sleep(Duration::from_millis(300)).await;
     let job = client.job(unknown).await.expect("lookup").expect("exists");
     assert_eq!(job.state, JobState::Available);
@@ -53,7 +85,17 @@ async fn args_over_the_size_limit_are_refused_and_nothing_is_written() {
     let (_db, client) = setup().await;
     let client = client.with_max_payload(1024);
     let big = "x".repeat(2000);
-    let err = client.insert(NewJob::new("add", &big).expect("job")).await.expect_err("too big");
-    assert!(err.to_string().contains("over the limit of 1024 bytes"), "{err}");
-    assert!(client.jobs(&Default::default()).await.expect("list").is_empty());
+    let err = client
+        .insert(NewJob::new("add", &big).expect("job"))
+        .await
+        .expect_err("too big");
+    assert!(
+        err.to_string().contains("over the limit of 1024 bytes"),
+        "{err}"
+    );
+    assert!(client
+        .jobs(&Default::default())
+        .await
+        .expect("list")
+        .is_empty());
 }

@@ -30,7 +30,9 @@ impl Task for Count {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn four_workers_run_twenty_thousand_jobs_each_exactly_once() {
     let (db, client) = setup().await;
-    let jobs: Vec<NewJob> = (0..JOBS).map(|i| NewJob::new("count", &i).expect("job")).collect();
+    let jobs: Vec<NewJob> = (0..JOBS)
+        .map(|i| NewJob::new("count", &i).expect("job"))
+        .collect();
     client.insert_many(&jobs).await.expect("insert");
     let seen: Arc<Vec<AtomicU32>> = Arc::new((0..JOBS).map(|_| AtomicU32::new(0)).collect());
     let mut workers = Vec::new();
@@ -38,17 +40,26 @@ async fn four_workers_run_twenty_thousand_jobs_each_exactly_once() {
         // each worker its own client and pool, as separate processes would have
         let own = db.client().await.expect("client");
         workers.push(start(
-            Worker::new(own).config(fast_config()).concurrency(50).register(Count { seen: seen.clone() }),
+            Worker::new(own)
+                .config(fast_config())
+                .concurrency(50)
+                .register(Count { seen: seen.clone() }),
         ));
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let stats = client.queue_stats().await.expect("stats");
-        let completed = stats.iter().map(|s| s.count(JobState::Completed)).sum::<i64>();
+        let completed = stats
+            .iter()
+            .map(|s| s.count(JobState::Completed))
+            .sum::<i64>();
         if completed == JOBS as i64 {
             break;
         }
-        assert!(Instant::now() < deadline, "only {completed} of {JOBS} completed in time");
+        assert!(
+            Instant::now() < deadline,
+            "only {completed} of {JOBS} completed in time"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut total = 0;
@@ -59,6 +70,15 @@ async fn four_workers_run_twenty_thousand_jobs_each_exactly_once() {
     }
     assert_eq!(total, JOBS as u64);
     let counts: Vec<u32> = seen.iter().map(|c| c.load(Ordering::SeqCst)).collect();
-    let wrong: Vec<(usize, u32)> = counts.iter().copied().enumerate().filter(|(_, c)| *c != 1).take(10).collect();
-    assert!(wrong.is_empty(), "jobs not run exactly once (index, runs): {wrong:?}");
+    let wrong: Vec<(usize, u32)> = counts
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|(_, c)| *c != 1)
+        .take(10)
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "jobs not run exactly once (index, runs): {wrong:?}"
+    );
 }

@@ -14,11 +14,21 @@ async fn a_failing_job_backs_off_retries_and_succeeds_keeping_every_error() {
     let (_db, client) = setup().await;
     let runs = Arc::new(AtomicUsize::new(0));
     let id = client
-        .enqueue::<Flaky>(&FlakyArgs { succeed_on: 3, code: "FLAKY".into() })
+        .enqueue::<Flaky>(&FlakyArgs {
+            succeed_on: 3,
+            code: "FLAKY".into(),
+        })
         .await
         .expect("enqueue");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Flaky { runs: runs.clone() }));
-    let job = client.wait(id, Duration::from_secs(20)).await.expect("finished");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Flaky { runs: runs.clone() }),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("finished");
     assert_eq!(job.state, JobState::Completed, "{job:?}");
     assert_eq!(job.result, Some(JobResult::Ok("ok on attempt 3".into())));
     assert_eq!(job.attempt, 3);
@@ -43,11 +53,21 @@ async fn an_error_outside_retry_on_fails_at_once() {
     let (_db, client) = setup().await;
     let runs = Arc::new(AtomicUsize::new(0));
     let id = client
-        .enqueue::<Flaky>(&FlakyArgs { succeed_on: 3, code: "FATAL".into() })
+        .enqueue::<Flaky>(&FlakyArgs {
+            succeed_on: 3,
+            code: "FATAL".into(),
+        })
         .await
         .expect("enqueue");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Flaky { runs: runs.clone() }));
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("finished");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Flaky { runs: runs.clone() }),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("finished");
     assert_eq!(job.state, JobState::Failed);
     assert_eq!(job.attempt, 1);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
@@ -61,23 +81,64 @@ async fn an_error_outside_retry_on_fails_at_once() {
 #[tokio::test]
 async fn permanent_errors_panics_and_timeouts_become_errors_and_the_worker_keeps_going() {
     let (_db, client) = setup().await;
-    let permanent = client.enqueue::<Misbehave>(&MisbehaveArgs::Permanent).await.expect("enqueue");
-    let panics = client.enqueue::<Misbehave>(&MisbehaveArgs::Panic).await.expect("enqueue");
-    let slow = client.enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 5_000 }).await.expect("enqueue");
-    let quick = client.enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 1 }).await.expect("enqueue");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Misbehave));
+    let permanent = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Permanent)
+        .await
+        .expect("enqueue");
+    let panics = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Panic)
+        .await
+        .expect("enqueue");
+    let slow = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 5_000 })
+        .await
+        .expect("enqueue");
+    let quick = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 1 })
+        .await
+        .expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Misbehave),
+    );
     let code = |job: &remuda::Job| match &job.result {
         Some(JobResult::Err(e)) => e.code.clone(),
         other => format!("{other:?}"),
     };
-    let job = client.wait(permanent, Duration::from_secs(10)).await.expect("finished");
-    assert_eq!((job.state, code(&job)), (JobState::Failed, "BAD_INPUT".to_string()));
-    let job = client.wait(panics, Duration::from_secs(10)).await.expect("finished");
-    assert_eq!((job.state, code(&job)), (JobState::Failed, "PANIC".to_string()));
-    assert!(job.errors[0].message.contains("deliberate panic"), "{:?}", job.errors);
-    let job = client.wait(slow, Duration::from_secs(10)).await.expect("finished");
-    assert_eq!((job.state, code(&job)), (JobState::Failed, "TIMEOUT".to_string()));
-    let job = client.wait(quick, Duration::from_secs(10)).await.expect("finished");
+    let job = client
+        .wait(permanent, Duration::from_secs(10))
+        .await
+        .expect("finished");
+    assert_eq!(
+        (job.state, code(&job)),
+        (JobState::Failed, "BAD_INPUT".to_string())
+    );
+    let job = client
+        .wait(panics, Duration::from_secs(10))
+        .await
+        .expect("finished");
+    assert_eq!(
+        (job.state, code(&job)),
+        (JobState::Failed, "PANIC".to_string())
+    );
+    assert!(
+        job.errors[0].message.contains("deliberate panic"),
+        "{:?}",
+        job.errors
+    );
+    let job = client
+        .wait(slow, Duration::from_secs(10))
+        .await
+        .expect("finished");
+    assert_eq!(
+        (job.state, code(&job)),
+        (JobState::Failed, "TIMEOUT".to_string())
+    );
+    let job = client
+        .wait(quick, Duration::from_secs(10))
+        .await
+        .expect("finished");
     assert_eq!(job.state, JobState::Completed, "the worker kept going");
     let report = worker.shutdown().await;
     assert_eq!((report.failed, report.completed), (3, 1));
@@ -90,8 +151,15 @@ async fn a_per_job_timeout_overrides_the_tasks() {
         .expect("job")
         .timeout(Duration::from_millis(20));
     let id = client.insert(job).await.expect("insert");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Misbehave));
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("finished");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Misbehave),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("finished");
     assert_eq!(job.errors[0].code, "TIMEOUT");
     assert!(job.errors[0].message.contains("20ms"), "{:?}", job.errors);
     worker.shutdown().await;

@@ -28,7 +28,10 @@ impl Task for Sleep {
 async fn wait_for_running(client: &remuda::Client, n: usize) {
     for _ in 0..200 {
         let running = client
-            .jobs(&remuda::JobFilter { state: Some(JobState::Running), ..Default::default() })
+            .jobs(&remuda::JobFilter {
+                state: Some(JobState::Running),
+                ..Default::default()
+            })
             .await
             .expect("list");
         if running.len() >= n {
@@ -44,7 +47,10 @@ async fn shutdown_lets_short_jobs_finish_and_releases_long_ones_without_burning_
     let (_db, client) = setup().await;
     let short = client.enqueue::<Sleep>(&300).await.expect("enqueue");
     let long = client.enqueue::<Sleep>(&60_000).await.expect("enqueue");
-    let config = WorkerConfig { shutdown_timeout: Duration::from_millis(1000), ..fast_config() };
+    let config = WorkerConfig {
+        shutdown_timeout: Duration::from_millis(1000),
+        ..fast_config()
+    };
     let worker = start(Worker::new(client.clone()).config(config).register(Sleep));
     wait_for_running(&client, 2).await;
     let report = worker.shutdown().await;
@@ -54,17 +60,27 @@ async fn shutdown_lets_short_jobs_finish_and_releases_long_ones_without_burning_
     let short = client.job(short).await.expect("lookup").expect("exists");
     assert_eq!(short.state, JobState::Completed);
     let long = client.job(long).await.expect("lookup").expect("exists");
-    assert_eq!(long.state, JobState::Available, "released for another worker");
+    assert_eq!(
+        long.state,
+        JobState::Available,
+        "released for another worker"
+    );
     assert_eq!(long.attempt, 0, "the interrupted attempt is not counted");
     assert!(long.errors.is_empty());
-    assert!(client.workers().await.expect("workers").is_empty(), "the worker left the registry");
+    assert!(
+        client.workers().await.expect("workers").is_empty(),
+        "the worker left the registry"
+    );
 }
 
 #[tokio::test]
 async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected() {
     let (db, client) = setup().await;
     let retried = client.enqueue::<Sleep>(&10).await.expect("enqueue");
-    let last_try = client.insert(NewJob::for_task::<Sleep>(&10).expect("job").max_attempts(1)).await.expect("insert");
+    let last_try = client
+        .insert(NewJob::for_task::<Sleep>(&10).expect("job").max_attempts(1))
+        .await
+        .expect("insert");
     // A worker that claimed both and then stopped heartbeating (as if it were killed).
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("connection");
@@ -77,15 +93,25 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
     .await
     .expect("simulate a dead worker");
 
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Sleep));
-    let job = client.wait(retried, Duration::from_secs(15)).await.expect("rescued and run");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Sleep),
+    );
+    let job = client
+        .wait(retried, Duration::from_secs(15))
+        .await
+        .expect("rescued and run");
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.attempt, 2);
     assert_eq!(job.errors.len(), 1);
     assert_eq!(job.errors[0].code, "WORKER_LOST");
     assert_eq!(job.errors[0].worker.as_deref(), Some("ghost"));
 
-    let job = client.wait(last_try, Duration::from_secs(15)).await.expect("rescued");
+    let job = client
+        .wait(last_try, Duration::from_secs(15))
+        .await
+        .expect("rescued");
     assert_eq!(job.state, JobState::Failed, "no attempts left");
     match &job.result {
         Some(remuda::JobResult::Err(e)) => assert_eq!(e.code, "WORKER_LOST"),
@@ -101,7 +127,12 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
         .expect("guarded update");
     assert_eq!(late, 0);
     assert!(
-        client.workers().await.expect("workers").iter().all(|w| w.id != "ghost"),
+        client
+            .workers()
+            .await
+            .expect("workers")
+            .iter()
+            .all(|w| w.id != "ghost"),
         "the dead worker was pruned"
     );
     worker.shutdown().await;
@@ -110,12 +141,21 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
 #[tokio::test]
 async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
     let (_db, client) = setup().await;
-    let id = client.enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 250 }).await.expect("enqueue");
+    let id = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 250 })
+        .await
+        .expect("enqueue");
     let config = fast_config();
     let worker = start(Worker::new(client.clone()).config(config).register(Sleep));
     // the worker does not run misbehave: cancel it while available
-    assert_eq!(client.cancel(id).await.expect("cancel"), JobState::Available);
-    let job = client.wait(id, Duration::from_secs(5)).await.expect("final");
+    assert_eq!(
+        client.cancel(id).await.expect("cancel"),
+        JobState::Available
+    );
+    let job = client
+        .wait(id, Duration::from_secs(5))
+        .await
+        .expect("final");
     assert_eq!(job.state, JobState::Cancelled);
     let err = client.cancel(id).await.expect_err("already final");
     assert!(err.to_string().contains("cannot cancel"), "{err}");
@@ -127,7 +167,10 @@ async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
         tokio::spawn(async move { client.wait(long, Duration::from_secs(10)).await })
     };
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert_eq!(client.cancel(long).await.expect("cancel"), JobState::Running);
+    assert_eq!(
+        client.cancel(long).await.expect("cancel"),
+        JobState::Running
+    );
     let job = waiter.await.expect("join").expect("waited");
     assert_eq!(job.state, JobState::Cancelled);
     // the worker stopped the task: shutdown is immediate, nothing to release
@@ -135,19 +178,41 @@ async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
     let report = worker.shutdown().await;
     assert_eq!(report.released, 0);
     assert!(started.elapsed() < Duration::from_secs(3));
-    assert!(matches!(client.cancel(999_999).await, Err(remuda::Error::NotFound(999_999))));
+    assert!(matches!(
+        client.cancel(999_999).await,
+        Err(remuda::Error::NotFound(999_999))
+    ));
 }
 
 #[tokio::test]
 async fn manual_retry_revives_a_failed_job_with_one_more_attempt() {
     let (_db, client) = setup().await;
-    let id = client.enqueue::<Misbehave>(&MisbehaveArgs::Permanent).await.expect("enqueue");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Misbehave));
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("failed");
-    assert_eq!((job.state, job.attempt, job.max_attempts), (JobState::Failed, 1, Some(1)));
+    let id = client
+        .enqueue::<Misbehave>(&MisbehaveArgs::Permanent)
+        .await
+        .expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Misbehave),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("failed");
+    assert_eq!(
+        (job.state, job.attempt, job.max_attempts),
+        (JobState::Failed, 1, Some(1))
+    );
     assert_eq!(client.retry(id).await.expect("retry"), JobState::Failed);
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("failed again");
-    assert_eq!((job.state, job.attempt, job.max_attempts), (JobState::Failed, 2, Some(2)));
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("failed again");
+    assert_eq!(
+        (job.state, job.attempt, job.max_attempts),
+        (JobState::Failed, 2, Some(2))
+    );
     assert_eq!(job.errors.len(), 2, "history kept");
     worker.shutdown().await;
 }
@@ -157,11 +222,22 @@ async fn a_job_not_started_before_its_deadline_expires() {
     let (_db, client) = setup().await;
     let soon = chrono::Utc::now() + chrono::Duration::milliseconds(100);
     let id = client
-        .insert(NewJob::new("nobody_runs_this", &1).expect("job").expires_at(soon))
+        .insert(
+            NewJob::new("nobody_runs_this", &1)
+                .expect("job")
+                .expires_at(soon),
+        )
         .await
         .expect("insert");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Sleep));
-    let job = client.wait(id, Duration::from_secs(10)).await.expect("expired");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Sleep),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("expired");
     assert_eq!(job.state, JobState::Expired);
     match job.result {
         Some(remuda::JobResult::Err(e)) => assert_eq!(e.code, "EXPIRED"),
@@ -174,16 +250,31 @@ async fn a_job_not_started_before_its_deadline_expires() {
 async fn delayed_jobs_wait_for_their_time_then_run() {
     let (_db, client) = setup().await;
     let id = client
-        .insert(NewJob::for_task::<Sleep>(&1).expect("job").delay(Duration::from_millis(700)))
+        .insert(
+            NewJob::for_task::<Sleep>(&1)
+                .expect("job")
+                .delay(Duration::from_millis(700)),
+        )
         .await
         .expect("insert");
-    let worker = start(Worker::new(client.clone()).config(fast_config()).register(Sleep));
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Sleep),
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(client.job(id).await.expect("lookup").expect("exists").state, JobState::Scheduled);
+    assert_eq!(
+        client.job(id).await.expect("lookup").expect("exists").state,
+        JobState::Scheduled
+    );
     let job = client.wait(id, Duration::from_secs(10)).await.expect("ran");
     assert_eq!(job.state, JobState::Completed);
     let started = job.started_at.expect("started");
     assert!(started >= job.run_at, "did not start before run_at");
-    assert!(started - job.run_at < chrono::Duration::milliseconds(500), "promoted promptly: {}", started - job.run_at);
+    assert!(
+        started - job.run_at < chrono::Duration::milliseconds(500),
+        "promoted promptly: {}",
+        started - job.run_at
+    );
     worker.shutdown().await;
 }

@@ -24,7 +24,10 @@ async fn migrating_twice_and_concurrently_is_harmless() {
     for report in futures_util::future::join_all(runs).await {
         let report = report.expect("migrate");
         assert_eq!(report.to, remuda::migrate::LATEST);
-        assert!(report.applied.is_empty(), "already migrated from the template");
+        assert!(
+            report.applied.is_empty(),
+            "already migrated from the template"
+        );
     }
     client.check().await.expect("schema is current");
 }
@@ -34,12 +37,20 @@ async fn a_schema_newer_than_the_build_is_refused() {
     let (db, client) = common::setup().await;
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("connection");
-    conn.execute("INSERT INTO remuda.schema_migrations (version, name) VALUES (999, 'future')", &[])
-        .await
-        .expect("insert");
+    conn.execute(
+        "INSERT INTO remuda.schema_migrations (version, name) VALUES (999, 'future')",
+        &[],
+    )
+    .await
+    .expect("insert");
     let err = client.check().await.expect_err("too new");
-    assert!(matches!(err, remuda::Error::SchemaTooNew { found: 999, .. }), "{err}");
-    let err = remuda::migrate::run(&pool).await.expect_err("refuses to migrate");
+    assert!(
+        matches!(err, remuda::Error::SchemaTooNew { found: 999, .. }),
+        "{err}"
+    );
+    let err = remuda::migrate::run(&pool)
+        .await
+        .expect_err("refuses to migrate");
     assert!(err.to_string().contains("upgrade remuda"), "{err}");
 }
 
@@ -47,8 +58,15 @@ async fn a_schema_newer_than_the_build_is_refused() {
 async fn a_database_without_the_schema_says_to_migrate() {
     let (db, _client) = common::setup().await;
     let pool = db.database().expect("pool");
-    pool.conn().await.expect("connection").batch_execute("DROP SCHEMA remuda CASCADE").await.expect("drop");
-    let err = remuda::Client::connect(db.conninfo()).await.expect_err("no schema");
+    pool.conn()
+        .await
+        .expect("connection")
+        .batch_execute("DROP SCHEMA remuda CASCADE")
+        .await
+        .expect("drop");
+    let err = remuda::Client::connect(db.conninfo())
+        .await
+        .expect_err("no schema");
     assert!(err.to_string().contains("remuda migrate"), "{err}");
     assert!(err.is_database_unusable());
 }

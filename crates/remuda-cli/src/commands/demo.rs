@@ -9,7 +9,10 @@ use crate::error::CliResult;
 use crate::executors::CommandTask;
 use crate::output::print_json;
 use indicatif::{ProgressBar, ProgressStyle};
-use remuda::{Backoff, Client, JobContext, NewJob, Task, TaskError, TaskOptions, Worker, WorkerConfig, WorkerStats};
+use remuda::{
+    Backoff, Client, JobContext, NewJob, Task, TaskError, TaskOptions, Worker, WorkerConfig,
+    WorkerStats,
+};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,15 +47,21 @@ impl Task for Flaky {
     type Args = serde_json::Value;
     type Output = String;
     fn options() -> TaskOptions {
-        TaskOptions::default().queue("demo").max_attempts(5).backoff(Backoff::Exponential {
-            base: Duration::from_millis(100),
-            max: Duration::from_secs(1),
-            jitter: true,
-        })
+        TaskOptions::default()
+            .queue("demo")
+            .max_attempts(5)
+            .backoff(Backoff::Exponential {
+                base: Duration::from_millis(100),
+                max: Duration::from_secs(1),
+                jitter: true,
+            })
     }
     async fn run(&self, ctx: JobContext, _args: serde_json::Value) -> Result<String, TaskError> {
         if ctx.attempt < 3 {
-            return Err(TaskError::new("FLAKY", format!("upstream hiccup on attempt {}", ctx.attempt)));
+            return Err(TaskError::new(
+                "FLAKY",
+                format!("upstream hiccup on attempt {}", ctx.attempt),
+            ));
         }
         Ok(format!("succeeded on attempt {}", ctx.attempt))
     }
@@ -65,13 +74,19 @@ impl Task for Doomed {
     type Args = serde_json::Value;
     type Output = ();
     fn options() -> TaskOptions {
-        TaskOptions::default().queue("demo").max_attempts(3).backoff(Backoff::Fixed {
-            delay: Duration::from_millis(100),
-            jitter: false,
-        })
+        TaskOptions::default()
+            .queue("demo")
+            .max_attempts(3)
+            .backoff(Backoff::Fixed {
+                delay: Duration::from_millis(100),
+                jitter: false,
+            })
     }
     async fn run(&self, _ctx: JobContext, _args: serde_json::Value) -> Result<(), TaskError> {
-        Err(TaskError::new("UPSTREAM_DOWN", "the upstream service refused the request"))
+        Err(TaskError::new(
+            "UPSTREAM_DOWN",
+            "the upstream service refused the request",
+        ))
     }
 }
 
@@ -127,7 +142,9 @@ fn worker(client: Client, concurrency: usize) -> Worker {
         .register(Ping)
         .register_dyn(
             "demo_resize",
-            TaskOptions::default().queue("demo_media").timeout(Duration::from_secs(30)),
+            TaskOptions::default()
+                .queue("demo_media")
+                .timeout(Duration::from_secs(30)),
             Arc::new(command),
         )
 }
@@ -163,7 +180,10 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
     database
         .conn()
         .await?
-        .execute("DELETE FROM remuda.jobs WHERE queue IN ('demo', 'demo_media')", &[])
+        .execute(
+            "DELETE FROM remuda.jobs WHERE queue IN ('demo', 'demo_media')",
+            &[],
+        )
         .await
         .map_err(remuda::Error::from)?;
     eprintln!("remuda demo on {}", database.target());
@@ -186,7 +206,13 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
         others.push(NewJob::for_task::<Delayed>(&serde_json::json!({ "i": i }))?.delay(DELAY));
     }
     for i in 0..COMMANDS {
-        others.push(NewJob::new("demo_resize", &serde_json::json!({ "image": format!("photo-{i}.jpg") }))?.queue("demo_media"));
+        others.push(
+            NewJob::new(
+                "demo_resize",
+                &serde_json::json!({ "image": format!("photo-{i}.jpg") }),
+            )?
+            .queue("demo_media"),
+        );
     }
     client.insert_many(&others).await?;
     let total = (args.jobs + others.len()) as u64;
@@ -205,14 +231,19 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
     }
     let bar = ProgressBar::new(total);
     bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs ({per_sec})")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} jobs ({per_sec})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut quick_done_at = None;
     loop {
         let done = finished(&stats);
         bar.set_position(done);
-        let completed: u64 = stats.iter().map(|s| s.completed.load(Ordering::Relaxed)).sum();
+        let completed: u64 = stats
+            .iter()
+            .map(|s| s.completed.load(Ordering::Relaxed))
+            .sum();
         if quick_done_at.is_none() && completed >= args.jobs as u64 {
             quick_done_at = Some(drain_start.elapsed());
         }
@@ -266,9 +297,22 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
             "pickup_ms": { "p50": pick_p50, "p99": pick_p99 },
         }));
     } else {
-        println!("remuda demo: {total} jobs, {} workers x {} slots", args.workers, args.concurrency);
-        println!("  enqueue           {} quick jobs in {:.0} ms ({:.0} jobs/s, one statement)", args.jobs, enqueue_time.as_secs_f64() * 1000.0, enqueue_rate);
-        println!("  throughput        {} quick jobs run in {:.2} s: {:.0} jobs/s", args.jobs, quick_time.as_secs_f64(), rate);
+        println!(
+            "remuda demo: {total} jobs, {} workers x {} slots",
+            args.workers, args.concurrency
+        );
+        println!(
+            "  enqueue           {} quick jobs in {:.0} ms ({:.0} jobs/s, one statement)",
+            args.jobs,
+            enqueue_time.as_secs_f64() * 1000.0,
+            enqueue_rate
+        );
+        println!(
+            "  throughput        {} quick jobs run in {:.2} s: {:.0} jobs/s",
+            args.jobs,
+            quick_time.as_secs_f64(),
+            rate
+        );
         println!("  everything        {total} jobs final in {:.2} s (includes {DELAYED} jobs delayed by {} s)", drain_time.as_secs_f64(), DELAY.as_secs());
         println!("  retries           {retried} (flaky jobs succeed on attempt 3; doomed ones use their 3 attempts)");
         println!("  failures          {failed} (the {DOOMED} doomed jobs)");

@@ -12,7 +12,12 @@ use std::io::BufRead;
 const CHUNK: usize = 10_000;
 
 /// Applies the flags (and the kind's defaults from --config) to a job.
-fn apply(options: &JobOptions, kind: &str, defaults: Option<&Config>, mut job: NewJob) -> CliResult<NewJob> {
+fn apply(
+    options: &JobOptions,
+    kind: &str,
+    defaults: Option<&Config>,
+    mut job: NewJob,
+) -> CliResult<NewJob> {
     if let Some(task) = defaults.and_then(|c| c.tasks.get(kind)) {
         let o = task.options();
         job.queue = o.queue;
@@ -50,7 +55,9 @@ fn apply(options: &JobOptions, kind: &str, defaults: Option<&Config>, mut job: N
 }
 
 fn load_defaults(options: &JobOptions, kind: &str) -> CliResult<Option<Config>> {
-    let Some(path) = &options.config else { return Ok(None) };
+    let Some(path) = &options.config else {
+        return Ok(None);
+    };
     let config = Config::load(path)?;
     if !config.tasks.contains_key(kind) {
         return Err(CliError::Usage(format!(
@@ -71,7 +78,12 @@ fn parse_args(text: &str, what: &str) -> CliResult<Jsonb> {
 pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
     let defaults = load_defaults(&args.options, &args.kind)?;
     let json = parse_args(args.args.as_deref().unwrap_or("{}"), "--args")?;
-    let job = apply(&args.options, &args.kind, defaults.as_ref(), NewJob::from_json(&args.kind, json))?;
+    let job = apply(
+        &args.options,
+        &args.kind,
+        defaults.as_ref(),
+        NewJob::from_json(&args.kind, json),
+    )?;
     let client = connect::client(db).await?;
     let id = client.insert(job).await?;
     if !args.wait {
@@ -113,10 +125,16 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
         Box::new(std::io::BufReader::new(file))
     };
     // Read and check every line before writing anything.
-    let template = apply(&args.options, &args.kind, defaults.as_ref(), NewJob::from_json(&args.kind, Jsonb("{}".into())))?;
+    let template = apply(
+        &args.options,
+        &args.kind,
+        defaults.as_ref(),
+        NewJob::from_json(&args.kind, Jsonb("{}".into())),
+    )?;
     let mut jobs = Vec::new();
     for (n, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| CliError::Usage(format!("cannot read {}: {e}", args.file.display())))?;
+        let line =
+            line.map_err(|e| CliError::Usage(format!("cannot read {}: {e}", args.file.display())))?;
         if line.trim().is_empty() {
             continue;
         }

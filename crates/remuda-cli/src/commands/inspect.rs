@@ -8,7 +8,10 @@ use remuda::JobFilter;
 
 pub async fn job(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
-    let job = client.job(args.id).await?.ok_or(remuda::Error::NotFound(args.id))?;
+    let job = client
+        .job(args.id)
+        .await?
+        .ok_or(remuda::Error::NotFound(args.id))?;
     if args.json {
         print_json(&job);
     } else {
@@ -38,7 +41,9 @@ pub async fn cancel(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
     let was = client.cancel(args.id).await?;
     if args.json {
-        print_json(&serde_json::json!({"id": args.id, "previous_state": was, "state": "cancelled"}));
+        print_json(
+            &serde_json::json!({"id": args.id, "previous_state": was, "state": "cancelled"}),
+        );
     } else {
         println!("job {} cancelled (was {was})", args.id);
     }
@@ -49,7 +54,9 @@ pub async fn retry(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
     let was = client.retry(args.id).await?;
     if args.json {
-        print_json(&serde_json::json!({"id": args.id, "previous_state": was, "state": "available"}));
+        print_json(
+            &serde_json::json!({"id": args.id, "previous_state": was, "state": "available"}),
+        );
     } else {
         println!("job {} is available again (was {was})", args.id);
     }

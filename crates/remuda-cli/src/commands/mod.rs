@@ -23,7 +23,12 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
             } else if report.applied.is_empty() {
                 println!("schema is up to date (version {})", report.to);
             } else {
-                println!("migrated from version {} to {}: {}", report.from, report.to, report.applied.join(", "));
+                println!(
+                    "migrated from version {} to {}: {}",
+                    report.from,
+                    report.to,
+                    report.applied.join(", ")
+                );
             }
             Ok(0)
         }

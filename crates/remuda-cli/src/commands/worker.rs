@@ -18,18 +18,25 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
     }
     let w = &config.worker;
     let defaults = WorkerConfig::default();
-    let max_payload = w.max_payload_bytes.unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
+    let max_payload = w
+        .max_payload_bytes
+        .unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
     let client = client.with_max_payload(max_payload);
     let settings = WorkerConfig {
         name: args.name.clone().or_else(|| w.name.clone()),
         queues: config.queues(),
-        concurrency: args.concurrency.or(w.concurrency).unwrap_or(defaults.concurrency),
+        concurrency: args
+            .concurrency
+            .or(w.concurrency)
+            .unwrap_or(defaults.concurrency),
         claim_batch: w.claim_batch.unwrap_or(defaults.claim_batch),
         shutdown_timeout: w.shutdown_timeout.unwrap_or(defaults.shutdown_timeout),
         poll_interval: w.poll_interval.unwrap_or(defaults.poll_interval),
         heartbeat_interval: w.heartbeat_interval.unwrap_or(defaults.heartbeat_interval),
         rescue_after: w.rescue_after.unwrap_or(defaults.rescue_after),
-        maintenance_interval: w.maintenance_interval.unwrap_or(defaults.maintenance_interval),
+        maintenance_interval: w
+            .maintenance_interval
+            .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         ..defaults
     };

@@ -37,13 +37,20 @@ struct GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if let Some(pgid) = self.pgid.take() {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pgid), nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pgid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
         }
     }
 }
 
 impl DynTask for CommandTask {
-    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+    fn run(
+        self: Arc<Self>,
+        ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
         Box::pin(async move { self.run_once(ctx, args).await })
     }
 }
@@ -69,7 +76,10 @@ impl CommandTask {
         let mut child = command.spawn().map_err(|e| {
             TaskError::new(
                 "SPAWN_FAILED",
-                format!("cannot run {:?}: {e}. Check the command in the worker config", self.argv[0]),
+                format!(
+                    "cannot run {:?}: {e}. Check the command in the worker config",
+                    self.argv[0]
+                ),
             )
         })?;
         let mut guard = GroupGuard {
@@ -93,7 +103,12 @@ impl CommandTask {
             read_tail(stderr, STDERR_BYTES),
             child.wait()
         );
-        let status = status.map_err(|e| TaskError::new("WAIT_FAILED", format!("waiting for the command failed: {e}")))?;
+        let status = status.map_err(|e| {
+            TaskError::new(
+                "WAIT_FAILED",
+                format!("waiting for the command failed: {e}"),
+            )
+        })?;
         guard.pgid = None; // reaped: nothing left to kill by that id
         drop(guard);
         if status.success() {
@@ -106,12 +121,18 @@ impl CommandTask {
             return Ok(output_to_json(&String::from_utf8_lossy(&out)));
         }
         let stderr_text = String::from_utf8_lossy(&err);
-        let lines: Vec<&str> = stderr_text.lines().filter(|l| !l.trim().is_empty()).collect();
+        let lines: Vec<&str> = stderr_text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect();
         let tail = lines[lines.len().saturating_sub(STDERR_LINES)..].join("\n");
         use std::os::unix::process::ExitStatusExt;
         let (code, what) = match (status.code(), status.signal()) {
             (Some(n), _) => (format!("EXIT_{n}"), format!("exited with code {n}")),
-            (None, Some(sig)) => (format!("SIGNAL_{sig}"), format!("was killed by signal {sig}")),
+            (None, Some(sig)) => (
+                format!("SIGNAL_{sig}"),
+                format!("was killed by signal {sig}"),
+            ),
             _ => ("EXIT_UNKNOWN".to_string(), "ended abnormally".to_string()),
         };
         let message = if tail.is_empty() {

@@ -24,7 +24,11 @@ pub struct HttpTask {
 }
 
 impl DynTask for HttpTask {
-    fn run(self: Arc<Self>, ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+    fn run(
+        self: Arc<Self>,
+        ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
         Box::pin(async move { self.call(ctx, args).await })
     }
 }
@@ -40,10 +44,21 @@ impl HttpTask {
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
-        let mut response = request.body(job_document(&ctx, &args)).send().await.map_err(|e| {
-            let code = if e.is_connect() { "HTTP_CONNECT" } else { "HTTP_ERROR" };
-            TaskError::new(code, format!("POST {} failed: {}", self.url, error_chain(&e)))
-        })?;
+        let mut response = request
+            .body(job_document(&ctx, &args))
+            .send()
+            .await
+            .map_err(|e| {
+                let code = if e.is_connect() {
+                    "HTTP_CONNECT"
+                } else {
+                    "HTTP_ERROR"
+                };
+                TaskError::new(
+                    code,
+                    format!("POST {} failed: {}", self.url, error_chain(&e)),
+                )
+            })?;
         let status = response.status();
         let mut body = Vec::new();
         let mut too_large = false;
@@ -60,7 +75,11 @@ impl HttpTask {
                 Err(e) => {
                     return Err(TaskError::new(
                         "HTTP_ERROR",
-                        format!("reading the answer of {} failed: {}", self.url, error_chain(&e)),
+                        format!(
+                            "reading the answer of {} failed: {}",
+                            self.url,
+                            error_chain(&e)
+                        ),
                     ))
                 }
             }
@@ -70,7 +89,10 @@ impl HttpTask {
             if too_large {
                 return Err(TaskError::permanent(
                     "RESULT_TOO_LARGE",
-                    format!("the answer of {} is larger than the result limit of {} bytes", self.url, self.max_output),
+                    format!(
+                        "the answer of {} is larger than the result limit of {} bytes",
+                        self.url, self.max_output
+                    ),
                 ));
             }
             return Ok(output_to_json(&text));
@@ -79,7 +101,8 @@ impl HttpTask {
         let excerpt: String = text.chars().take(BODY_IN_MESSAGE).collect();
         let message = format!("POST {} answered {status}: {}", self.url, excerpt.trim());
         let data = serde_json::json!({ "status": status.as_u16() });
-        let retryable = status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
+        let retryable =
+            status.as_u16() == 408 || status.as_u16() == 429 || status.is_server_error();
         Err(if retryable {
             TaskError::new(code, message).with_data(data)
         } else {

@@ -43,7 +43,11 @@ pub fn output_to_json(text: &str) -> Jsonb {
 pub struct Noop;
 
 impl DynTask for Noop {
-    fn run(self: Arc<Self>, _ctx: JobContext, args: Jsonb) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+    fn run(
+        self: Arc<Self>,
+        _ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
         Box::pin(async move { Ok(args) })
     }
 }

@@ -32,7 +32,11 @@ pub fn stderr(output: &Output) -> String {
 /// Parses stdout as JSON, failing with both streams shown.
 pub fn json(output: &Output) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}):\nstdout: {}\nstderr: {}", stdout(output), stderr(output))
+        panic!(
+            "stdout is not JSON ({e}):\nstdout: {}\nstderr: {}",
+            stdout(output),
+            stderr(output)
+        )
     })
 }
 
@@ -45,7 +49,11 @@ pub struct TempDir(pub PathBuf);
 
 impl TempDir {
     pub fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("remuda-test-{}-{:08x}", std::process::id(), fastrand::u32(..)));
+        let dir = std::env::temp_dir().join(format!(
+            "remuda-test-{}-{:08x}",
+            std::process::id(),
+            fastrand::u32(..)
+        ));
         std::fs::create_dir_all(&dir).expect("temp dir");
         TempDir(dir)
     }
@@ -89,11 +97,15 @@ impl WorkerProcess {
     }
 
     pub fn pid(&self) -> i32 {
-        self.child.id().and_then(|p| i32::try_from(p).ok()).expect("worker pid")
+        self.child
+            .id()
+            .and_then(|p| i32::try_from(p).ok())
+            .expect("worker pid")
     }
 
     pub fn signal(&self, signal: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal).expect("signal worker");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal)
+            .expect("signal worker");
     }
 
     /// SIGTERM and wait for a clean exit.
@@ -107,14 +119,22 @@ impl WorkerProcess {
 }
 
 /// Polls `remuda job ID --json` until the job is in one of `states`.
-pub async fn wait_for_state(db: &TestDatabase, id: i64, states: &[&str], limit: Duration) -> serde_json::Value {
+pub async fn wait_for_state(
+    db: &TestDatabase,
+    id: i64,
+    states: &[&str],
+    limit: Duration,
+) -> serde_json::Value {
     let deadline = std::time::Instant::now() + limit;
     loop {
         let job = json(&remuda(db, &["job", &id.to_string(), "--json"]).await);
         if states.iter().any(|s| job["state"] == *s) {
             return job;
         }
-        assert!(std::time::Instant::now() < deadline, "job {id} never reached {states:?}: {job}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {id} never reached {states:?}: {job}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -83,7 +83,9 @@ impl NewJob {
     }
     /// Runs no earlier than `delay` from now.
     pub fn delay(mut self, delay: Duration) -> Self {
-        self.run_at = chrono::Duration::from_std(delay).ok().map(|d| Utc::now() + d);
+        self.run_at = chrono::Duration::from_std(delay)
+            .ok()
+            .map(|d| Utc::now() + d);
         self
     }
     /// Expires unless started before `at`.
@@ -114,7 +116,10 @@ impl NewJob {
             ));
         }
         if matches!(self.max_attempts, Some(n) if n < 1) {
-            return bad(format!("job {}: max_attempts must be at least 1", self.kind));
+            return bad(format!(
+                "job {}: max_attempts must be at least 1",
+                self.kind
+            ));
         }
         if matches!(self.timeout, Some(t) if t.is_zero()) {
             return bad(format!("job {}: timeout must be more than zero", self.kind));
@@ -153,13 +158,25 @@ pub(crate) async fn insert_many<C: GenericClient>(
         max_attempts.push(job.max_attempts);
         run_ats.push(job.run_at);
         expires.push(job.expires_at);
-        timeouts.push(job.timeout.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1)));
+        timeouts.push(
+            job.timeout
+                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1)),
+        );
         args.push(&job.args);
     }
     let rows = conn
         .query(
             statement,
-            &[&queues, &kinds, &priorities, &max_attempts, &run_ats, &expires, &timeouts, &args],
+            &[
+                &queues,
+                &kinds,
+                &priorities,
+                &max_attempts,
+                &run_ats,
+                &expires,
+                &timeouts,
+                &args,
+            ],
         )
         .await?;
     Ok(rows.iter().map(|row| row.get(0)).collect())

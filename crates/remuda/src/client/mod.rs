@@ -51,7 +51,9 @@ impl Drop for Inner {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("db", &self.inner.db).finish()
+        f.debug_struct("Client")
+            .field("db", &self.inner.db)
+            .finish()
     }
 }
 
@@ -167,9 +169,12 @@ impl Client {
 
     /// The shared LISTEN connection, started on first use.
     pub(crate) fn listener(&self) -> &Listener {
-        self.inner
-            .listener
-            .get_or_init(|| Listener::start(self.inner.db.config().clone(), self.inner.stop.child_token()))
+        self.inner.listener.get_or_init(|| {
+            Listener::start(
+                self.inner.db.config().clone(),
+                self.inner.stop.child_token(),
+            )
+        })
     }
 
     /// Enqueues a job for task `T` with `T`'s defaults; returns its id.
@@ -180,7 +185,9 @@ impl Client {
     /// Enqueues one job; returns its id.
     pub async fn insert(&self, job: NewJob) -> Result<i64> {
         let ids = self.insert_many(std::slice::from_ref(&job)).await?;
-        ids.first().copied().ok_or_else(|| Error::InvalidInput("the insert returned no id".into()))
+        ids.first()
+            .copied()
+            .ok_or_else(|| Error::InvalidInput("the insert returned no id".into()))
     }
 
     /// Enqueues many jobs in one statement (one round trip once prepared); returns their ids
@@ -202,7 +209,11 @@ impl Client {
     pub async fn job(&self, id: i64) -> Result<Option<Job>> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::JOB_GET).await?;
-        conn.query_opt(&statement, &[&id]).await?.as_ref().map(Job::from_row).transpose()
+        conn.query_opt(&statement, &[&id])
+            .await?
+            .as_ref()
+            .map(Job::from_row)
+            .transpose()
     }
 
     /// Lists jobs, newest first.
@@ -223,7 +234,10 @@ impl Client {
     pub async fn cancel(&self, id: i64) -> Result<JobState> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::JOB_CANCEL).await?;
-        let row = conn.query_opt(&statement, &[&id]).await?.ok_or(Error::NotFound(id))?;
+        let row = conn
+            .query_opt(&statement, &[&id])
+            .await?
+            .ok_or(Error::NotFound(id))?;
         let old: String = row.get("old_state");
         let cancelled: i64 = row.get("cancelled");
         if cancelled == 0 {
@@ -241,7 +255,10 @@ impl Client {
     pub async fn retry(&self, id: i64) -> Result<JobState> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::JOB_RETRY).await?;
-        let row = conn.query_opt(&statement, &[&id]).await?.ok_or(Error::NotFound(id))?;
+        let row = conn
+            .query_opt(&statement, &[&id])
+            .await?
+            .ok_or(Error::NotFound(id))?;
         let old: String = row.get("old_state");
         let retried: i64 = row.get("retried");
         if retried == 0 {
@@ -270,7 +287,10 @@ impl Client {
                     counts: [0; 7],
                 });
             }
-            if let (Some(last), Some(i)) = (stats.last_mut(), JobState::ALL.iter().position(|s| *s == state)) {
+            if let (Some(last), Some(i)) = (
+                stats.last_mut(),
+                JobState::ALL.iter().position(|s| *s == state),
+            ) {
                 last.counts[i] = count;
             }
         }

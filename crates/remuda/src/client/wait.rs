@@ -36,7 +36,11 @@ impl Client {
             if now >= deadline {
                 return Err(Error::WaitTimeout { id, after: timeout });
             }
-            let poll = if listening { FALLBACK_POLL } else { Duration::from_millis(100) };
+            let poll = if listening {
+                FALLBACK_POLL
+            } else {
+                Duration::from_millis(100)
+            };
             let until = deadline.min(now + poll);
             // Wait for our notification (or a reconnect, or the poll interval).
             loop {

@@ -50,7 +50,11 @@ impl<'a> FromSql<'a> for Jsonb {
 }
 
 impl ToSql for Jsonb {
-    fn to_sql(&self, ty: &Type, out: &mut BytesMut) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut BytesMut,
+    ) -> Result<IsNull, Box<dyn StdError + Sync + Send>> {
         if *ty == Type::JSONB {
             out.put_u8(1);
         }

@@ -45,7 +45,9 @@ impl Listener {
     /// Waits until the connection is listening, up to `limit`; false if it is not by then.
     pub(crate) async fn ready(&self, limit: Duration) -> bool {
         let mut ready = self.ready.clone();
-        tokio::time::timeout(limit, ready.wait_for(|r| *r)).await.is_ok_and(|r| r.is_ok())
+        tokio::time::timeout(limit, ready.wait_for(|r| *r))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// A new receiver of every event from now on.

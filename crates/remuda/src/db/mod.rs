@@ -23,7 +23,9 @@ pub struct Database {
 
 impl std::fmt::Debug for Database {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Database").field("target", &self.target).finish()
+        f.debug_struct("Database")
+            .field("target", &self.target)
+            .finish()
     }
 }
 
@@ -133,7 +135,10 @@ pub fn conninfo(config: &Config, dbname: Option<&str>) -> String {
         parts.push(format!("user={}", quote(user)));
     }
     if let Some(password) = config.get_password() {
-        parts.push(format!("password={}", quote(&String::from_utf8_lossy(password))));
+        parts.push(format!(
+            "password={}",
+            quote(&String::from_utf8_lossy(password))
+        ));
     }
     if let Some(db) = dbname.or(config.get_dbname()) {
         parts.push(format!("dbname={}", quote(db)));

@@ -92,9 +92,13 @@ async fn find_local_server() -> Option<Config> {
         .flatten()
         .map(|u| u.name);
     let mut users: Vec<String> = Vec::new();
-    for user in [std::env::var("PGUSER").ok(), os_user, Some("postgres".into())]
-        .into_iter()
-        .flatten()
+    for user in [
+        std::env::var("PGUSER").ok(),
+        os_user,
+        Some("postgres".into()),
+    ]
+    .into_iter()
+    .flatten()
     {
         if !users.contains(&user) {
             users.push(user);
@@ -140,7 +144,9 @@ async fn ensure_database(admin: &Config, dbname: &str) -> Result<()> {
                     || *c == tokio_postgres::error::SqlState::UNIQUE_VIOLATION
             });
             if !raced {
-                return Err(Error::Setup(format!("cannot create database {dbname}: {e}")));
+                return Err(Error::Setup(format!(
+                    "cannot create database {dbname}: {e}"
+                )));
             }
         }
     }
@@ -197,7 +203,12 @@ fn cluster_owner() -> Result<Option<nix::unistd::User>> {
     ))
 }
 
-fn run_as(bin: &Path, program: &str, args: &[&str], owner: &Option<nix::unistd::User>) -> Result<String> {
+fn run_as(
+    bin: &Path,
+    program: &str,
+    args: &[&str],
+    owner: &Option<nix::unistd::User>,
+) -> Result<String> {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(bin.join(program));
     command.args(args).env("LC_ALL", "C").env("LANG", "C");
@@ -222,8 +233,13 @@ fn run_as(bin: &Path, program: &str, args: &[&str], owner: &Option<nix::unistd::
 
 fn chown(path: &Path, owner: &Option<nix::unistd::User>) -> Result<()> {
     if let Some(user) = owner {
-        nix::unistd::chown(path, Some(user.uid), Some(user.gid))
-            .map_err(|e| Error::Setup(format!("cannot hand {} to user {}: {e}", path.display(), user.name)))?;
+        nix::unistd::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
+            Error::Setup(format!(
+                "cannot hand {} to user {}: {e}",
+                path.display(),
+                user.name
+            ))
+        })?;
     }
     Ok(())
 }
@@ -257,7 +273,12 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
         .truncate(false)
         .write(true)
         .open(home.join("setup.lock"))
-        .map_err(|e| Error::Setup(format!("cannot open {}: {e}", home.join("setup.lock").display())))?;
+        .map_err(|e| {
+            Error::Setup(format!(
+                "cannot open {}: {e}",
+                home.join("setup.lock").display()
+            ))
+        })?;
     let lock = tokio::task::spawn_blocking(move || {
         nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive).map_err(|(_, e)| e)
     })
@@ -271,13 +292,24 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
     let data_str = data.to_string_lossy().to_string();
     if !data.join("PG_VERSION").exists() {
         if data.exists() {
-            std::fs::remove_dir_all(&data)
-                .map_err(|e| Error::Setup(format!("cannot clear half-made {}: {e}", data.display())))?;
+            std::fs::remove_dir_all(&data).map_err(|e| {
+                Error::Setup(format!("cannot clear half-made {}: {e}", data.display()))
+            })?;
         }
         run_as(
             &bin,
             "initdb",
-            &["-D", &data_str, "-U", "remuda", "-A", "trust", "-E", "UTF8", "--no-sync"],
+            &[
+                "-D",
+                &data_str,
+                "-U",
+                "remuda",
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ],
             &owner,
         )?;
         let settings = format!(
@@ -297,8 +329,13 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
         let _ = std::fs::File::create(&log);
         chown(Path::new(&log), &Some(user.clone()))?;
     }
-    run_as(&bin, "pg_ctl", &["-D", &data_str, "-l", &log, "-w", "-t", "60", "start"], &owner)
-        .map_err(|e| Error::Setup(format!("{e} (see {log})")))?;
+    run_as(
+        &bin,
+        "pg_ctl",
+        &["-D", &data_str, "-l", &log, "-w", "-t", "60", "start"],
+        &owner,
+    )
+    .map_err(|e| Error::Setup(format!("{e} (see {log})")))?;
     drop(lock);
     if try_connect(&config).await {
         Ok(config)
@@ -318,6 +355,11 @@ pub fn stop_private_cluster(home: &Path) -> Result<()> {
     }
     let bin = find_postgres_binaries()?;
     let owner = cluster_owner()?;
-    run_as(&bin, "pg_ctl", &["-D", &data.to_string_lossy(), "-m", "fast", "-w", "stop"], &owner)?;
+    run_as(
+        &bin,
+        "pg_ctl",
+        &["-D", &data.to_string_lossy(), "-m", "fast", "-w", "stop"],
+        &owner,
+    )?;
     Ok(())
 }

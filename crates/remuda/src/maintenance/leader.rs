@@ -10,7 +10,10 @@ pub(crate) async fn elect(db: &Database, worker_id: &str, lease: Duration) -> Re
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::LEADER_ELECT).await?;
     let seconds = lease.as_secs_f64();
-    Ok(conn.query_opt(&statement, &[&worker_id, &seconds]).await?.is_some())
+    Ok(conn
+        .query_opt(&statement, &[&worker_id, &seconds])
+        .await?
+        .is_some())
 }
 
 /// Gives the lease up if this worker holds it.

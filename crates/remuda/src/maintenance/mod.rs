@@ -36,7 +36,12 @@ impl From<&WorkerConfig> for Settings {
     }
 }
 
-pub(crate) async fn run(db: Database, worker_id: Arc<str>, settings: Settings, stop: CancellationToken) {
+pub(crate) async fn run(
+    db: Database,
+    worker_id: Arc<str>,
+    settings: Settings,
+    stop: CancellationToken,
+) {
     let lease = settings.interval * 3;
     let mut is_leader = false;
     let mut next_round = Instant::now();
@@ -78,7 +83,11 @@ pub(crate) async fn run(db: Database, worker_id: Arc<str>, settings: Settings, s
                 }
             };
         }
-        let wake = if is_leader { next_round.min(next_promotion) } else { next_round };
+        let wake = if is_leader {
+            next_round.min(next_promotion)
+        } else {
+            next_round
+        };
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep_until(wake.into()) => {}

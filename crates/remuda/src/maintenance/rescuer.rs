@@ -31,7 +31,10 @@ pub(crate) async fn expire(db: &Database) -> Result<i64> {
     let statement = conn.prepare_cached(sql::EXPIRE).await?;
     let mut total = 0;
     loop {
-        let expired: i64 = conn.query_one(&statement, &[&EXPIRE_BATCH]).await?.get("expired");
+        let expired: i64 = conn
+            .query_one(&statement, &[&EXPIRE_BATCH])
+            .await?
+            .get("expired");
         total += expired;
         if expired < EXPIRE_BATCH {
             return Ok(total);

@@ -39,7 +39,8 @@ pub struct Report {
 pub async fn run(db: &Database) -> Result<Report> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY]).await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
+        .await?;
     tx.batch_execute(
         "CREATE SCHEMA IF NOT EXISTS remuda;
          CREATE TABLE IF NOT EXISTS remuda.schema_migrations (
@@ -50,7 +51,10 @@ pub async fn run(db: &Database) -> Result<Report> {
     )
     .await?;
     let from: i32 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM remuda.schema_migrations", &[])
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations",
+            &[],
+        )
         .await?
         .get(0);
     if from > LATEST {
@@ -66,7 +70,9 @@ pub async fn run(db: &Database) -> Result<Report> {
                 "migration {:04}_{} failed: {}",
                 m.version,
                 m.name,
-                e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| e.to_string())
+                e.as_db_error()
+                    .map(|d| d.message().to_string())
+                    .unwrap_or_else(|| e.to_string())
             ))
         })?;
         tx.execute(
@@ -88,13 +94,19 @@ pub async fn run(db: &Database) -> Result<Report> {
 pub async fn current_version(db: &Database) -> Result<i32> {
     let conn = db.conn().await?;
     let row = conn
-        .query_one("SELECT to_regclass('remuda.schema_migrations') IS NOT NULL", &[])
+        .query_one(
+            "SELECT to_regclass('remuda.schema_migrations') IS NOT NULL",
+            &[],
+        )
         .await?;
     if !row.get::<_, bool>(0) {
         return Ok(0);
     }
     Ok(conn
-        .query_one("SELECT coalesce(max(version), 0) FROM remuda.schema_migrations", &[])
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations",
+            &[],
+        )
         .await?
         .get(0))
 }

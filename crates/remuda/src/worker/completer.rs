@@ -63,7 +63,10 @@ async fn write_with_retry(db: &Database, worker_id: &str, batch: &[Outcome]) {
         match write(db, worker_id, batch).await {
             Ok(()) => return,
             Err(e) => {
-                tracing::warn!("remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}", batch.len());
+                tracing::warn!(
+                    "remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}",
+                    batch.len()
+                );
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(5));
             }
@@ -107,7 +110,9 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
         let row = conn
             .query_one(
                 &statement,
-                &[&ids, &attempts, &states, &results, &errors, &run_ats, &worker_id],
+                &[
+                    &ids, &attempts, &states, &results, &errors, &run_ats, &worker_id,
+                ],
             )
             .await?;
         let written: i64 = row.get("written");

@@ -33,7 +33,11 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
         return;
     };
     let cancel = shared.hard_stop.child_token();
-    shared.running.lock().unwrap_or_else(|p| p.into_inner()).insert(job.id, cancel.clone());
+    shared
+        .running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(job.id, cancel.clone());
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
@@ -47,7 +51,13 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
         .and_then(|ms| u64::try_from(ms).ok())
         .map(Duration::from_millis)
         .or(registered.options.timeout);
-    let run = AssertUnwindSafe(registered.task.clone().run(ctx, std::mem::replace(&mut job.args, Jsonb(String::new())))).catch_unwind();
+    let run = AssertUnwindSafe(
+        registered
+            .task
+            .clone()
+            .run(ctx, std::mem::replace(&mut job.args, Jsonb(String::new()))),
+    )
+    .catch_unwind();
     let result = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,
@@ -64,7 +74,11 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
             }
         } => Some(result),
     };
-    shared.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&job.id);
+    shared
+        .running
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&job.id);
     let outcome = match result {
         // stopped: by shutdown (give the job back) or by a cancel (already final: write nothing)
         None if shared.hard_stop.is_cancelled() => Some(Outcome::Release { id: job.id }),
@@ -83,7 +97,10 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
     };
     if let Some(outcome) = outcome {
         if shared.completer.send(outcome).await.is_err() {
-            tracing::error!("remuda worker: completer stopped before job {} was written; it will be rescued", job.id);
+            tracing::error!(
+                "remuda worker: completer stopped before job {} was written; it will be rescued",
+                job.id
+            );
         }
     }
     drop(permit);
@@ -161,7 +178,12 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
     }
 }
 
-fn failure(shared: &Shared, job: &Claimed, options: &crate::TaskOptions, error: TaskError) -> Outcome {
+fn failure(
+    shared: &Shared,
+    job: &Claimed,
+    options: &crate::TaskOptions,
+    error: TaskError,
+) -> Outcome {
     let error = bounded(shared, error);
     if !options.should_retry(&error, job.attempt, job.max_attempts) {
         return final_failure(shared, job, error);
@@ -172,7 +194,11 @@ fn failure(shared: &Shared, job: &Claimed, options: &crate::TaskOptions, error: 
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,
-        state: if delay.is_zero() { "available" } else { "scheduled" },
+        state: if delay.is_zero() {
+            "available"
+        } else {
+            "scheduled"
+        },
         result: None,
         error: Some(error_entry(shared, job, &error)),
         run_at: Some(run_at),

@@ -24,7 +24,15 @@ pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
     let statement = conn.prepare_cached(sql::WORKER_REGISTER).await?;
     conn.execute(
         &statement,
-        &[&r.id, &r.name, &r.host, &r.pid, &r.queues, &r.kinds, &r.concurrency],
+        &[
+            &r.id,
+            &r.name,
+            &r.host,
+            &r.pid,
+            &r.queues,
+            &r.kinds,
+            &r.concurrency,
+        ],
     )
     .await?;
     Ok(())
@@ -49,7 +57,12 @@ async fn beat(db: &Database, r: &Registration) -> Result<()> {
 }
 
 /// Heartbeats until `stop`.
-pub(crate) async fn run(db: Database, registration: Registration, every: Duration, stop: CancellationToken) {
+pub(crate) async fn run(
+    db: Database,
+    registration: Registration,
+    every: Duration,
+    stop: CancellationToken,
+) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,

@@ -182,7 +182,12 @@ impl Worker {
 
     /// Registers a task that takes and returns raw JSON (command and HTTP tasks, or any kind
     /// known only at run time).
-    pub fn register_dyn(mut self, kind: impl Into<String>, options: TaskOptions, task: Arc<dyn DynTask>) -> Worker {
+    pub fn register_dyn(
+        mut self,
+        kind: impl Into<String>,
+        options: TaskOptions,
+        task: Arc<dyn DynTask>,
+    ) -> Worker {
         self.tasks.insert(kind.into(), Registered { task, options });
         self
     }
@@ -201,13 +206,19 @@ impl Worker {
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<WorkerReport> {
         let config = self.config;
         if self.tasks.is_empty() {
-            return Err(Error::InvalidInput("the worker has no tasks: register at least one".into()));
+            return Err(Error::InvalidInput(
+                "the worker has no tasks: register at least one".into(),
+            ));
         }
         if config.queues.is_empty() || config.queues.iter().any(|q| q.trim().is_empty()) {
-            return Err(Error::InvalidInput("the worker needs at least one non-empty queue name".into()));
+            return Err(Error::InvalidInput(
+                "the worker needs at least one non-empty queue name".into(),
+            ));
         }
         if config.concurrency == 0 || config.claim_batch == 0 {
-            return Err(Error::InvalidInput("concurrency and claim_batch must be at least 1".into()));
+            return Err(Error::InvalidInput(
+                "concurrency and claim_batch must be at least 1".into(),
+            ));
         }
         if config.heartbeat_interval * 2 > config.rescue_after {
             return Err(Error::InvalidInput(format!(
@@ -239,8 +250,10 @@ impl Worker {
         heartbeat::register(&db, &registration).await?;
 
         let background = CancellationToken::new();
-        let (completer_tx, completer_rx) = mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
-        let completer_task = tokio::spawn(completer::run(db.clone(), worker_id.clone(), completer_rx));
+        let (completer_tx, completer_rx) =
+            mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
+        let completer_task =
+            tokio::spawn(completer::run(db.clone(), worker_id.clone(), completer_rx));
         let shared = Arc::new(Shared {
             client: self.client.clone(),
             fill_target: (config.concurrency / 4).clamp(1, config.claim_batch),
@@ -288,7 +301,11 @@ impl Worker {
             .await
             .is_err()
         {
-            released = shared.running.lock().unwrap_or_else(|p| p.into_inner()).len() as u64;
+            released = shared
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len() as u64;
             tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
             shared.hard_stop.cancel();
             let _ = shared.slots.acquire_many(all).await;
@@ -331,12 +348,19 @@ async fn dispatch(
             Ok(Event::Notification { channel, payload }) => match &*channel {
                 "remuda_insert" if queues.contains(&*payload) => shared.wake.notify_one(),
                 "remuda_cancel" => {
-                    let Some((worker, id)) = payload.rsplit_once(':') else { continue };
+                    let Some((worker, id)) = payload.rsplit_once(':') else {
+                        continue;
+                    };
                     if worker != &*shared.worker_id {
                         continue;
                     }
                     let Ok(id) = id.parse::<i64>() else { continue };
-                    if let Some(token) = shared.running.lock().unwrap_or_else(|p| p.into_inner()).get(&id) {
+                    if let Some(token) = shared
+                        .running
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&id)
+                    {
                         token.cancel();
                     }
                 }

@@ -46,7 +46,10 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
         let mut failed = false;
         for offset in 0..queues.len() {
             let queue = &queues[(start + offset) % queues.len()];
-            let free = shared.slots.available_permits().min(shared.config.claim_batch);
+            let free = shared
+                .slots
+                .available_permits()
+                .min(shared.config.claim_batch);
             if free == 0 {
                 more = true;
                 break;
@@ -115,7 +118,10 @@ async fn claim(
     let conn = shared.client.database().conn().await?;
     let statement = conn.prepare_cached(sql::CLAIM).await?;
     let rows = conn
-        .query(&statement, &[&queue, &kinds, &defaults, &limit, &&*shared.worker_id])
+        .query(
+            &statement,
+            &[&queue, &kinds, &defaults, &limit, &&*shared.worker_id],
+        )
         .await?;
     let mut jobs = Vec::with_capacity(rows.len());
     for row in rows {

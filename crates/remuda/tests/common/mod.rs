@@ -1,7 +1,9 @@
 //! Shared test helpers: tasks with observable behaviour and a worker that stops on demand.
 #![allow(dead_code, missing_docs)]
 
-use remuda::{Client, JobContext, Task, TaskError, TaskOptions, Worker, WorkerConfig, WorkerReport};
+use remuda::{
+    Client, JobContext, Task, TaskError, TaskOptions, Worker, WorkerConfig, WorkerReport,
+};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -93,8 +95,10 @@ impl Task for Flaky {
     async fn run(&self, ctx: JobContext, args: FlakyArgs) -> Result<String, TaskError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
         if ctx.attempt < args.succeed_on {
-            return Err(TaskError::new(args.code, format!("attempt {} failed", ctx.attempt))
-                .with_data(serde_json::json!({"attempt": ctx.attempt})));
+            return Err(
+                TaskError::new(args.code, format!("attempt {} failed", ctx.attempt))
+                    .with_data(serde_json::json!({"attempt": ctx.attempt})),
+            );
         }
         Ok(format!("ok on attempt {}", ctx.attempt))
     }
@@ -117,7 +121,9 @@ impl Task for Misbehave {
     type Output = String;
 
     fn options() -> TaskOptions {
-        TaskOptions::default().max_attempts(1).timeout(Duration::from_millis(300))
+        TaskOptions::default()
+            .max_attempts(1)
+            .timeout(Duration::from_millis(300))
     }
 
     async fn run(&self, _ctx: JobContext, args: MisbehaveArgs) -> Result<String, TaskError> {
