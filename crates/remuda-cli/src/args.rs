@@ -53,6 +53,8 @@ pub enum Command {
     Workers(JsonFlag),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
     Demo(DemoArgs),
+    /// Measure enqueue and drain throughput and pickup latency in a scratch database.
+    Bench(BenchArgs),
     /// Print the connection string remuda resolves (setting up the private cluster if needed).
     DatabaseUrl,
 }
@@ -187,6 +189,41 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 200)]
     pub concurrency: usize,
     /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Jobs to enqueue in bulk and then drain.
+    #[arg(long, short = 'n', default_value_t = 100_000)]
+    pub jobs: usize,
+    /// Workers to run in this process, each with its own connection pool.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Concurrency of each worker.
+    #[arg(long, default_value_t = 2000)]
+    pub concurrency: usize,
+    /// Most jobs claimed by one statement.
+    #[arg(long, default_value_t = 2000)]
+    pub claim_batch: usize,
+    /// Bytes of padding added to each job's args (besides {"i": n}).
+    #[arg(long, default_value_t = 0)]
+    pub payload_bytes: usize,
+    /// Number of queues the jobs are spread over.
+    #[arg(long, default_value_t = 1)]
+    pub queues: usize,
+    /// First load this many scheduled-far-in-the-future and as many completed jobs.
+    #[arg(long, default_value_t = 0)]
+    pub backlog: usize,
+    /// Jobs sent one at a time, 20 ms apart, to idle workers for the pickup latency phase.
+    #[arg(long, default_value_t = 200)]
+    pub pickup: usize,
+    /// Keep the scratch database remuda_bench afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -2,6 +2,8 @@
 //! operation is written once and `tests/sql_statements.rs` can prepare them all against a
 //! migrated database.
 
+/// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
+pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
@@ -46,6 +48,7 @@ pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql")
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
+    ("copy_jobs", COPY_JOBS),
     ("complete_jobs", COMPLETE_JOBS),
     ("expire", EXPIRE),
     ("insert_jobs", INSERT_JOBS),

@@ -8,9 +8,6 @@ use crate::output::print_json;
 use remuda::{JobResult, Jsonb, NewJob};
 use std::io::BufRead;
 
-/// Jobs per insert statement in a batch (all statements share one transaction).
-const CHUNK: usize = 10_000;
-
 /// Applies the flags (and the kind's defaults from --config) to a job.
 fn apply(
     options: &JobOptions,
@@ -144,23 +141,13 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
         jobs.push(job);
     }
     let client = connect::client(db).await?;
-    let mut conn = client.database().conn().await?;
-    let tx = conn.transaction().await.map_err(remuda::Error::from)?;
-    let mut first = None;
-    let mut last = None;
-    for chunk in jobs.chunks(CHUNK) {
-        let ids = client.insert_in(&*tx, chunk).await?;
-        first = first.or(ids.first().copied());
-        last = ids.last().copied().or(last);
-    }
-    tx.commit().await.map_err(remuda::Error::from)?;
+    let started = std::time::Instant::now();
+    let count = client.insert_bulk(&jobs).await?;
+    let seconds = started.elapsed().as_secs_f64();
     if args.json {
-        print_json(&serde_json::json!({ "count": jobs.len(), "first_id": first, "last_id": last }));
+        print_json(&serde_json::json!({ "count": count, "seconds": seconds }));
     } else {
-        match (first, last) {
-            (Some(a), Some(b)) => println!("enqueued {} jobs (ids {a}..={b})", jobs.len()),
-            _ => println!("enqueued 0 jobs (the file has no lines)"),
-        }
+        println!("enqueued {count} jobs in {:.0} ms", seconds * 1000.0);
     }
     Ok(0)
 }

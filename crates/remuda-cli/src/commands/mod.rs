@@ -1,5 +1,6 @@
 //! One module per group of subcommands; each returns the process exit code.
 
+mod bench;
 mod demo;
 mod enqueue;
 mod inspect;
@@ -42,6 +43,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Queues(flags) => inspect::queues(db, flags).await,
         Command::Workers(flags) => inspect::workers(db, flags).await,
         Command::Demo(args) => demo::run(db, args).await,
+        Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {
             let database = connect::database(db).await?;
             println!("{}", remuda::db::conninfo(database.config(), None));

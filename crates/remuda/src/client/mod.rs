@@ -205,6 +205,22 @@ impl Client {
         insert::insert_many(conn, &statement, jobs, self.inner.max_payload).await
     }
 
+    /// Enqueues any number of jobs as fast as PostgreSQL takes them (binary COPY for jobs due
+    /// now), all or none, without returning their ids: the path for bulk loads. Returns how
+    /// many were inserted.
+    pub async fn insert_bulk(&self, jobs: &[NewJob]) -> Result<u64> {
+        let mut conn = self.inner.db.conn().await?;
+        let tx = conn.transaction().await?;
+        let n = insert::insert_bulk(&tx, jobs, self.inner.max_payload).await?;
+        tx.commit().await?;
+        Ok(n)
+    }
+
+    /// [`Client::insert_bulk`] inside the caller's transaction.
+    pub async fn insert_bulk_in(&self, tx: &tokio_postgres::Transaction<'_>, jobs: &[NewJob]) -> Result<u64> {
+        insert::insert_bulk(tx, jobs, self.inner.max_payload).await
+    }
+
     /// Looks a job up.
     pub async fn job(&self, id: i64) -> Result<Option<Job>> {
         let conn = self.inner.db.conn().await?;

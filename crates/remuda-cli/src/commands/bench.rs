@@ -1,0 +1,248 @@
+//! `remuda bench`: the benchmark anyone can rerun. In a scratch database on the resolved
+//! server it (optionally) loads a backlog, enqueues N no-op jobs in bulk, then starts workers
+//! and drains them (start-up included), then measures pickup latency by sending jobs one at a
+//! time to idle workers. It reports throughput, latency percentiles, CPU seconds of this
+//! process and of the PostgreSQL server (when it runs on this machine), and database size.
+
+use crate::args::{BenchArgs, DbArgs};
+use crate::connect;
+use crate::error::{CliError, CliResult};
+use crate::executors::Noop;
+use crate::output::print_json;
+use remuda::{Client, Database, NewJob, TaskOptions, Worker, WorkerConfig, WorkerStats};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const SCRATCH: &str = "remuda_bench";
+const KIND: &str = "bench_noop";
+
+/// CPU seconds used by this process so far, and its peak resident memory in MiB.
+fn own_usage() -> (f64, f64) {
+    match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
+        Ok(u) => {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            (secs(u.user_time()) + secs(u.system_time()), u.max_rss() as f64 / 1024.0)
+        }
+        Err(_) => (0.0, 0.0),
+    }
+}
+
+/// CPU seconds used by every `postgres` process on this machine (backends that exit in
+/// between are missed, so keep connections open across a measurement).
+fn postgres_cpu() -> f64 {
+    let ticks = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    let mut total = 0u64;
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Some((name, rest)) = stat.split_once(") ") else { continue };
+        if !name.ends_with("(postgres") {
+            continue;
+        }
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        // after "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based)
+        let get = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        total += get(14) + get(15);
+    }
+    total as f64 / ticks
+}
+
+async fn scratch_database(admin: &Database) -> CliResult<Database> {
+    let conn = admin.conn().await?;
+    let sql = |e: tokio_postgres::Error| CliError::Remuda(e.into());
+    conn.batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")).await.map_err(sql)?;
+    conn.batch_execute(&format!("CREATE DATABASE {SCRATCH}")).await.map_err(sql)?;
+    let mut config = admin.config().clone();
+    config.dbname(SCRATCH);
+    let db = Database::from_config(config, 16);
+    remuda::migrate::run(&db).await?;
+    Ok(db)
+}
+
+async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
+    let conn = db.conn().await?;
+    let n = n as i64;
+    conn.execute(
+        "INSERT INTO remuda.jobs (state, kind, run_at, args)
+         SELECT 'scheduled', 'backlog', now() + interval '365 days', jsonb_build_object('i', i)
+         FROM generate_series(1, $1) i",
+        &[&n],
+    )
+    .await
+    .map_err(remuda::Error::from)?;
+    conn.execute(
+        "INSERT INTO remuda.jobs (state, kind, attempt, max_attempts, started_at, finished_at, args, result)
+         SELECT 'completed', 'backlog', 1, 1, now(), now(), jsonb_build_object('i', i), jsonb_build_object('ok', i)
+         FROM generate_series(1, $1) i",
+        &[&n],
+    )
+    .await
+    .map_err(remuda::Error::from)?;
+    conn.batch_execute("VACUUM ANALYZE remuda.jobs").await.map_err(remuda::Error::from)?;
+    Ok(())
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn done(stats: &[Arc<WorkerStats>]) -> u64 {
+    stats.iter().map(|s| s.completed.load(Ordering::Relaxed) + s.failed.load(Ordering::Relaxed)).sum()
+}
+
+pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
+    if args.jobs == 0 || args.workers == 0 || args.concurrency == 0 || args.queues == 0 {
+        return Err(CliError::Usage("--jobs, --workers, --concurrency and --queues must be at least 1".into()));
+    }
+    let admin = connect::database(db_args).await?;
+    let db = scratch_database(&admin).await?;
+    let client = Client::new(db.clone());
+    if args.backlog > 0 {
+        eprintln!("loading a backlog of {} scheduled and {} completed jobs…", args.backlog, args.backlog);
+        load_backlog(&db, args.backlog).await?;
+    }
+    let queues: Vec<String> = (0..args.queues).map(|q| format!("bench_{q}")).collect();
+    let padding = "x".repeat(args.payload_bytes);
+    let jobs: Vec<NewJob> = (0..args.jobs)
+        .map(|i| {
+            let args_json = if padding.is_empty() {
+                format!("{{\"i\":{i}}}")
+            } else {
+                format!("{{\"i\":{i},\"p\":\"{padding}\"}}")
+            };
+            NewJob::from_json(KIND, remuda::Jsonb(args_json)).queue(queues[i % queues.len()].clone())
+        })
+        .collect();
+
+    // Enqueue.
+    let started = Instant::now();
+    client.insert_bulk(&jobs).await?;
+    let enqueue_secs = started.elapsed().as_secs_f64();
+    drop(jobs);
+
+    // Drain, worker start-up included.
+    let (cpu_before, _) = own_usage();
+    let pg_before = postgres_cpu();
+    let stop = CancellationToken::new();
+    let mut stats = Vec::new();
+    let mut handles = Vec::new();
+    let drain_start = Instant::now();
+    for _ in 0..args.workers {
+        let own = Client::new(Database::from_config(db.config().clone(), 8));
+        let worker = Worker::new(own)
+            .config(WorkerConfig {
+                queues: queues.clone(),
+                concurrency: args.concurrency,
+                claim_batch: args.claim_batch,
+                ..WorkerConfig::default()
+            })
+            .register_dyn(KIND, TaskOptions::default(), Arc::new(Noop));
+        stats.push(worker.stats());
+        let token = stop.clone();
+        handles.push(tokio::spawn(worker.run(async move { token.cancelled().await })));
+    }
+    let target = args.jobs as u64;
+    while done(&stats) < target {
+        if drain_start.elapsed() > Duration::from_secs(3600) {
+            return Err(CliError::Usage("the drain did not finish within an hour".into()));
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let drain_secs = drain_start.elapsed().as_secs_f64();
+    let (cpu_after, _) = own_usage();
+    let pg_after = postgres_cpu();
+
+    // Pickup latency: one job at a time into idle workers.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for i in 0..args.pickup {
+        let job = NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"pickup\":{i}}}"))).queue(queues[0].clone());
+        client.insert(job).await?;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    while done(&stats) < target + args.pickup as u64 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    stop.cancel();
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e.into()),
+            Err(e) => return Err(CliError::Usage(format!("a bench worker crashed: {e}"))),
+        }
+    }
+    let conn = db.conn().await?;
+    let rows = conn
+        .query(
+            "SELECT extract(epoch FROM started_at - created_at)::float8 * 1000
+             FROM remuda.jobs WHERE args ? 'pickup' ORDER BY 1",
+            &[],
+        )
+        .await
+        .map_err(remuda::Error::from)?;
+    let pickups: Vec<f64> = rows.iter().map(|r| r.get::<_, f64>(0)).collect();
+    let size: i64 = conn
+        .query_one("SELECT pg_database_size(current_database())", &[])
+        .await
+        .map_err(remuda::Error::from)?
+        .get(0);
+    drop(conn);
+    let (_, max_rss) = own_usage();
+    if !args.keep {
+        drop(client);
+        drop(db);
+        admin
+            .conn()
+            .await?
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)"))
+            .await
+            .map_err(remuda::Error::from)?;
+    }
+
+    let n = args.jobs as f64;
+    let report = serde_json::json!({
+        "jobs": args.jobs,
+        "workers": args.workers,
+        "concurrency": args.concurrency,
+        "claim_batch": args.claim_batch,
+        "queues": args.queues,
+        "payload_bytes": args.payload_bytes,
+        "backlog": args.backlog,
+        "enqueue_seconds": enqueue_secs,
+        "enqueue_jobs_per_sec": (n / enqueue_secs).round(),
+        "drain_seconds": drain_secs,
+        "drain_jobs_per_sec": (n / drain_secs).round(),
+        "pickup_ms": {
+            "p50": percentile(&pickups, 0.50),
+            "p95": percentile(&pickups, 0.95),
+            "p99": percentile(&pickups, 0.99),
+            "samples": pickups.len(),
+        },
+        "cpu_seconds": { "worker": cpu_after - cpu_before, "postgres": pg_after - pg_before },
+        "worker_max_rss_mib": max_rss,
+        "database_bytes": size,
+    });
+    if args.json {
+        print_json(&report);
+    } else {
+        println!("remuda bench: {} no-op jobs, {} worker(s) x {} slots, claim batch {}, {} queue(s), backlog {}",
+            args.jobs, args.workers, args.concurrency, args.claim_batch, args.queues, args.backlog);
+        println!("  enqueue (COPY)     {:>10.0} jobs/s   ({:.3} s)", n / enqueue_secs, enqueue_secs);
+        println!("  drain              {:>10.0} jobs/s   ({:.3} s, worker start-up included)", n / drain_secs, drain_secs);
+        println!(
+            "  pickup latency     p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} jobs, one at a time)",
+            percentile(&pickups, 0.5), percentile(&pickups, 0.95), percentile(&pickups, 0.99), pickups.len()
+        );
+        println!("  CPU during drain   worker {:.2} s, postgres {:.2} s", cpu_after - cpu_before, pg_after - pg_before);
+        println!("  worker max RSS     {max_rss:.0} MiB");
+        println!("  database size      {:.1} MiB", size as f64 / 1048576.0);
+    }
+    Ok(0)
+}
