@@ -46,7 +46,20 @@ impl Database {
     }
 
     /// A pool for a parsed configuration.
-    pub fn from_config(config: Config, pool_size: usize) -> Self {
+    ///
+    /// Pool connections use generic plans for remuda's prepared statements
+    /// (`plan_cache_mode = force_generic_plan`, for these sessions only). With custom plans the
+    /// planner sees a batch of 1 000 outcomes and a table it believes small and picks a hash
+    /// join over a sequential scan of `remuda.jobs` for every completion batch; measured on a
+    /// 100 000-job drain: 17 000-27 000 jobs/s and about 7 s of PostgreSQL CPU, against
+    /// 1 index probe per row with the generic plan. Every statement is written for one fixed
+    /// plan (primary key or a partial index), so generic plans are also never worse.
+    pub fn from_config(mut config: Config, pool_size: usize) -> Self {
+        let options = match config.get_options() {
+            Some(existing) if !existing.is_empty() => format!("{existing} -c plan_cache_mode=force_generic_plan"),
+            _ => "-c plan_cache_mode=force_generic_plan".to_string(),
+        };
+        config.options(&options);
         let target = describe(&config);
         let manager = Manager::from_config(
             config.clone(),

@@ -3,7 +3,8 @@
 WITH released AS (
     UPDATE remuda.jobs
     SET state = 'available', attempt = attempt - 1, worker_id = NULL, started_at = NULL
-    WHERE id = ANY($1::bigint[]) AND state = 'running' AND worker_id = $2
+    -- state as text: found by primary key, never by jobs_running_idx (see complete_jobs.sql)
+    WHERE id = ANY($1::bigint[]) AND state::text = 'running' AND worker_id = $2
     RETURNING queue
 )
 SELECT (SELECT count(*) FROM released) AS released,
