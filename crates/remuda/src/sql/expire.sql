@@ -5,9 +5,9 @@ WITH gone AS (
     SET state = 'expired', finished_at = now(),
         result = jsonb_build_object('err', jsonb_build_object(
             'code', 'EXPIRED', 'message', 'the job did not start before its deadline ' || expires_at, 'data', NULL))
-    WHERE id IN (SELECT id FROM remuda.jobs
-                 WHERE expires_at <= now() AND state IN ('scheduled', 'available')
-                 LIMIT $1 FOR UPDATE SKIP LOCKED)
+    WHERE id = ANY(ARRAY(SELECT id FROM remuda.jobs
+                         WHERE expires_at <= now() AND state IN ('scheduled', 'available')
+                         LIMIT $1 FOR UPDATE SKIP LOCKED))
     RETURNING id, awaited
 )
 SELECT (SELECT count(*) FROM gone) AS expired,

@@ -1,15 +1,16 @@
 -- Promote up to $1 due scheduled jobs to available, wake their queues, and report when the
 -- next scheduled job falls due so the promoter can sleep until then.
-WITH due AS (
-    SELECT id FROM remuda.jobs
-    WHERE state = 'scheduled' AND run_at <= now()
-    ORDER BY run_at
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
-), promoted AS (
-    UPDATE remuda.jobs j SET state = 'available'
-    FROM due WHERE j.id = due.id
-    RETURNING j.queue
+-- (rows found by primary key from an id array, never by a join the planner could turn into a
+-- full scan: see claim.sql)
+WITH promoted AS (
+    UPDATE remuda.jobs SET state = 'available'
+    WHERE id = ANY(ARRAY(
+        SELECT id FROM remuda.jobs
+        WHERE state = 'scheduled' AND run_at <= now()
+        ORDER BY run_at
+        LIMIT $1
+        FOR UPDATE SKIP LOCKED))
+    RETURNING queue
 )
 SELECT (SELECT count(*) FROM promoted) AS promoted,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)

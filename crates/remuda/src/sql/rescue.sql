@@ -2,14 +2,7 @@
 -- gone from remuda.workers): retried at once if attempts remain, failed otherwise, each with a
 -- WORKER_LOST error in its history. The lost worker's late completion is then rejected by the
 -- guard of complete_jobs.
-WITH lost AS (
-    SELECT j.id
-    FROM remuda.jobs j
-    LEFT JOIN remuda.workers w ON w.id = j.worker_id
-    WHERE j.state = 'running'
-      AND (w.id IS NULL OR w.heartbeat_at < now() - make_interval(secs => $1))
-    FOR UPDATE OF j SKIP LOCKED
-), rescued AS (
+WITH rescued AS (
     UPDATE remuda.jobs j
     SET state = CASE WHEN j.attempt < COALESCE(j.max_attempts, 1)
                      THEN 'available' ELSE 'failed' END::remuda.job_state,
@@ -23,8 +16,13 @@ WITH lost AS (
             'attempt', j.attempt, 'at', now(), 'code', 'WORKER_LOST',
             'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
             'worker', j.worker_id))
-    FROM lost
-    WHERE j.id = lost.id
+    WHERE j.id = ANY(ARRAY(
+        SELECT l.id
+        FROM remuda.jobs l
+        LEFT JOIN remuda.workers w ON w.id = l.worker_id
+        WHERE l.state = 'running'
+          AND (w.id IS NULL OR w.heartbeat_at < now() - make_interval(secs => $1))
+        FOR UPDATE OF l SKIP LOCKED))
     RETURNING j.id, j.queue, j.state, j.awaited
 )
 SELECT (SELECT count(*) FROM rescued WHERE state = 'available') AS retried,
