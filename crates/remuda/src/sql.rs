@@ -1,13 +1,15 @@
 //! Every SQL statement remuda runs, one `.sql` file each under `src/sql/`, so each database
 //! operation is written once and `tests/sql_statements.rs` can prepare them all against a
-//! migrated database.
+//! migrated database. Each constant's doc is the first line of its file; the file says more.
 
-/// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
-pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
+/// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
+pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
+/// Workers silent for longer than $1 seconds: presumed dead. Cheap (the workers table is …
+pub(crate) const DEAD_WORKERS: &str = include_str!("sql/dead_workers.sql");
 /// Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED …
 pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
 /// Insert any number of jobs in one statement from parallel arrays (one element per job).
@@ -26,13 +28,13 @@ pub(crate) const LEADER_ELECT: &str = include_str!("sql/leader_elect.sql");
 pub(crate) const LEADER_RESIGN: &str = include_str!("sql/leader_resign.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
 pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
-/// Forget workers that stopped heartbeating more than $1 seconds ago (their jobs were rescued).
+/// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
 pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
 /// Number of jobs per queue and state.
 pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
 /// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
 pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
-/// Rescue the running jobs of workers whose heartbeat is older than $1 seconds (or that are …
+/// Rescue the running jobs of the dead workers $1 (from dead_workers.sql): retried at once if …
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
 /// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
@@ -48,8 +50,9 @@ pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql")
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
-    ("copy_jobs", COPY_JOBS),
     ("complete_jobs", COMPLETE_JOBS),
+    ("copy_jobs", COPY_JOBS),
+    ("dead_workers", DEAD_WORKERS),
     ("expire", EXPIRE),
     ("insert_jobs", INSERT_JOBS),
     ("job_cancel", JOB_CANCEL),

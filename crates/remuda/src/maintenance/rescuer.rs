@@ -1,6 +1,7 @@
 //! The rescuer and the expirer. Rescue: running jobs of workers silent for longer than the
 //! threshold go back to available (or fail on their last attempt) with a `WORKER_LOST` error,
-//! and workers silent that long are forgotten. Expiry: jobs that did not start before their
+//! and those workers are then forgotten. A worker's row is its jobs' lifeline: workers
+//! register before claiming and leave only after giving every job back. Expiry: jobs that did not start before their
 //! `expires_at` become `expired`.
 
 use crate::db::Database;
@@ -14,14 +15,19 @@ const EXPIRE_BATCH: i64 = 10_000;
 pub(crate) async fn rescue(db: &Database, after: Duration) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
     let seconds = after.as_secs_f64();
+    let dead = conn.prepare_cached(sql::DEAD_WORKERS).await?;
+    let dead: Vec<String> = conn.query(&dead, &[&seconds]).await?.iter().map(|r| r.get(0)).collect();
+    if dead.is_empty() {
+        return Ok((0, 0));
+    }
     let statement = conn.prepare_cached(sql::RESCUE).await?;
-    let row = conn.query_one(&statement, &[&seconds]).await?;
+    let row = conn.query_one(&statement, &[&dead]).await?;
     let (retried, failed): (i64, i64) = (row.get("retried"), row.get("failed"));
     if retried + failed > 0 {
         tracing::warn!("remuda rescuer: {retried} jobs of lost workers retried, {failed} failed");
     }
     let prune = conn.prepare_cached(sql::PRUNE_WORKERS).await?;
-    conn.execute(&prune, &[&seconds]).await?;
+    conn.execute(&prune, &[&dead]).await?;
     Ok((retried, failed))
 }
 

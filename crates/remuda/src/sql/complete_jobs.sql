@@ -3,12 +3,11 @@
 -- at the same attempt is written, so a rescued job's late completion is rejected.
 -- Awaited jobs that reached a final state notify `remuda_done`; retries due now notify
 -- `remuda_insert` for their queue.
--- `j.state::text = 'running'` on purpose: compared as the enum, the planner may match the
--- partial index jobs_running_idx (worker_id) WHERE state = 'running', whose statistics say
--- "almost empty" whenever ANALYZE ran while few jobs ran, and drive the join from it: every
--- running row of this worker compared with every outcome, O(n^2). Measured: a 100 000-job
--- drain fell from 32 000 to 900 jobs/s with 114 s of PostgreSQL CPU. As text, only the
--- primary key can find the rows: one index probe per outcome.
+-- `j.state::text = 'running'` on purpose: compared as the enum, the planner may drive the join
+-- from a partial index on running jobs (there was one, jobs_running_idx), whose statistics say
+-- "almost empty" whenever ANALYZE ran while few jobs ran: every running row of this worker
+-- compared with every outcome, O(n^2). Measured: a 100 000-job drain fell from 32 000 to 900
+-- jobs/s with 114 s of PostgreSQL CPU. As text, only the primary key can find the rows.
 WITH done AS (
     UPDATE remuda.jobs j
     SET state = u.state::remuda.job_state,

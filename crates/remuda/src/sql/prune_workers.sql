@@ -1,2 +1,5 @@
--- Forget workers that stopped heartbeating more than $1 seconds ago (their jobs were rescued).
-DELETE FROM remuda.workers WHERE heartbeat_at < now() - make_interval(secs => $1)
+-- Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was
+-- locked keeps its worker's row until the next round rescues it).
+DELETE FROM remuda.workers w
+WHERE w.id = ANY($1::text[])
+  AND NOT EXISTS (SELECT 1 FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = w.id)

@@ -3,7 +3,7 @@
 WITH released AS (
     UPDATE remuda.jobs
     SET state = 'available', attempt = attempt - 1, worker_id = NULL, started_at = NULL
-    -- state as text: found by primary key, never by jobs_running_idx (see complete_jobs.sql)
+    -- state as text: found by primary key, never by a partial index (see complete_jobs.sql)
     WHERE id = ANY($1::bigint[]) AND state::text = 'running' AND worker_id = $2
     RETURNING queue
 )

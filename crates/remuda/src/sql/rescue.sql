@@ -1,7 +1,7 @@
--- Rescue the running jobs of workers whose heartbeat is older than $1 seconds (or that are
--- gone from remuda.workers): retried at once if attempts remain, failed otherwise, each with a
--- WORKER_LOST error in its history. The lost worker's late completion is then rejected by the
--- guard of complete_jobs.
+-- Rescue the running jobs of the dead workers $1 (from dead_workers.sql): retried at once if
+-- attempts remain, failed otherwise, each with a WORKER_LOST error in its history. The lost
+-- worker's late completion is then rejected by the guard of complete_jobs. Finding them scans
+-- the table (no index on running jobs, see the migration): paid only when a worker died.
 WITH rescued AS (
     UPDATE remuda.jobs j
     SET state = CASE WHEN j.attempt < COALESCE(j.max_attempts, 1)
@@ -19,10 +19,8 @@ WITH rescued AS (
     WHERE j.id = ANY(ARRAY(
         SELECT l.id
         FROM remuda.jobs l
-        LEFT JOIN remuda.workers w ON w.id = l.worker_id
-        WHERE l.state = 'running'
-          AND (w.id IS NULL OR w.heartbeat_at < now() - make_interval(secs => $1))
-        FOR UPDATE OF l SKIP LOCKED))
+        WHERE l.state = 'running' AND l.worker_id = ANY($1::text[])
+        FOR UPDATE SKIP LOCKED))
     RETURNING j.id, j.queue, j.state, j.awaited
 )
 SELECT (SELECT count(*) FROM rescued WHERE state = 'available') AS retried,
