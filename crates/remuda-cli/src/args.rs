@@ -220,7 +220,7 @@ pub struct BenchArgs {
     /// Jobs sent one at a time, 20 ms apart, to idle workers for the pickup latency phase.
     #[arg(long, default_value_t = 200)]
     pub pickup: usize,
-    /// Keep the scratch database remuda_bench afterwards.
+    /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,
     /// Print JSON instead of a table.

@@ -358,3 +358,46 @@ async fn enqueue_takes_kind_defaults_from_a_worker_config() {
         stderr(&output)
     );
 }
+
+#[tokio::test]
+async fn bench_reports_throughput_latency_and_costs_as_json() {
+    let db = migrated().await;
+    let output = remuda(
+        &db,
+        &[
+            "bench",
+            "-n",
+            "3000",
+            "--pickup",
+            "5",
+            "--concurrency",
+            "200",
+            "--backlog",
+            "500",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["jobs"], 3000);
+    assert_eq!(report["backlog"], 500);
+    assert!(
+        report["enqueue_jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+        "{report}"
+    );
+    assert!(
+        report["drain_jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+        "{report}"
+    );
+    assert_eq!(report["pickup_ms"]["samples"], 5);
+    assert!(
+        report["pickup_ms"]["p99"].as_f64().unwrap_or(0.0)
+            >= report["pickup_ms"]["p50"].as_f64().unwrap_or(1.0)
+    );
+    assert!(report["database_bytes"].as_i64().unwrap_or(0) > 0);
+    assert!(
+        report["cpu_seconds"]["worker"].as_f64().unwrap_or(0.0) > 0.0,
+        "{report}"
+    );
+}

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
-const SCRATCH: &str = "remuda_bench";
 const KIND: &str = "bench_noop";
 
 /// CPU seconds used by this process so far, and its peak resident memory in MiB.
@@ -23,10 +22,30 @@ fn own_usage() -> (f64, f64) {
     match nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF) {
         Ok(u) => {
             let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-            (secs(u.user_time()) + secs(u.system_time()), u.max_rss() as f64 / 1024.0)
+            (
+                secs(u.user_time()) + secs(u.system_time()),
+                u.max_rss() as f64 / 1024.0,
+            )
         }
         Err(_) => (0.0, 0.0),
     }
+}
+
+/// Resident memory of this process now, in MiB.
+fn current_rss() -> f64 {
+    let pages = std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| {
+            s.split_whitespace()
+                .nth(1)
+                .and_then(|p| p.parse::<f64>().ok())
+        })
+        .unwrap_or(0.0);
+    let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+        .ok()
+        .flatten()
+        .unwrap_or(4096) as f64;
+    pages * page / 1048576.0
 }
 
 /// CPU seconds used by every `postgres` process on this machine (backends that exit in
@@ -38,26 +57,53 @@ fn postgres_cpu() -> f64 {
         .unwrap_or(100) as f64;
     let mut total = 0u64;
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let Some((name, rest)) = stat.split_once(") ") else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, rest)) = stat.split_once(") ") else {
+            continue;
+        };
         if !name.ends_with("(postgres") {
             continue;
         }
         let fields: Vec<&str> = rest.split_whitespace().collect();
         // after "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based)
-        let get = |i: usize| fields.get(i - 3).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        let get = |i: usize| {
+            fields
+                .get(i - 3)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
         total += get(14) + get(15);
     }
     total as f64 / ticks
 }
 
+/// The scratch database: `<resolved database>_bench`, so that benches against different
+/// databases of one server do not collide.
+fn scratch_name(admin: &Database) -> String {
+    let base: String = admin
+        .config()
+        .get_dbname()
+        .unwrap_or("remuda")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    format!("{base}_bench")
+}
+
 async fn scratch_database(admin: &Database) -> CliResult<Database> {
+    let scratch = scratch_name(admin);
     let conn = admin.conn().await?;
     let sql = |e: tokio_postgres::Error| CliError::Remuda(e.into());
-    conn.batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)")).await.map_err(sql)?;
-    conn.batch_execute(&format!("CREATE DATABASE {SCRATCH}")).await.map_err(sql)?;
+    conn.batch_execute(&format!("DROP DATABASE IF EXISTS {scratch} WITH (FORCE)"))
+        .await
+        .map_err(sql)?;
+    conn.batch_execute(&format!("CREATE DATABASE {scratch}"))
+        .await
+        .map_err(sql)?;
     let mut config = admin.config().clone();
-    config.dbname(SCRATCH);
+    config.dbname(&scratch);
     let db = Database::from_config(config, 16);
     remuda::migrate::run(&db).await?;
     Ok(db)
@@ -69,7 +115,7 @@ async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
     conn.execute(
         "INSERT INTO remuda.jobs (state, kind, run_at, args)
          SELECT 'scheduled', 'backlog', now() + interval '365 days', jsonb_build_object('i', i)
-         FROM generate_series(1, $1) i",
+         FROM generate_series(1, $1::bigint) i",
         &[&n],
     )
     .await
@@ -77,12 +123,14 @@ async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
     conn.execute(
         "INSERT INTO remuda.jobs (state, kind, attempt, max_attempts, started_at, finished_at, args, result)
          SELECT 'completed', 'backlog', 1, 1, now(), now(), jsonb_build_object('i', i), jsonb_build_object('ok', i)
-         FROM generate_series(1, $1) i",
+         FROM generate_series(1, $1::bigint) i",
         &[&n],
     )
     .await
     .map_err(remuda::Error::from)?;
-    conn.batch_execute("VACUUM ANALYZE remuda.jobs").await.map_err(remuda::Error::from)?;
+    conn.batch_execute("VACUUM ANALYZE remuda.jobs")
+        .await
+        .map_err(remuda::Error::from)?;
     Ok(())
 }
 
@@ -95,18 +143,26 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 fn done(stats: &[Arc<WorkerStats>]) -> u64 {
-    stats.iter().map(|s| s.completed.load(Ordering::Relaxed) + s.failed.load(Ordering::Relaxed)).sum()
+    stats
+        .iter()
+        .map(|s| s.completed.load(Ordering::Relaxed) + s.failed.load(Ordering::Relaxed))
+        .sum()
 }
 
 pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     if args.jobs == 0 || args.workers == 0 || args.concurrency == 0 || args.queues == 0 {
-        return Err(CliError::Usage("--jobs, --workers, --concurrency and --queues must be at least 1".into()));
+        return Err(CliError::Usage(
+            "--jobs, --workers, --concurrency and --queues must be at least 1".into(),
+        ));
     }
     let admin = connect::database(db_args).await?;
     let db = scratch_database(&admin).await?;
     let client = Client::new(db.clone());
     if args.backlog > 0 {
-        eprintln!("loading a backlog of {} scheduled and {} completed jobs…", args.backlog, args.backlog);
+        eprintln!(
+            "loading a backlog of {} scheduled and {} completed jobs…",
+            args.backlog, args.backlog
+        );
         load_backlog(&db, args.backlog).await?;
     }
     let queues: Vec<String> = (0..args.queues).map(|q| format!("bench_{q}")).collect();
@@ -118,7 +174,8 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
             } else {
                 format!("{{\"i\":{i},\"p\":\"{padding}\"}}")
             };
-            NewJob::from_json(KIND, remuda::Jsonb(args_json)).queue(queues[i % queues.len()].clone())
+            NewJob::from_json(KIND, remuda::Jsonb(args_json))
+                .queue(queues[i % queues.len()].clone())
         })
         .collect();
 
@@ -129,6 +186,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     drop(jobs);
 
     // Drain, worker start-up included.
+    let rss_before = current_rss();
     let (cpu_before, _) = own_usage();
     let pg_before = postgres_cpu();
     let stop = CancellationToken::new();
@@ -147,23 +205,29 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
             .register_dyn(KIND, TaskOptions::default(), Arc::new(Noop));
         stats.push(worker.stats());
         let token = stop.clone();
-        handles.push(tokio::spawn(worker.run(async move { token.cancelled().await })));
+        handles.push(tokio::spawn(
+            worker.run(async move { token.cancelled().await }),
+        ));
     }
     let target = args.jobs as u64;
     while done(&stats) < target {
         if drain_start.elapsed() > Duration::from_secs(3600) {
-            return Err(CliError::Usage("the drain did not finish within an hour".into()));
+            return Err(CliError::Usage(
+                "the drain did not finish within an hour".into(),
+            ));
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let drain_secs = drain_start.elapsed().as_secs_f64();
+    let rss_after = current_rss();
     let (cpu_after, _) = own_usage();
     let pg_after = postgres_cpu();
 
     // Pickup latency: one job at a time into idle workers.
     tokio::time::sleep(Duration::from_millis(200)).await;
     for i in 0..args.pickup {
-        let job = NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"pickup\":{i}}}"))).queue(queues[0].clone());
+        let job = NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"pickup\":{i}}}")))
+            .queue(queues[0].clone());
         client.insert(job).await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -201,7 +265,10 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         admin
             .conn()
             .await?
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)"))
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                scratch_name(&admin)
+            ))
             .await
             .map_err(remuda::Error::from)?;
     }
@@ -226,7 +293,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
             "samples": pickups.len(),
         },
         "cpu_seconds": { "worker": cpu_after - cpu_before, "postgres": pg_after - pg_before },
-        "worker_max_rss_mib": max_rss,
+        "rss_mib": { "before_drain": rss_before, "after_drain": rss_after, "peak": max_rss },
         "database_bytes": size,
     });
     if args.json {
@@ -234,14 +301,28 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     } else {
         println!("remuda bench: {} no-op jobs, {} worker(s) x {} slots, claim batch {}, {} queue(s), backlog {}",
             args.jobs, args.workers, args.concurrency, args.claim_batch, args.queues, args.backlog);
-        println!("  enqueue (COPY)     {:>10.0} jobs/s   ({:.3} s)", n / enqueue_secs, enqueue_secs);
-        println!("  drain              {:>10.0} jobs/s   ({:.3} s, worker start-up included)", n / drain_secs, drain_secs);
+        println!(
+            "  enqueue (COPY)     {:>10.0} jobs/s   ({:.3} s)",
+            n / enqueue_secs,
+            enqueue_secs
+        );
+        println!(
+            "  drain              {:>10.0} jobs/s   ({:.3} s, worker start-up included)",
+            n / drain_secs,
+            drain_secs
+        );
         println!(
             "  pickup latency     p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} jobs, one at a time)",
             percentile(&pickups, 0.5), percentile(&pickups, 0.95), percentile(&pickups, 0.99), pickups.len()
         );
-        println!("  CPU during drain   worker {:.2} s, postgres {:.2} s", cpu_after - cpu_before, pg_after - pg_before);
-        println!("  worker max RSS     {max_rss:.0} MiB");
+        println!(
+            "  CPU during drain   worker {:.2} s, postgres {:.2} s",
+            cpu_after - cpu_before,
+            pg_after - pg_before
+        );
+        println!(
+            "  memory (RSS)       {rss_before:.0} MiB before the drain, {rss_after:.0} MiB after (peak {max_rss:.0} MiB, enqueue included)"
+        );
         println!("  database size      {:.1} MiB", size as f64 / 1048576.0);
     }
     Ok(0)

@@ -4,12 +4,12 @@
 use crate::db::Jsonb;
 use crate::task::Task;
 use crate::{sql, Error, Result};
+use chrono::{DateTime, Utc};
 use futures_util::pin_mut;
 use postgres_types::Type;
-use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::time::Duration;
+use tokio_postgres::binary_copy::BinaryCopyInWriter;
 use tokio_postgres::GenericClient;
 
 /// A job to enqueue.
@@ -187,7 +187,11 @@ pub(crate) async fn insert_many<C: GenericClient>(
 
 /// Inserts jobs inside `tx` the fastest way: jobs due now with binary COPY, jobs with a
 /// `run_at` with `insert_jobs.sql`. Returns how many were inserted (COPY returns no ids).
-pub(crate) async fn insert_bulk(tx: &tokio_postgres::Transaction<'_>, jobs: &[NewJob], max_payload: usize) -> Result<u64> {
+pub(crate) async fn insert_bulk(
+    tx: &tokio_postgres::Transaction<'_>,
+    jobs: &[NewJob],
+    max_payload: usize,
+) -> Result<u64> {
     for job in jobs {
         job.validate(max_payload)?;
     }
@@ -196,20 +200,40 @@ pub(crate) async fn insert_bulk(tx: &tokio_postgres::Transaction<'_>, jobs: &[Ne
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();
         let statement = tx.prepare(sql::INSERT_JOBS).await?;
-        inserted += insert_many(tx, &statement, &later, max_payload).await?.len() as u64;
+        inserted += insert_many(tx, &statement, &later, max_payload)
+            .await?
+            .len() as u64;
     }
     if !now.is_empty() {
         let sink = tx.copy_in(sql::COPY_JOBS).await?;
         let writer = BinaryCopyInWriter::new(
             sink,
-            &[Type::TEXT, Type::TEXT, Type::INT4, Type::INT4, Type::TIMESTAMPTZ, Type::INT8, Type::JSONB],
+            &[
+                Type::TEXT,
+                Type::TEXT,
+                Type::INT4,
+                Type::INT4,
+                Type::TIMESTAMPTZ,
+                Type::INT8,
+                Type::JSONB,
+            ],
         );
         pin_mut!(writer);
         for job in now {
-            let timeout = job.timeout.map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1));
+            let timeout = job
+                .timeout
+                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1));
             writer
                 .as_mut()
-                .write(&[&job.queue, &job.kind, &job.priority, &job.max_attempts, &job.expires_at, &timeout, &job.args])
+                .write(&[
+                    &job.queue,
+                    &job.kind,
+                    &job.priority,
+                    &job.max_attempts,
+                    &job.expires_at,
+                    &timeout,
+                    &job.args,
+                ])
                 .await?;
         }
         inserted += writer.finish().await?;

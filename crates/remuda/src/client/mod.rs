@@ -217,7 +217,11 @@ impl Client {
     }
 
     /// [`Client::insert_bulk`] inside the caller's transaction.
-    pub async fn insert_bulk_in(&self, tx: &tokio_postgres::Transaction<'_>, jobs: &[NewJob]) -> Result<u64> {
+    pub async fn insert_bulk_in(
+        &self,
+        tx: &tokio_postgres::Transaction<'_>,
+        jobs: &[NewJob],
+    ) -> Result<u64> {
         insert::insert_bulk(tx, jobs, self.inner.max_payload).await
     }
 

@@ -16,7 +16,12 @@ pub(crate) async fn rescue(db: &Database, after: Duration) -> Result<(i64, i64)>
     let conn = db.conn().await?;
     let seconds = after.as_secs_f64();
     let dead = conn.prepare_cached(sql::DEAD_WORKERS).await?;
-    let dead: Vec<String> = conn.query(&dead, &[&seconds]).await?.iter().map(|r| r.get(0)).collect();
+    let dead: Vec<String> = conn
+        .query(&dead, &[&seconds])
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
     if dead.is_empty() {
         return Ok((0, 0));
     }
