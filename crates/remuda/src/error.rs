@@ -85,7 +85,7 @@ impl Error {
                 | Error::SchemaTooNew { .. }
                 | Error::Pool(_)
                 | Error::Setup(_)
-        ) || matches!(self, Error::Db(e) if e.is_closed() || e.as_db_error().is_none() && e.to_string().contains("connect"))
+        ) || matches!(self, Error::Db(e) if e.is_closed())
     }
 }
 

@@ -69,7 +69,10 @@ async fn run(
             return;
         }
         let result = listen_once(&config, &events, &ready, &stop, connected_before).await;
-        ready.send_replace(false);
+        if ready.send_replace(false) {
+            // it was listening: a fresh failure, not one more in a row
+            backoff = Duration::from_millis(50);
+        }
         match result {
             Ok(()) => return,
             Err(e) => {
