@@ -186,7 +186,7 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
     /// Concurrency of each worker.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 1000)]
     pub concurrency: usize,
     /// Print the summary as JSON.
     #[arg(long)]
