@@ -102,6 +102,12 @@ impl NewJob {
         self
     }
 
+    /// The timeout as stored (`timeout_ms`): whole milliseconds, at least 1.
+    fn timeout_ms(&self) -> Option<i64> {
+        self.timeout
+            .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1))
+    }
+
     fn validate(&self, max_payload: usize) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidInput(what));
         if self.kind.trim().is_empty() {
@@ -161,10 +167,7 @@ pub(crate) async fn insert_many<C: GenericClient>(
         max_attempts.push(job.max_attempts);
         run_ats.push(job.run_at);
         expires.push(job.expires_at);
-        timeouts.push(
-            job.timeout
-                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1)),
-        );
+        timeouts.push(job.timeout_ms());
         args.push(&job.args);
     }
     let rows = conn
@@ -220,9 +223,7 @@ pub(crate) async fn insert_bulk(
         );
         pin_mut!(writer);
         for job in now {
-            let timeout = job
-                .timeout
-                .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1));
+            let timeout = job.timeout_ms();
             writer
                 .as_mut()
                 .write(&[

@@ -252,40 +252,36 @@ impl Client {
     /// Cancels a job that has not finished; a running one is stopped by its worker. Returns
     /// the state it was in.
     pub async fn cancel(&self, id: i64) -> Result<JobState> {
-        let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_CANCEL).await?;
-        let row = conn
-            .query_opt(&statement, &[&id])
-            .await?
-            .ok_or(Error::NotFound(id))?;
-        let old: String = row.get("old_state");
-        let cancelled: i64 = row.get("cancelled");
-        if cancelled == 0 {
-            return Err(Error::WrongState {
-                id,
-                state: old,
-                action: "cancel",
-            });
-        }
-        old.parse().map_err(Error::InvalidInput)
+        self.manual_transition(sql::JOB_CANCEL, id, "cancel").await
     }
 
     /// Makes a job that is not running or waiting to run available again now, with one more
     /// attempt if it had used them all. Returns the state it was in.
     pub async fn retry(&self, id: i64) -> Result<JobState> {
+        self.manual_transition(sql::JOB_RETRY, id, "retry").await
+    }
+
+    /// Runs an operator's transition (`job_cancel.sql`, `job_retry.sql`: both return the old
+    /// state and whether the row changed) and says why it did nothing when it did nothing.
+    async fn manual_transition(
+        &self,
+        statement: &str,
+        id: i64,
+        action: &'static str,
+    ) -> Result<JobState> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_RETRY).await?;
+        let statement = conn.prepare_cached(statement).await?;
         let row = conn
             .query_opt(&statement, &[&id])
             .await?
             .ok_or(Error::NotFound(id))?;
         let old: String = row.get("old_state");
-        let retried: i64 = row.get("retried");
-        if retried == 0 {
+        let changed: i64 = row.get("changed");
+        if changed == 0 {
             return Err(Error::WrongState {
                 id,
                 state: old,
-                action: "retry",
+                action,
             });
         }
         old.parse().map_err(Error::InvalidInput)

@@ -1,6 +1,6 @@
 -- Cancel a job that has not finished. A running job's worker is told on `remuda_cancel`
 -- ("worker_id:job_id") and stops it; its completion is then rejected by the running guard.
--- Returns the state the job had (no row: no such job) and whether it was cancelled now.
+-- Returns the state the job had (no row: no such job) and whether it was cancelled now (changed).
 WITH target AS (
     SELECT id, state AS old_state, worker_id FROM remuda.jobs WHERE id = $1 FOR UPDATE
 ), cancelled AS (
@@ -13,7 +13,7 @@ WITH target AS (
     RETURNING j.id, j.awaited
 )
 SELECT t.old_state::text AS old_state,
-       (SELECT count(*) FROM cancelled) AS cancelled,
+       (SELECT count(*) FROM cancelled) AS changed,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_cancel', t.worker_id || ':' || t.id)
                               WHERE t.old_state = 'running' AND t.worker_id IS NOT NULL) c) AS told,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_done', c.id::text) FROM cancelled c WHERE c.awaited) n) AS notified

@@ -1,5 +1,6 @@
 -- Run a job that is not running again, now: a final job gets one more attempt if it used them
--- all (its error history is kept), a scheduled one stops waiting. Returns the state it had.
+-- all (its error history is kept), a scheduled one stops waiting. Returns the state it had
+-- and whether it was made available now (changed).
 WITH target AS (
     SELECT id, state AS old_state FROM remuda.jobs WHERE id = $1 FOR UPDATE
 ), retried AS (
@@ -11,6 +12,6 @@ WITH target AS (
     RETURNING j.queue
 )
 SELECT t.old_state::text AS old_state,
-       (SELECT count(*) FROM retried) AS retried,
+       (SELECT count(*) FROM retried) AS changed,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', r.queue) FROM retried r) w) AS woken
 FROM target t
