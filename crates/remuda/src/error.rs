@@ -68,6 +68,9 @@ pub enum Error {
         /// How long we waited.
         after: Duration,
     },
+    /// A worker had to stop because one of its parts failed.
+    #[error("{0}")]
+    WorkerFailed(String),
     /// Setting up a local PostgreSQL failed.
     #[error("{0}")]
     Setup(String),

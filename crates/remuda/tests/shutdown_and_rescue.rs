@@ -278,3 +278,71 @@ async fn delayed_jobs_wait_for_their_time_then_run() {
     );
     worker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_rescuer() {
+    let (db, client) = setup().await;
+    let first = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Sleep),
+    );
+    let mut first_id = None;
+    for _ in 0..100 {
+        if let Some(w) = client.workers().await.expect("workers").first() {
+            first_id = Some(w.id.clone());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first_id = first_id.expect("the first worker registered");
+    // A job the first worker holds but whose outcome it never wrote (as when its completer
+    // fails): it must not be orphaned when that worker deregisters.
+    let id = client
+        .insert(
+            NewJob::for_task::<Sleep>(&1)
+                .expect("job")
+                .run_at(chrono::Utc::now() + chrono::Duration::hours(1)),
+        )
+        .await
+        .expect("insert");
+    let pool = db.database().expect("pool");
+    pool.conn()
+        .await
+        .expect("conn")
+        .execute(
+            "UPDATE remuda.jobs SET state = 'running', attempt = 1, worker_id = $1, started_at = now() WHERE id = $2",
+            &[&first_id, &id],
+        )
+        .await
+        .expect("simulate a held job");
+    first.shutdown().await;
+    let kept = client.workers().await.expect("workers");
+    assert_eq!(
+        kept.len(),
+        1,
+        "the row stays while a job points at it: {kept:?}"
+    );
+
+    let second = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Sleep),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(15))
+        .await
+        .expect("rescued and run");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.errors[0].code, "WORKER_LOST");
+    second.shutdown().await;
+    assert!(
+        client
+            .workers()
+            .await
+            .expect("workers")
+            .iter()
+            .all(|w| w.id != first_id),
+        "pruned after the rescue"
+    );
+}

@@ -1,2 +1,11 @@
--- A worker that stopped cleanly leaves the registry.
-DELETE FROM remuda.workers WHERE id = $1
+-- A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could
+-- not be written): then it is marked dead instead, so that the leader rescues those jobs and
+-- prunes the row after. A row is never removed while jobs point at it.
+WITH gone AS (
+    DELETE FROM remuda.workers w
+    WHERE w.id = $1
+      AND NOT EXISTS (SELECT 1 FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = $1)
+    RETURNING w.id
+)
+UPDATE remuda.workers SET heartbeat_at = 'epoch'
+WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM gone)

@@ -107,26 +107,25 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
     let conn = db.conn().await?;
     if !ids.is_empty() {
         let statement = conn.prepare_cached(sql::COMPLETE_JOBS).await?;
-        let row = conn
-            .query_one(
+        let written = conn
+            .execute(
                 &statement,
                 &[
                     &ids, &attempts, &states, &results, &errors, &run_ats, &worker_id,
                 ],
             )
             .await?;
-        let written: i64 = row.get("written");
-        if written < ids.len() as i64 {
+        if written < ids.len() as u64 {
             tracing::info!(
                 "remuda completer: {} of {} outcomes were not written: those jobs were cancelled or rescued meanwhile",
-                ids.len() as i64 - written,
+                ids.len() as u64 - written,
                 ids.len()
             );
         }
     }
     if !released.is_empty() {
         let statement = conn.prepare_cached(sql::RELEASE_JOBS).await?;
-        conn.query_one(&statement, &[&released, &worker_id]).await?;
+        conn.execute(&statement, &[&released, &worker_id]).await?;
     }
     Ok(())
 }

@@ -97,8 +97,9 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
     };
     if let Some(outcome) = outcome {
         if shared.completer.send(outcome).await.is_err() {
-            tracing::error!(
-                "remuda worker: completer stopped before job {} was written; it will be rescued",
+            // the worker stops and says so once; the job will be rescued
+            tracing::debug!(
+                "remuda worker: completer gone before job {} was written",
                 job.id
             );
         }

@@ -252,7 +252,7 @@ impl Worker {
         let background = CancellationToken::new();
         let (completer_tx, completer_rx) =
             mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
-        let completer_task =
+        let mut completer_task =
             tokio::spawn(completer::run(db.clone(), worker_id.clone(), completer_rx));
         let shared = Arc::new(Shared {
             client: self.client.clone(),
@@ -289,10 +289,21 @@ impl Worker {
         // Run until asked to stop.
         let stop_claiming = CancellationToken::new();
         let producer = tokio::spawn(producer::run(shared.clone(), stop_claiming.clone()));
-        shutdown.await;
+        // The completer ends only when told to; ending before means it failed, and then no
+        // outcome can be written: stop at once and leave the running jobs to the rescuer.
+        let completer_failure = tokio::select! {
+            _ = shutdown => None,
+            ended = &mut completer_task => Some(match ended {
+                Err(e) => e.to_string(),
+                Ok(()) => "it stopped".to_string(),
+            }),
+        };
         tracing::info!("remuda worker {worker_id}: shutting down");
         stop_claiming.cancel();
         let _ = producer.await;
+        if completer_failure.is_some() {
+            shared.hard_stop.cancel();
+        }
 
         // Let running jobs finish, then stop and release the rest.
         let all = u32::try_from(config.concurrency).unwrap_or(u32::MAX);
@@ -310,8 +321,10 @@ impl Worker {
             shared.hard_stop.cancel();
             let _ = shared.slots.acquire_many(all).await;
         }
-        let _ = shared.completer.send(completer::Outcome::Stop).await;
-        let _ = completer_task.await;
+        if completer_failure.is_none() {
+            let _ = shared.completer.send(completer::Outcome::Stop).await;
+            let _ = completer_task.await;
+        }
 
         background.cancel();
         if let Some(task) = maintenance_task {
@@ -321,6 +334,11 @@ impl Worker {
             tracing::warn!("remuda worker {worker_id}: cannot resign leadership: {e}");
         }
         heartbeat::deregister(&db, &worker_id).await?;
+        if let Some(reason) = completer_failure {
+            return Err(Error::WorkerFailed(format!(
+                "worker {worker_id}: the completer failed ({reason}); its unfinished jobs will be rescued"
+            )));
+        }
         Ok(WorkerReport {
             worker_id: worker_id.to_string(),
             completed: self.stats.completed.load(Ordering::Relaxed),
