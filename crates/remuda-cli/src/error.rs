@@ -22,6 +22,8 @@ impl CliError {
                 | remuda::Error::NotFound(_)
                 | remuda::Error::WrongState { .. }
                 | remuda::Error::Json(_) => 2,
+                e if e.is_bad_data() => 2,
+                // unreachable, wrong schema, or anything else the database refused
                 _ => 4,
             },
         }

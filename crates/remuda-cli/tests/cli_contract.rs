@@ -261,6 +261,21 @@ async fn bad_input_is_refused_with_a_clear_error_and_nothing_written() {
         ),
         (&["jobs", "--state", "done"], 2, "unknown job state"),
         (
+            &["enqueue", "k", "--args", r#"{"s": "\u0000"}"#],
+            2,
+            "NUL character",
+        ),
+        (
+            &[
+                "enqueue",
+                "k",
+                "--delay",
+                "10000000000000000000s10000000000000000000s",
+            ],
+            2,
+            "too long",
+        ),
+        (
             &["enqueue-batch", "k", "--file", "/nonexistent.jsonl"],
             2,
             "cannot read",

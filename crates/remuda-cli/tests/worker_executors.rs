@@ -122,6 +122,9 @@ max_attempts = 3
 backoff = {{ kind = "fixed", delay = "100ms" }}
 retry_on = ["EXIT_75"]
 
+[tasks.daemon]
+command = ["sh", "-c", "cat >/dev/null; sleep 30 & echo started"]
+
 [tasks.hang]
 command = ["sh", "-c", "sleep 60 & echo $! > {pidfile}; wait"]
 timeout = "500ms"
@@ -175,6 +178,7 @@ async fn command_tasks_report_results_and_errors() {
     let tempfail = enqueue(&db, &["tempfail"]).await;
     let hang = enqueue(&db, &["hang", "--queue", "media"]).await;
     let unknown = enqueue(&db, &["not_in_config"]).await;
+    let daemon = enqueue(&db, &["daemon"]).await;
 
     let job = wait_for_state(&db, echo, &["completed"], Duration::from_secs(20)).await;
     // stdin carried the job: stdout echoes it back as the JSON result
@@ -220,6 +224,10 @@ async fn command_tasks_report_results_and_errors() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert!(gone, "grandchild {pid} survived the timeout");
+
+    // a background grandchild holding the pipes does not keep the job running
+    let job = wait_for_state(&db, daemon, &["completed"], Duration::from_secs(10)).await;
+    assert_eq!(job["result"]["ok"], "started");
 
     let job = json(&remuda(&db, &["job", &unknown.to_string(), "--json"]).await);
     assert_eq!(

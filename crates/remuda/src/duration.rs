@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+/// Longest duration accepted: 100 years.
+pub const MAX: Duration = Duration::from_secs(100 * 365 * 86_400);
+
 /// Parses `500ms`, `30s`, `5m`, `1h`, `2d` (and sums like `1h30m`).
 pub fn parse(text: &str) -> Result<Duration, String> {
     let s = text.trim();
@@ -34,7 +37,10 @@ pub fn parse(text: &str) -> Result<Duration, String> {
             "d" => 86400.0,
             _ => return Err(bad()),
         };
-        total += Duration::try_from_secs_f64(number * unit_seconds).map_err(|_| bad())?;
+        total = total
+            .checked_add(Duration::try_from_secs_f64(number * unit_seconds).map_err(|_| bad())?)
+            .filter(|t| *t <= MAX)
+            .ok_or_else(|| format!("duration {text:?} is too long: at most 100 years"))?;
         rest = &after[unit_len..];
     }
     Ok(total)
@@ -79,6 +85,8 @@ mod tests {
             let err = parse(bad).expect_err(bad);
             assert!(err.contains("invalid duration"), "{err}");
         }
+        let err = parse("10000000000000000000s10000000000000000000s").expect_err("overflow");
+        assert!(err.contains("too long"), "{err}");
     }
 
     #[test]

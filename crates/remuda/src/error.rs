@@ -77,8 +77,24 @@ pub enum Error {
 }
 
 impl Error {
-    /// True when the error means the database cannot be used at all (unreachable, or a schema
-    /// of the wrong version): the CLI exits 4 for these.
+    /// True when the error is about the connection or the server's state rather than about
+    /// what was sent: a retry later may succeed (connection lost, server shutting down or
+    /// overloaded, serialization conflict).
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Unreachable { .. } | Error::Pool(_) => true,
+            Error::Db(e) => match e.code() {
+                None => true,
+                Some(code) => ["08", "40", "53", "57", "58"]
+                    .iter()
+                    .any(|class| code.code().starts_with(class)),
+            },
+            _ => false,
+        }
+    }
+
+    /// True when the database cannot be used at all (unreachable, or a schema of the wrong
+    /// version): the CLI exits 4 for these.
     pub fn is_database_unusable(&self) -> bool {
         matches!(
             self,
@@ -88,19 +104,13 @@ impl Error {
                 | Error::SchemaTooNew { .. }
                 | Error::Pool(_)
                 | Error::Setup(_)
-        ) || matches!(self, Error::Db(e) if e.is_closed())
+        ) || matches!(self, Error::Db(e) if e.is_closed() || e.code().is_none())
     }
-}
 
-impl From<deadpool_postgres::PoolError> for Error {
-    fn from(e: deadpool_postgres::PoolError) -> Self {
-        match e {
-            deadpool_postgres::PoolError::Backend(e) => Error::Unreachable {
-                target: "pool".into(),
-                reason: e.to_string(),
-            },
-            other => Error::Pool(other.to_string()),
-        }
+    /// True when what was sent was refused as data (PostgreSQL error classes 22 "data
+    /// exception" and 23 "integrity constraint violation"): bad input, exit code 2.
+    pub fn is_bad_data(&self) -> bool {
+        matches!(self, Error::Db(e) if e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")))
     }
 }
 

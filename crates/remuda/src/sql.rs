@@ -8,7 +8,7 @@ pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
 /// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
 pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
-/// Workers silent for longer than $1 seconds: presumed dead. Cheap (the workers table is …
+/// Workers silent for longer than their own rescue_after: presumed dead. Cheap (the workers …
 pub(crate) const DEAD_WORKERS: &str = include_str!("sql/dead_workers.sql");
 /// Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED …
 pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
@@ -36,9 +36,11 @@ pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
 pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
 /// Rescue the running jobs of the dead workers $1 (from dead_workers.sql): retried at once if …
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
+/// Which of the jobs $1 this worker ($2) runs are no longer its own: cancelled, rescued, or …
+pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
 /// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
-/// A worker that stopped cleanly leaves the registry.
+/// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
 pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
 /// One heartbeat for the whole worker (not one per job): its running jobs live as long as it does.
 pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/worker_heartbeat.sql");
@@ -66,6 +68,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("queue_counts", QUEUE_COUNTS),
     ("release_jobs", RELEASE_JOBS),
     ("rescue", RESCUE),
+    ("running_lost", RUNNING_LOST),
     ("wait_mark", WAIT_MARK),
     ("worker_deregister", WORKER_DEREGISTER),
     ("worker_heartbeat", WORKER_HEARTBEAT),

@@ -85,8 +85,8 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("connection");
     conn.batch_execute(
-        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, heartbeat_at)
-         VALUES ('ghost', 'ghost', 'nowhere', 1, '{default}', '{sleep}', 1, now() - interval '1 hour');
+        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms, heartbeat_at)
+         VALUES ('ghost', 'ghost', 'nowhere', 1, '{default}', '{sleep}', 1, 30000, now() - interval '1 hour');
          UPDATE remuda.jobs SET state = 'running', attempt = 1, max_attempts = coalesce(max_attempts, 3),
                 worker_id = 'ghost', started_at = now();",
     )

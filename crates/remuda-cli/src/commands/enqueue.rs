@@ -44,9 +44,11 @@ fn apply(
         job = job.run_at(at);
     }
     if let Some(within) = options.expires_in {
-        let within = chrono::Duration::from_std(within)
-            .map_err(|_| CliError::Usage("--expires-in is too large".into()))?;
-        job = job.expires_at(chrono::Utc::now() + within);
+        let at = chrono::Duration::from_std(within)
+            .ok()
+            .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+            .ok_or_else(|| CliError::Usage("--expires-in is too large".into()))?;
+        job = job.expires_at(at);
     }
     Ok(job)
 }

@@ -16,6 +16,8 @@ use tokio::process::Command;
 const STDERR_LINES: usize = 20;
 /// Bytes of stderr kept (the tail).
 const STDERR_BYTES: usize = 16 * 1024;
+/// How long output is still read after the program exited.
+const PIPE_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A program run once per job.
 pub struct CommandTask {
@@ -97,12 +99,26 @@ impl CommandTask {
             drop(stdin);
         };
         let limit = self.max_output;
-        let (_, out, err, status) = tokio::join!(
-            feed,
-            read_head(stdout, limit + 1),
-            read_tail(stderr, STDERR_BYTES),
-            child.wait()
-        );
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let status = {
+            let mut io = Box::pin(async {
+                tokio::join!(
+                    feed,
+                    read_head(stdout, limit + 1, &mut out),
+                    read_tail(stderr, STDERR_BYTES, &mut err)
+                )
+            });
+            let mut exited = Box::pin(child.wait());
+            tokio::select! {
+                _ = &mut io => exited.await,
+                status = &mut exited => {
+                    // a grandchild left running (`daemon &`) may hold the pipes open: take
+                    // what is there and stop reading soon after the program itself exited
+                    let _ = tokio::time::timeout(PIPE_GRACE, &mut io).await;
+                    status
+                }
+            }
+        };
         let status = status.map_err(|e| {
             TaskError::new(
                 "WAIT_FAILED",
@@ -144,20 +160,17 @@ impl CommandTask {
     }
 }
 
-async fn read_head<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize) -> Vec<u8> {
-    let mut out = Vec::new();
+async fn read_head<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize, out: &mut Vec<u8>) {
     if let Some(pipe) = pipe {
         let mut limited = pipe.take(limit as u64);
-        let _ = limited.read_to_end(&mut out).await;
+        let _ = limited.read_to_end(out).await;
         // drain the rest so the program is not blocked on a full pipe
         let mut rest = limited.into_inner();
         let _ = tokio::io::copy(&mut rest, &mut tokio::io::sink()).await;
     }
-    out
 }
 
-async fn read_tail<R: AsyncRead + Unpin>(pipe: Option<R>, keep: usize) -> Vec<u8> {
-    let mut kept = Vec::new();
+async fn read_tail<R: AsyncRead + Unpin>(pipe: Option<R>, keep: usize, kept: &mut Vec<u8>) {
     if let Some(mut pipe) = pipe {
         let mut buf = [0u8; 8192];
         while let Ok(n) = pipe.read(&mut buf).await {
@@ -169,9 +182,8 @@ async fn read_tail<R: AsyncRead + Unpin>(pipe: Option<R>, keep: usize) -> Vec<u8
                 kept.drain(..kept.len() - keep);
             }
         }
-        if kept.len() > keep {
-            kept.drain(..kept.len() - keep);
-        }
     }
-    kept
+    if kept.len() > keep {
+        kept.drain(..kept.len() - keep);
+    }
 }

@@ -86,9 +86,11 @@ impl NewJob {
     }
     /// Runs no earlier than `delay` from now.
     pub fn delay(mut self, delay: Duration) -> Self {
-        self.run_at = chrono::Duration::from_std(delay)
+        let at = chrono::Duration::from_std(delay)
             .ok()
-            .map(|d| Utc::now() + d);
+            .and_then(|d| Utc::now().checked_add_signed(d))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        self.run_at = Some(at);
         self
     }
     /// Expires unless started before `at`.
@@ -122,6 +124,12 @@ impl NewJob {
                 self.kind,
                 self.args.len(),
                 max_payload
+            ));
+        }
+        if self.args.0.contains("\\u0000") {
+            return bad(format!(
+                "job {}: args contain a NUL character (\\u0000), which PostgreSQL's jsonb cannot store; encode binary data (base64)",
+                self.kind
             ));
         }
         if matches!(self.max_attempts, Some(n) if n < 1) {

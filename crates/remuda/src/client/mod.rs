@@ -135,20 +135,14 @@ impl Client {
         }
     }
 
-    /// Sets the size limit for args, results and errors (default 1 MiB).
+    /// Sets the size limit for args, results and errors (default 1 MiB). Returns a client
+    /// with its own listener; call it before sharing the client.
     pub fn with_max_payload(self, bytes: usize) -> Client {
-        Client::new_with(self.inner.db.clone(), bytes)
-    }
-
-    fn new_with(db: Database, max_payload: usize) -> Client {
-        Client {
-            inner: Arc::new(Inner {
-                db,
-                max_payload,
-                listener: OnceLock::new(),
-                stop: CancellationToken::new(),
-            }),
+        let mut client = Client::new(self.inner.db.clone());
+        if let Some(inner) = Arc::get_mut(&mut client.inner) {
+            inner.max_payload = bytes;
         }
+        client
     }
 
     /// Checks that the server answers and the schema version matches this build.

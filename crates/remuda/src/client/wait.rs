@@ -16,7 +16,10 @@ impl Client {
     /// Waits until the job reaches a final state (completed, failed, cancelled, expired) and
     /// returns it; [`Error::WaitTimeout`] if it has not after `timeout`.
     pub async fn wait(&self, id: i64, timeout: Duration) -> Result<Job> {
-        let deadline = Instant::now() + timeout;
+        // Duration::MAX means "as long as it takes": cap at a century
+        let deadline = Instant::now()
+            .checked_add(timeout)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 86_400));
         let listener = self.listener();
         let mut events = listener.subscribe();
         // Listening must be in place before the mark, or a completion in between is missed.

@@ -62,6 +62,7 @@ impl Database {
     ///   the claim walks jobs_available_idx in order and stops at the limit.
     pub fn from_config(mut config: Config, pool_size: usize) -> Self {
         let options = match config.get_options() {
+            Some(existing) if existing.contains(SESSION_OPTIONS) => existing.to_string(),
             Some(existing) if !existing.is_empty() => format!("{existing} {SESSION_OPTIONS}"),
             _ => SESSION_OPTIONS.to_string(),
         };

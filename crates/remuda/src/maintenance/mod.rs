@@ -23,7 +23,6 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct Settings {
     pub interval: Duration,
     pub promote_interval: Duration,
-    pub rescue_after: Duration,
 }
 
 impl From<&WorkerConfig> for Settings {
@@ -31,7 +30,6 @@ impl From<&WorkerConfig> for Settings {
         Settings {
             interval: c.maintenance_interval,
             promote_interval: c.promote_interval,
-            rescue_after: c.rescue_after,
         }
     }
 }
@@ -63,7 +61,7 @@ pub(crate) async fn run(
                 }
             };
             if is_leader {
-                if let Err(e) = rescuer::rescue(&db, settings.rescue_after).await {
+                if let Err(e) = rescuer::rescue(&db).await {
                     tracing::warn!("remuda maintenance: rescue failed: {e}");
                 }
                 if let Err(e) = rescuer::expire(&db).await {

@@ -6,18 +6,17 @@
 
 use crate::db::Database;
 use crate::{sql, Result};
-use std::time::Duration;
 
 /// Rows expired per statement.
 const EXPIRE_BATCH: i64 = 10_000;
 
-/// Rescues the jobs of dead workers; returns (retried, failed).
-pub(crate) async fn rescue(db: &Database, after: Duration) -> Result<(i64, i64)> {
+/// Rescues the jobs of dead workers (each judged by its own `rescue_after`); returns
+/// (retried, failed).
+pub(crate) async fn rescue(db: &Database) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
-    let seconds = after.as_secs_f64();
     let dead = conn.prepare_cached(sql::DEAD_WORKERS).await?;
     let dead: Vec<String> = conn
-        .query(&dead, &[&seconds])
+        .query(&dead, &[])
         .await?
         .iter()
         .map(|r| r.get(0))

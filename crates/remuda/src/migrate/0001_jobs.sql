@@ -78,6 +78,8 @@ CREATE TABLE remuda.workers (
     queues        text[] NOT NULL,
     kinds         text[] NOT NULL,
     concurrency   integer NOT NULL,
+    -- silence after which this worker counts as dead (its own setting, not the leader's)
+    rescue_after_ms bigint NOT NULL,
     started_at    timestamptz NOT NULL DEFAULT now(),
     heartbeat_at  timestamptz NOT NULL DEFAULT now()
 );

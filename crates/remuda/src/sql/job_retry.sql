@@ -1,12 +1,15 @@
 -- Run a job that is not running again, now: a final job gets one more attempt if it used them
 -- all (its error history is kept), a scheduled one stops waiting. Returns the state it had
--- and whether it was made available now (changed).
+-- and whether it was made available now (changed). A job never claimed keeps max_attempts NULL
+-- (the worker's default for its kind); an expired job's deadline is lifted, or it would expire again.
 WITH target AS (
     SELECT id, state AS old_state FROM remuda.jobs WHERE id = $1 FOR UPDATE
 ), retried AS (
     UPDATE remuda.jobs j
     SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
-        max_attempts = GREATEST(COALESCE(j.max_attempts, 1), j.attempt + 1)
+        expires_at = NULL,
+        max_attempts = CASE WHEN j.max_attempts IS NULL THEN NULL
+                            ELSE GREATEST(j.max_attempts, j.attempt + 1) END
     FROM target t
     WHERE j.id = t.id AND t.old_state <> 'running' AND t.old_state <> 'available'
     RETURNING j.queue

@@ -1,15 +1,19 @@
 //! The batching completer: executors hand it each attempt's outcome and it writes them many
 //! at a time with one `UPDATE … FROM unnest(…)` (`complete_jobs.sql`). While one write is in
 //! flight the next batch accumulates, so under load batches grow by themselves and when idle
-//! a lone completion is written at once (what `wait` needs). Writes that fail are retried;
-//! an outcome is never dropped while the database can be reached.
+//! a lone completion is written at once (what `wait` needs). Writes that fail for a transient
+//! reason are retried; a batch the database refuses as data is written one outcome at a time,
+//! and an outcome that still cannot be written fails its job with `OUTCOME_UNWRITABLE`, so one
+//! bad outcome never blocks the others. At shutdown the worker gives the last writes a
+//! deadline (`give_up`); whatever is left is rescued once the worker is gone.
 
 use crate::db::{Database, Jsonb};
-use crate::{sql, Result};
+use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 /// The end of one attempt, as the completer writes it.
 #[derive(Debug)]
@@ -32,7 +36,12 @@ pub(crate) enum Outcome {
 /// Most outcomes written by one statement.
 pub(crate) const MAX_BATCH: usize = 5000;
 
-pub(crate) async fn run(db: Database, worker_id: Arc<str>, mut rx: mpsc::Receiver<Outcome>) {
+pub(crate) async fn run(
+    db: Database,
+    worker_id: Arc<str>,
+    mut rx: mpsc::Receiver<Outcome>,
+    give_up: CancellationToken,
+) {
     let mut batch = Vec::with_capacity(256);
     loop {
         let Some(first) = rx.recv().await else { return };
@@ -48,7 +57,7 @@ pub(crate) async fn run(db: Database, worker_id: Arc<str>, mut rx: mpsc::Receive
             }
         }
         if !batch.is_empty() {
-            write_with_retry(&db, &worker_id, &batch).await;
+            write_with_retry(&db, &worker_id, &batch, &give_up).await;
             batch.clear();
         }
         if stop {
@@ -57,21 +66,77 @@ pub(crate) async fn run(db: Database, worker_id: Arc<str>, mut rx: mpsc::Receive
     }
 }
 
-async fn write_with_retry(db: &Database, worker_id: &str, batch: &[Outcome]) {
+async fn write_with_retry(
+    db: &Database,
+    worker_id: &str,
+    batch: &[Outcome],
+    give_up: &CancellationToken,
+) {
     let mut delay = Duration::from_millis(50);
     loop {
         match write(db, worker_id, batch).await {
             Ok(()) => return,
-            Err(e) => {
+            Err(e) if e.is_transient() => {
+                if give_up.is_cancelled() {
+                    tracing::error!(
+                        "remuda completer: giving up on {} outcomes at shutdown ({e}); their jobs will be rescued",
+                        batch.len()
+                    );
+                    return;
+                }
                 tracing::warn!(
                     "remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}",
                     batch.len()
                 );
-                tokio::time::sleep(delay).await;
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = give_up.cancelled() => {}
+                }
                 delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) if batch.len() > 1 => {
+                tracing::warn!("remuda completer: a batch of {} outcomes was refused ({e}); writing them one by one", batch.len());
+                for outcome in batch {
+                    Box::pin(write_with_retry(
+                        db,
+                        worker_id,
+                        std::slice::from_ref(outcome),
+                        give_up,
+                    ))
+                    .await;
+                }
+                return;
+            }
+            Err(e) => {
+                let Some(fallback) = unwritable(&batch[0], &e) else {
+                    return;
+                };
+                tracing::error!("remuda completer: an outcome was refused ({e}); failing its job with OUTCOME_UNWRITABLE");
+                if let Err(e) = write(db, worker_id, std::slice::from_ref(&fallback)).await {
+                    tracing::error!("remuda completer: cannot fail the job either ({e}); it stays running until this worker stops");
+                }
+                return;
             }
         }
     }
+}
+
+/// The outcome written instead of one the database refused: the job fails, saying why.
+fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
+    let Outcome::Write { id, attempt, .. } = outcome else {
+        return None;
+    };
+    let message = format!("the outcome of this attempt could not be stored: {error}");
+    let result = serde_json::json!({"err": {"code": "OUTCOME_UNWRITABLE", "message": message, "data": null}});
+    let entry = serde_json::json!({"attempt": attempt, "at": Utc::now(), "code": "OUTCOME_UNWRITABLE", "message": message});
+    Some(Outcome::Write {
+        id: *id,
+        attempt: *attempt,
+        state: "failed",
+        result: Some(Jsonb(result.to_string())),
+        error: Some(Jsonb(entry.to_string())),
+        run_at: None,
+    })
 }
 
 async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> {

@@ -2,7 +2,7 @@
 //! decide between completed, retry and failed, and hand the outcome to the completer.
 
 use super::completer::Outcome;
-use super::Shared;
+use super::{lock, Shared};
 use crate::db::Jsonb;
 use crate::task::{JobContext, TaskError};
 use chrono::Utc;
@@ -33,11 +33,10 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
         return;
     };
     let cancel = shared.hard_stop.child_token();
-    shared
-        .running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(job.id, cancel.clone());
+    lock(&shared.running).insert(job.id, cancel.clone());
+    if lock(&shared.early_cancels).remove(&job.id).is_some() {
+        cancel.cancel();
+    }
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
@@ -51,13 +50,10 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
         .and_then(|ms| u64::try_from(ms).ok())
         .map(Duration::from_millis)
         .or(registered.options.timeout);
-    let run = AssertUnwindSafe(
-        registered
-            .task
-            .clone()
-            .run(ctx, std::mem::replace(&mut job.args, Jsonb(String::new()))),
-    )
-    .catch_unwind();
+    let task = registered.task.clone();
+    let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
+    // the call itself inside catch_unwind too: a task may panic before returning its future
+    let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
     let result = tokio::select! {
         biased;
         _ = cancel.cancelled() => None,
@@ -74,11 +70,7 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
             }
         } => Some(result),
     };
-    shared
-        .running
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&job.id);
+    lock(&shared.running).remove(&job.id);
     let outcome = match result {
         // stopped: by shutdown (give the job back) or by a cancel (already final: write nothing)
         None if shared.hard_stop.is_cancelled() => Some(Outcome::Release { id: job.id }),
@@ -120,6 +112,13 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
         );
         return final_failure(shared, job, error);
     }
+    if output.0.contains("\\u0000") {
+        let error = TaskError::permanent(
+            "RESULT_INVALID",
+            "the result contains a NUL character (\\u0000), which PostgreSQL's jsonb cannot store",
+        );
+        return final_failure(shared, job, error);
+    }
     shared.stats.completed.fetch_add(1, Ordering::Relaxed);
     let mut text = String::with_capacity(output.0.len() + 7);
     text.push_str("{\"ok\":");
@@ -135,17 +134,43 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
     }
 }
 
-/// Bounds an error to the payload limit, replacing it (not truncating it) when too big.
+/// Makes an error storable: NUL characters (which `jsonb` refuses) become U+FFFD, and an
+/// error over the payload limit is replaced (not truncated) by one that says so.
 fn bounded(shared: &Shared, error: TaskError) -> TaskError {
-    let size = error.message.len() + error.data.as_ref().map_or(0, |d| d.to_string().len());
+    let clean = |text: String| {
+        if text.contains('\0') {
+            text.replace('\0', "\u{FFFD}")
+        } else {
+            text
+        }
+    };
+    let data = error.data.map(|d| {
+        let text = d.to_string();
+        if text.contains("\\u0000") {
+            serde_json::from_str(&text.replace("\\u0000", "\\ufffd"))
+                .unwrap_or(serde_json::Value::Null)
+        } else {
+            d
+        }
+    });
+    let error = TaskError {
+        code: clean(error.code),
+        message: clean(error.message),
+        data,
+        ..error
+    };
+    let size = error.code.len()
+        + error.message.len()
+        + error.data.as_ref().map_or(0, |d| d.to_string().len());
     if size <= shared.max_payload {
         return error;
     }
+    let code: String = error.code.chars().take(64).collect();
     TaskError {
         code: "ERROR_TOO_LARGE".into(),
         message: format!(
-            "the task failed with error {} whose message and data are {size} bytes, over the limit of {} bytes",
-            error.code, shared.max_payload
+            "the task failed with error {code} whose code, message and data are {size} bytes, over the limit of {} bytes",
+            shared.max_payload
         ),
         data: None,
         retryable: error.retryable,
@@ -191,7 +216,10 @@ fn failure(
     }
     shared.stats.retried.fetch_add(1, Ordering::Relaxed);
     let delay = options.backoff.delay(job.attempt);
-    let run_at = Utc::now() + chrono::Duration::from_std(delay).unwrap_or(chrono::Duration::MAX);
+    let run_at = chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| Utc::now().checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,

@@ -17,6 +17,7 @@ pub(crate) struct Registration {
     pub queues: Vec<String>,
     pub kinds: Vec<String>,
     pub concurrency: i32,
+    pub rescue_after_ms: i64,
 }
 
 pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
@@ -32,6 +33,7 @@ pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
             &r.queues,
             &r.kinds,
             &r.concurrency,
+            &r.rescue_after_ms,
         ],
     )
     .await?;

@@ -44,6 +44,12 @@ use std::time::Duration;
 use tokio::sync::{mpsc, Notify, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+/// Largest `concurrency` and `claim_batch` accepted.
+pub const MAX_CONCURRENCY: usize = 100_000;
+
+/// Connections of a worker's own pool (producer, completer, heartbeat, maintenance).
+const WORKER_POOL_SIZE: usize = 6;
+
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
@@ -122,7 +128,7 @@ struct Registered {
 
 /// State shared by the producer, the executors and the notification dispatcher.
 pub(crate) struct Shared {
-    client: Client,
+    db: crate::db::Database,
     config: WorkerConfig,
     worker_id: Arc<str>,
     tasks: HashMap<String, Registered>,
@@ -132,6 +138,9 @@ pub(crate) struct Shared {
     slot_freed: Notify,
     wake: Notify,
     running: Mutex<HashMap<i64, CancellationToken>>,
+    /// Cancels that arrived before their job's executor was registered (a cancel can commit
+    /// between the claim's commit and the claimed rows reaching this worker).
+    early_cancels: Mutex<HashMap<i64, std::time::Instant>>,
     completer: mpsc::Sender<completer::Outcome>,
     hard_stop: CancellationToken,
     max_payload: usize,
@@ -215,10 +224,12 @@ impl Worker {
                 "the worker needs at least one non-empty queue name".into(),
             ));
         }
-        if config.concurrency == 0 || config.claim_batch == 0 {
-            return Err(Error::InvalidInput(
-                "concurrency and claim_batch must be at least 1".into(),
-            ));
+        if !(1..=MAX_CONCURRENCY).contains(&config.concurrency)
+            || !(1..=MAX_CONCURRENCY).contains(&config.claim_batch)
+        {
+            return Err(Error::InvalidInput(format!(
+                "concurrency and claim_batch must be between 1 and {MAX_CONCURRENCY}"
+            )));
         }
         if config.heartbeat_interval * 2 > config.rescue_after {
             return Err(Error::InvalidInput(format!(
@@ -228,7 +239,12 @@ impl Worker {
             )));
         }
         self.client.check().await?;
-        let db = self.client.database().clone();
+        // The worker's own small pool: tasks that share the client's pool can never starve
+        // the heartbeat, the claims or the completions.
+        let db = crate::db::Database::from_config(
+            self.client.database().config().clone(),
+            WORKER_POOL_SIZE,
+        );
         let host = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())
@@ -246,16 +262,22 @@ impl Worker {
             queues: config.queues.clone(),
             kinds,
             concurrency: i32::try_from(config.concurrency).unwrap_or(i32::MAX),
+            rescue_after_ms: i64::try_from(config.rescue_after.as_millis()).unwrap_or(i64::MAX),
         };
         heartbeat::register(&db, &registration).await?;
 
         let background = CancellationToken::new();
         let (completer_tx, completer_rx) =
             mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
-        let mut completer_task =
-            tokio::spawn(completer::run(db.clone(), worker_id.clone(), completer_rx));
+        let give_up = CancellationToken::new();
+        let mut completer_task = tokio::spawn(completer::run(
+            db.clone(),
+            worker_id.clone(),
+            completer_rx,
+            give_up.clone(),
+        ));
         let shared = Arc::new(Shared {
-            client: self.client.clone(),
+            db: db.clone(),
             fill_target: (config.concurrency / 4).clamp(1, config.claim_batch),
             config: config.clone(),
             worker_id: worker_id.clone(),
@@ -264,6 +286,7 @@ impl Worker {
             slot_freed: Notify::new(),
             wake: Notify::new(),
             running: Mutex::new(HashMap::new()),
+            early_cancels: Mutex::new(HashMap::new()),
             completer: completer_tx,
             hard_stop: CancellationToken::new(),
             max_payload: self.client.max_payload(),
@@ -312,18 +335,21 @@ impl Worker {
             .await
             .is_err()
         {
-            released = shared
-                .running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .len() as u64;
+            released = lock(&shared.running).len() as u64;
             tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
             shared.hard_stop.cancel();
             let _ = shared.slots.acquire_many(all).await;
         }
         if completer_failure.is_none() {
             let _ = shared.completer.send(completer::Outcome::Stop).await;
-            let _ = completer_task.await;
+            // a database that is down must not hold the worker forever
+            if tokio::time::timeout(config.shutdown_timeout, &mut completer_task)
+                .await
+                .is_err()
+            {
+                give_up.cancel();
+                let _ = completer_task.await;
+            }
         }
 
         background.cancel();
@@ -349,7 +375,10 @@ impl Worker {
     }
 }
 
-/// Routes listener events: new jobs wake the producer, cancels stop running jobs.
+/// Routes listener events: new jobs wake the producer, cancels stop running jobs. Every
+/// heartbeat interval, and after the listener missed anything (reconnect, lag), it also asks
+/// the database which of its running jobs are no longer its own (cancelled, rescued) and stops
+/// them, so a lost notification cannot leave a cancelled command running.
 async fn dispatch(
     shared: Arc<Shared>,
     mut events: tokio::sync::broadcast::Receiver<Event>,
@@ -357,9 +386,15 @@ async fn dispatch(
 ) {
     use tokio::sync::broadcast::error::RecvError;
     let queues: HashSet<String> = shared.config.queues.iter().cloned().collect();
+    let mut reconcile_every = tokio::time::interval(shared.config.heartbeat_interval);
+    reconcile_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let event = tokio::select! {
             _ = stop.cancelled() => return,
+            _ = reconcile_every.tick() => {
+                reconcile(&shared).await;
+                continue;
+            }
             event = events.recv() => event,
         };
         match event {
@@ -372,22 +407,57 @@ async fn dispatch(
                     if worker != &*shared.worker_id {
                         continue;
                     }
-                    let Ok(id) = id.parse::<i64>() else { continue };
-                    if let Some(token) = shared
-                        .running
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&id)
-                    {
-                        token.cancel();
+                    if let Ok(id) = id.parse::<i64>() {
+                        cancel(&shared, id);
                     }
                 }
                 _ => {}
             },
-            Ok(Event::Reconnected) | Err(RecvError::Lagged(_)) => shared.wake.notify_one(),
+            Ok(Event::Reconnected) | Err(RecvError::Lagged(_)) => {
+                shared.wake.notify_one();
+                reconcile(&shared).await;
+            }
             Err(RecvError::Closed) => return,
         }
     }
+}
+
+/// Stops a running job, or remembers the cancel for an executor about to start.
+fn cancel(shared: &Shared, id: i64) {
+    if let Some(token) = lock(&shared.running).get(&id) {
+        token.cancel();
+        return;
+    }
+    let mut early = lock(&shared.early_cancels);
+    early.retain(|_, at| at.elapsed() < std::time::Duration::from_secs(60));
+    early.insert(id, std::time::Instant::now());
+}
+
+/// Stops the running jobs that the database says are no longer this worker's.
+async fn reconcile(shared: &Shared) {
+    let ids: Vec<i64> = lock(&shared.running).keys().copied().collect();
+    if ids.is_empty() {
+        return;
+    }
+    let lost = async {
+        let conn = shared.db.conn().await?;
+        let statement = conn.prepare_cached(crate::sql::RUNNING_LOST).await?;
+        let rows = conn.query(&statement, &[&ids, &&*shared.worker_id]).await?;
+        Ok::<Vec<i64>, Error>(rows.iter().map(|r| r.get(0)).collect())
+    };
+    match lost.await {
+        Ok(lost) => {
+            for id in lost {
+                cancel(shared, id);
+            }
+        }
+        Err(e) => tracing::debug!("remuda worker: cannot check its running jobs: {e}"),
+    }
+}
+
+/// Locks a mutex, recovering it if a panicking thread poisoned it (the maps stay usable).
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Resolves on SIGINT or SIGTERM.

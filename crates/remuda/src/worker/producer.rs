@@ -46,7 +46,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             continue;
         }
         if more {
-            let want = shared.fill_target.min(shared.config.concurrency) as u32;
+            let want = shared.fill_target as u32;
             if (shared.slots.available_permits() as u32) < want {
                 let _ = tokio::time::timeout(FILL_WAIT, shared.slots.acquire_many(want)).await;
             }
@@ -137,7 +137,7 @@ async fn claim(
     defaults: &[i32],
     limit: i64,
 ) -> Result<Vec<Claimed>> {
-    let conn = shared.client.database().conn().await?;
+    let conn = shared.db.conn().await?;
     let statement = conn.prepare_cached(sql::CLAIM).await?;
     let rows = conn
         .query(

@@ -1,0 +1,192 @@
+//! Outcomes PostgreSQL cannot store as they are (NUL characters) neither block the worker nor
+//! get lost; operators' retries keep the job's defaults; a job cancelled behind the worker's
+//! back (no notification) is still stopped.
+
+mod common;
+
+use common::{fast_config, setup, start};
+use remuda::{JobContext, JobResult, JobState, NewJob, Task, TaskError, Worker};
+use std::time::Duration;
+
+/// Returns or fails with whatever text it is given.
+struct Echo;
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EchoArgs {
+    fail: bool,
+    text: String,
+}
+
+impl Task for Echo {
+    const KIND: &'static str = "echo";
+    type Args = EchoArgs;
+    type Output = String;
+
+    fn options() -> remuda::TaskOptions {
+        remuda::TaskOptions::default().max_attempts(1)
+    }
+
+    async fn run(&self, _ctx: JobContext, args: EchoArgs) -> Result<String, TaskError> {
+        // args cannot carry a NUL (refused at enqueue): the task makes them from a marker
+        let text = args.text.replace("<NUL>", "\u{0}");
+        if args.fail {
+            Err(TaskError::new("BAD\u{0}CODE", text))
+        } else {
+            Ok(text)
+        }
+    }
+}
+
+#[tokio::test]
+async fn nul_characters_are_refused_at_enqueue_and_handled_in_outcomes() {
+    let (_db, client) = setup().await;
+    let err = client
+        .insert(NewJob::new("echo", &"a\u{0}b").expect("job"))
+        .await
+        .expect_err("NUL in args");
+    assert!(err.to_string().contains("NUL character"), "{err}");
+
+    let result_nul = client
+        .enqueue::<Echo>(&EchoArgs {
+            fail: false,
+            text: "x<NUL>y".into(),
+        })
+        .await
+        .expect("enqueue");
+    let error_nul = client
+        .enqueue::<Echo>(&EchoArgs {
+            fail: true,
+            text: "broken<NUL>message".into(),
+        })
+        .await
+        .expect("enqueue");
+    let fine = client
+        .enqueue::<Echo>(&EchoArgs {
+            fail: false,
+            text: "fine".into(),
+        })
+        .await
+        .expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Echo),
+    );
+
+    let job = client
+        .wait(result_nul, Duration::from_secs(10))
+        .await
+        .expect("final");
+    assert_eq!(job.state, JobState::Failed);
+    match job.result {
+        Some(JobResult::Err(e)) => assert_eq!(e.code, "RESULT_INVALID"),
+        other => panic!("expected RESULT_INVALID, got {other:?}"),
+    }
+    let job = client
+        .wait(error_nul, Duration::from_secs(10))
+        .await
+        .expect("final");
+    match job.result {
+        Some(JobResult::Err(e)) => {
+            assert_eq!(e.code, "BAD\u{FFFD}CODE");
+            assert_eq!(e.message, "broken\u{FFFD}message");
+        }
+        other => panic!("expected the error, got {other:?}"),
+    }
+    let job = client
+        .wait(fine, Duration::from_secs(10))
+        .await
+        .expect("final");
+    assert_eq!(
+        job.result,
+        Some(JobResult::Ok("fine".into())),
+        "the worker kept going"
+    );
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline() {
+    let (_db, client) = setup().await;
+    let id = client
+        .insert(
+            NewJob::new(
+                "echo",
+                &EchoArgs {
+                    fail: false,
+                    text: "late".into(),
+                },
+            )
+            .expect("job")
+            .expires_at(chrono::Utc::now() - chrono::Duration::seconds(1)),
+        )
+        .await
+        .expect("insert");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Echo),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(10))
+        .await
+        .expect("expired");
+    assert_eq!(job.state, JobState::Expired);
+    assert_eq!(client.retry(id).await.expect("retry"), JobState::Expired);
+    let job = client.wait(id, Duration::from_secs(10)).await.expect("ran");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(
+        job.max_attempts,
+        Some(1),
+        "the worker's default for the kind, not a forced 1 + attempts"
+    );
+    assert!(job.expires_at.is_none());
+    worker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_job_cancelled_without_a_notification_is_still_stopped() {
+    let (db, client) = setup().await;
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(common::Misbehave),
+    );
+    let id = client
+        .insert(
+            NewJob::for_task::<common::Misbehave>(&common::MisbehaveArgs::Sleep { ms: 60_000 })
+                .expect("job")
+                .timeout(Duration::from_secs(120)),
+        )
+        .await
+        .expect("insert");
+    for _ in 0..200 {
+        if client.job(id).await.expect("lookup").expect("exists").state == JobState::Running {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // behind the worker's back: no remuda_cancel notification
+    db.database()
+        .expect("pool")
+        .conn()
+        .await
+        .expect("conn")
+        .execute(
+            "UPDATE remuda.jobs SET state = 'cancelled', finished_at = now() WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .expect("cancel by SQL");
+    // the worker notices at its next check and frees the slot: shutdown has nothing to release
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let report = worker.shutdown().await;
+    assert_eq!(
+        report.released, 0,
+        "the cancelled job was no longer running"
+    );
+    assert_eq!(
+        client.job(id).await.expect("lookup").expect("exists").state,
+        JobState::Cancelled
+    );
+}
