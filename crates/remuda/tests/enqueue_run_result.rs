@@ -2,8 +2,8 @@
 
 mod common;
 
-use common::{fast_config, setup, start, Add, AddArgs};
-use remuda::{JobResult, JobState, NewJob, Worker};
+use common::{setup, start_with, Add, AddArgs};
+use remuda::{JobResult, JobState, NewJob};
 use std::time::Duration;
 
 #[tokio::test]
@@ -18,11 +18,7 @@ async fn enqueued_job_runs_and_its_typed_result_is_stored() {
     assert_eq!(before.kind, "add");
     assert_eq!(before.max_attempts, Some(25));
 
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Add),
-    );
+    let worker = start_with(&client, Add);
     let job = client
         .wait(id, Duration::from_secs(10))
         .await
@@ -64,11 +60,7 @@ async fn a_kind_the_worker_does_not_know_is_left_for_another_worker() {
         .enqueue::<Add>(&AddArgs { a: 1, b: 1 })
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Add),
-    );
+    let worker = start_with(&client, Add);
     client
         .wait(known, Duration::from_secs(10))
         .await

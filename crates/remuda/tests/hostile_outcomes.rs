@@ -4,8 +4,8 @@
 
 mod common;
 
-use common::{fast_config, setup, start};
-use remuda::{JobContext, JobResult, JobState, NewJob, Task, TaskError, Worker};
+use common::{error_code, setup, start_with};
+use remuda::{JobContext, JobResult, JobState, NewJob, Task, TaskError};
 use std::time::Duration;
 
 /// Returns or fails with whatever text it is given.
@@ -67,21 +67,14 @@ async fn nul_characters_are_refused_at_enqueue_and_handled_in_outcomes() {
         })
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Echo),
-    );
+    let worker = start_with(&client, Echo);
 
     let job = client
         .wait(result_nul, Duration::from_secs(10))
         .await
         .expect("final");
     assert_eq!(job.state, JobState::Failed);
-    match job.result {
-        Some(JobResult::Err(e)) => assert_eq!(e.code, "RESULT_INVALID"),
-        other => panic!("expected RESULT_INVALID, got {other:?}"),
-    }
+    assert_eq!(error_code(&job), Some("RESULT_INVALID"), "{:?}", job.result);
     let job = client
         .wait(error_nul, Duration::from_secs(10))
         .await
@@ -122,11 +115,7 @@ async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline
         )
         .await
         .expect("insert");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Echo),
-    );
+    let worker = start_with(&client, Echo);
     let job = client
         .wait(id, Duration::from_secs(10))
         .await
@@ -147,11 +136,7 @@ async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline
 #[tokio::test]
 async fn a_job_cancelled_without_a_notification_is_still_stopped() {
     let (db, client) = setup().await;
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(common::Misbehave),
-    );
+    let worker = start_with(&client, common::Misbehave);
     let id = client
         .insert(
             NewJob::for_task::<common::Misbehave>(&common::MisbehaveArgs::Sleep { ms: 60_000 })

@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::{fast_config, setup, start, Flaky, FlakyArgs, Misbehave, MisbehaveArgs};
-use remuda::{JobResult, JobState, Worker};
+use common::{error_code, setup, start_with, Flaky, FlakyArgs, Misbehave, MisbehaveArgs};
+use remuda::{JobResult, JobState};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,11 +20,7 @@ async fn a_failing_job_backs_off_retries_and_succeeds_keeping_every_error() {
         })
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Flaky { runs: runs.clone() }),
-    );
+    let worker = start_with(&client, Flaky { runs: runs.clone() });
     let job = client
         .wait(id, Duration::from_secs(20))
         .await
@@ -59,11 +55,7 @@ async fn an_error_outside_retry_on_fails_at_once() {
         })
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Flaky { runs: runs.clone() }),
-    );
+    let worker = start_with(&client, Flaky { runs: runs.clone() });
     let job = client
         .wait(id, Duration::from_secs(10))
         .await
@@ -71,10 +63,7 @@ async fn an_error_outside_retry_on_fails_at_once() {
     assert_eq!(job.state, JobState::Failed);
     assert_eq!(job.attempt, 1);
     assert_eq!(runs.load(Ordering::SeqCst), 1);
-    match job.result {
-        Some(JobResult::Err(e)) => assert_eq!(e.code, "FATAL"),
-        other => panic!("expected an error result, got {other:?}"),
-    }
+    assert_eq!(error_code(&job), Some("FATAL"), "{:?}", job.result);
     worker.shutdown().await;
 }
 
@@ -97,15 +86,8 @@ async fn permanent_errors_panics_and_timeouts_become_errors_and_the_worker_keeps
         .enqueue::<Misbehave>(&MisbehaveArgs::Sleep { ms: 1 })
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Misbehave),
-    );
-    let code = |job: &remuda::Job| match &job.result {
-        Some(JobResult::Err(e)) => e.code.clone(),
-        other => format!("{other:?}"),
-    };
+    let worker = start_with(&client, Misbehave);
+    let code = |job: &remuda::Job| error_code(job).unwrap_or("no error").to_string();
     let job = client
         .wait(permanent, Duration::from_secs(10))
         .await
@@ -151,11 +133,7 @@ async fn a_per_job_timeout_overrides_the_tasks() {
         .expect("job")
         .timeout(Duration::from_millis(20));
     let id = client.insert(job).await.expect("insert");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Misbehave),
-    );
+    let worker = start_with(&client, Misbehave);
     let job = client
         .wait(id, Duration::from_secs(10))
         .await

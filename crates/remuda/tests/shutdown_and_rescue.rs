@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fast_config, setup, start, Misbehave, MisbehaveArgs};
+use common::{error_code, fast_config, setup, start, start_with, Misbehave, MisbehaveArgs};
 use remuda::{JobContext, JobState, NewJob, Task, TaskError, TaskOptions, Worker, WorkerConfig};
 use std::time::Duration;
 
@@ -93,11 +93,7 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
     .await
     .expect("simulate a dead worker");
 
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Sleep),
-    );
+    let worker = start_with(&client, Sleep);
     let job = client
         .wait(retried, Duration::from_secs(15))
         .await
@@ -113,10 +109,7 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
         .await
         .expect("rescued");
     assert_eq!(job.state, JobState::Failed, "no attempts left");
-    match &job.result {
-        Some(remuda::JobResult::Err(e)) => assert_eq!(e.code, "WORKER_LOST"),
-        other => panic!("expected WORKER_LOST, got {other:?}"),
-    }
+    assert_eq!(error_code(&job), Some("WORKER_LOST"), "{:?}", job.result);
     // The ghost's late completion is refused by the guard.
     let late = conn
         .execute(
@@ -191,11 +184,7 @@ async fn manual_retry_revives_a_failed_job_with_one_more_attempt() {
         .enqueue::<Misbehave>(&MisbehaveArgs::Permanent)
         .await
         .expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Misbehave),
-    );
+    let worker = start_with(&client, Misbehave);
     let job = client
         .wait(id, Duration::from_secs(10))
         .await
@@ -229,20 +218,13 @@ async fn a_job_not_started_before_its_deadline_expires() {
         )
         .await
         .expect("insert");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Sleep),
-    );
+    let worker = start_with(&client, Sleep);
     let job = client
         .wait(id, Duration::from_secs(10))
         .await
         .expect("expired");
     assert_eq!(job.state, JobState::Expired);
-    match job.result {
-        Some(remuda::JobResult::Err(e)) => assert_eq!(e.code, "EXPIRED"),
-        other => panic!("expected EXPIRED, got {other:?}"),
-    }
+    assert_eq!(error_code(&job), Some("EXPIRED"), "{:?}", job.result);
     worker.shutdown().await;
 }
 
@@ -257,11 +239,7 @@ async fn delayed_jobs_wait_for_their_time_then_run() {
         )
         .await
         .expect("insert");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Sleep),
-    );
+    let worker = start_with(&client, Sleep);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         client.job(id).await.expect("lookup").expect("exists").state,
@@ -282,11 +260,7 @@ async fn delayed_jobs_wait_for_their_time_then_run() {
 #[tokio::test]
 async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_rescuer() {
     let (db, client) = setup().await;
-    let first = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Sleep),
-    );
+    let first = start_with(&client, Sleep);
     let mut first_id = None;
     for _ in 0..100 {
         if let Some(w) = client.workers().await.expect("workers").first() {
@@ -324,11 +298,7 @@ async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_res
         "the row stays while a job points at it: {kept:?}"
     );
 
-    let second = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(Sleep),
-    );
+    let second = start_with(&client, Sleep);
     let job = client
         .wait(id, Duration::from_secs(15))
         .await

@@ -144,3 +144,20 @@ pub async fn setup() -> (TestDatabase, Client) {
     let client = db.client().await.expect("client");
     (db, client)
 }
+
+/// Starts a worker with the fast test settings and one task.
+pub fn start_with<T: Task>(client: &Client, task: T) -> Running {
+    start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(task),
+    )
+}
+
+/// The error code of a job's `{"err": …}` result, if it has one.
+pub fn error_code(job: &remuda::Job) -> Option<&str> {
+    match &job.result {
+        Some(remuda::JobResult::Err(e)) => Some(e.code.as_str()),
+        _ => None,
+    }
+}
