@@ -144,6 +144,9 @@ pub struct WorkerArgs {
     /// Name shown in `remuda workers` (default: [worker].name, else the host name).
     #[arg(long)]
     pub name: Option<String>,
+    /// Run until the queues have no runnable job left, then exit (for batch runs).
+    #[arg(long)]
+    pub once: bool,
 }
 
 /// A job id.

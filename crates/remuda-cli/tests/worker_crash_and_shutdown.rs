@@ -170,3 +170,37 @@ async fn the_demo_runs_and_prints_its_summary() {
         "quick, flaky, delayed, command and ping jobs"
     );
 }
+
+#[tokio::test]
+async fn worker_once_drains_the_queue_and_exits() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write(
+        "noop.toml",
+        "[worker]\nconcurrency = 100\n\n[tasks.noop]\nbuiltin = \"noop\"\n",
+    );
+    enqueue_many(&db, "noop", 1500).await;
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        remuda(
+            &db,
+            &[
+                "worker",
+                "--config",
+                config.to_str().expect("path"),
+                "--once",
+            ],
+        ),
+    )
+    .await
+    .expect("the worker exits by itself");
+    assert!(output.status.success(), "{}", common::stderr(&output));
+    let queues = json(&remuda(&db, &["queues", "--json"]).await);
+    assert_eq!(queues[0]["completed"], 1500, "{queues}");
+    assert_eq!(queues[0]["available"], 0);
+    let all = jobs(&db).await;
+    assert!(
+        all.iter().all(|j| j["result"]["ok"]["i"].is_number()),
+        "noop returns its args"
+    );
+}

@@ -38,6 +38,7 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
             .maintenance_interval
             .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
+        exit_when_drained: args.once,
         ..defaults
     };
     if settings.concurrency == 0 {

@@ -75,6 +75,9 @@ pub struct WorkerConfig {
     pub promote_interval: Duration,
     /// Whether this worker may be elected to run maintenance.
     pub maintenance: bool,
+    /// Stop (gracefully) once its queues have no runnable job and nothing is running, like
+    /// graphile-worker's `--once`: for batch runs and scripts.
+    pub exit_when_drained: bool,
 }
 
 impl Default for WorkerConfig {
@@ -91,6 +94,7 @@ impl Default for WorkerConfig {
             maintenance_interval: Duration::from_secs(5),
             promote_interval: Duration::from_secs(1),
             maintenance: true,
+            exit_when_drained: false,
         }
     }
 }
@@ -311,11 +315,17 @@ impl Worker {
 
         // Run until asked to stop.
         let stop_claiming = CancellationToken::new();
-        let producer = tokio::spawn(producer::run(shared.clone(), stop_claiming.clone()));
+        let drained = CancellationToken::new();
+        let producer = tokio::spawn(producer::run(
+            shared.clone(),
+            stop_claiming.clone(),
+            drained.clone(),
+        ));
         // The completer ends only when told to; ending before means it failed, and then no
         // outcome can be written: stop at once and leave the running jobs to the rescuer.
         let completer_failure = tokio::select! {
             _ = shutdown => None,
+            _ = drained.cancelled() => None,
             ended = &mut completer_task => Some(match ended {
                 Err(e) => e.to_string(),
                 Ok(()) => "it stopped".to_string(),

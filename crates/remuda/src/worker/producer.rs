@@ -21,7 +21,7 @@ const RECHECKS: u32 = 3;
 /// that claims stay large instead of one row each.
 const FILL_WAIT: Duration = Duration::from_millis(2);
 
-pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
+pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: CancellationToken) {
     let kinds: Vec<String> = shared.tasks.keys().cloned().collect();
     let defaults: Vec<i32> = kinds
         .iter()
@@ -90,6 +90,11 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             continue;
         }
         error_delay = Duration::from_millis(100);
+        let idle = shared.slots.available_permits() == shared.config.concurrency;
+        if claimed == 0 && !more && idle && shared.config.exit_when_drained {
+            drained.cancel();
+            return;
+        }
         if claimed > 0 {
             rechecks = 0;
         } else if notified && rechecks < RECHECKS {
@@ -104,6 +109,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken) {
             notified = tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = shared.wake.notified() => true,
+                // draining: look again as soon as a running job ends
+                _ = shared.slot_freed.notified(), if shared.config.exit_when_drained => false,
                 _ = tokio::time::sleep(shared.config.poll_interval) => false,
             };
             rechecks = 0;
