@@ -55,7 +55,7 @@ impl Client {
                             break;
                         }
                     }
-                    Ok(Ok(Event::Reconnected)) | Ok(Err(RecvError::Lagged(_))) => break,
+                    Ok(Ok(Event::Listening)) | Ok(Err(RecvError::Lagged(_))) => break,
                     Ok(Err(RecvError::Closed)) => {
                         tokio::time::sleep_until(until.into()).await;
                         break;

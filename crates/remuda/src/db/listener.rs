@@ -1,7 +1,8 @@
 //! The LISTEN connection: one dedicated connection per client that receives `remuda_insert`
 //! (queue has new jobs), `remuda_done` (an awaited job finished) and `remuda_cancel` (stop a
-//! running job), and fans them out to subscribers. It reconnects with backoff and then sends
-//! [`Event::Reconnected`], so producers poll once for what they missed.
+//! running job), and fans them out to subscribers. It reconnects with backoff. Each time it
+//! starts listening (the first time too) it sends [`Event::Listening`], so producers poll
+//! once for whatever was announced while nobody listened.
 
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -21,8 +22,8 @@ pub(crate) enum Event {
         channel: Arc<str>,
         payload: Arc<str>,
     },
-    /// The connection was lost and is back: notifications may have been missed.
-    Reconnected,
+    /// The connection is listening (again): notifications sent before may have been missed.
+    Listening,
 }
 
 /// Handle to the background listener; dropping every handle does not stop it, the token does.
@@ -68,7 +69,7 @@ async fn run(
         if stop.is_cancelled() {
             return;
         }
-        let result = listen_once(&config, &events, &ready, &stop, connected_before).await;
+        let result = listen_once(&config, &events, &ready, &stop).await;
         if ready.send_replace(false) {
             // it was listening: a fresh failure, not one more in a row
             backoff = Duration::from_millis(50);
@@ -98,7 +99,6 @@ async fn listen_once(
     events: &broadcast::Sender<Event>,
     ready: &tokio::sync::watch::Sender<bool>,
     stop: &CancellationToken,
-    reconnect: bool,
 ) -> Result<(), tokio_postgres::Error> {
     let (client, mut connection) = config.connect(NoTls).await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
@@ -115,9 +115,7 @@ async fn listen_once(
     let result = async {
         client.batch_execute(&listen).await?;
         ready.send_replace(true);
-        if reconnect {
-            let _ = events.send(Event::Reconnected);
-        }
+        let _ = events.send(Event::Listening);
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return Ok(()),

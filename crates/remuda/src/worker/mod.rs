@@ -296,7 +296,16 @@ impl Worker {
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
         });
-        let events = self.client.listener().subscribe();
+        let listener = self.client.listener();
+        let events = listener.subscribe();
+        // Claim only once LISTEN is in place: a job committed before is found by the first
+        // claim, one committed after is announced. (If the listener cannot connect, polling
+        // still finds everything.)
+        if !listener.ready(Duration::from_secs(5)).await {
+            tracing::warn!(
+                "remuda worker {worker_id}: not listening for notifications yet; polling meanwhile"
+            );
+        }
         tokio::spawn(dispatch(shared.clone(), events, background.clone()));
         tokio::spawn(heartbeat::run(
             db.clone(),
@@ -423,7 +432,7 @@ async fn dispatch(
                 }
                 _ => {}
             },
-            Ok(Event::Reconnected) | Err(RecvError::Lagged(_)) => {
+            Ok(Event::Listening) | Err(RecvError::Lagged(_)) => {
                 shared.wake.notify_one();
                 reconcile(&shared).await;
             }

@@ -13,9 +13,10 @@ use tokio_util::sync::CancellationToken;
 /// A claim made right after a `remuda_insert` notification can find nothing: PostgreSQL may
 /// deliver the notification a moment before the inserting transaction is visible to new
 /// snapshots (observed here: about 1 wake-up in 4 in a one-job-at-a-time loop, each then
-/// waiting out the 1 s poll interval). So an empty claim after a notification is retried a
-/// few times, 1 ms, 2 ms then 4 ms later, before the producer sleeps again.
-const RECHECKS: u32 = 3;
+/// waiting out the poll interval; under heavy load the moment can last milliseconds). So an
+/// empty claim after a notification is retried 1, 2, 4, … 32 ms later (63 ms in all) before
+/// the producer sleeps again. Each retry is one probe of an empty index.
+const RECHECKS: u32 = 6;
 
 /// How long a producer that has more work than slots waits for more slots to free up, so
 /// that claims stay large instead of one row each.
