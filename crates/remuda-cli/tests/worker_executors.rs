@@ -150,6 +150,10 @@ url = "http://127.0.0.1:1/nothing"
 max_attempts = 2
 backoff = {{ kind = "fixed", delay = "100ms" }}
 
+[tasks.https_refused]
+url = "https://127.0.0.1:1/nothing"
+max_attempts = 1
+
 [tasks.noop]
 builtin = "noop"
 "#,
@@ -263,6 +267,7 @@ async fn http_tasks_map_statuses_to_results_and_retries() {
     let flaky = enqueue(&db, &["http_flaky"]).await;
     let missing = enqueue(&db, &["http_missing"]).await;
     let refused = enqueue(&db, &["http_refused"]).await;
+    let https = enqueue(&db, &["https_refused"]).await;
 
     let job = wait_for_state(&db, ok, &["completed"], Duration::from_secs(20)).await;
     assert_eq!(job["result"]["ok"]["echo"], serde_json::json!({"x": 1}));
@@ -285,6 +290,10 @@ async fn http_tasks_map_statuses_to_results_and_retries() {
     let job = wait_for_state(&db, refused, &["failed"], Duration::from_secs(20)).await;
     assert_eq!(error_code(&job), "HTTP_CONNECT");
     assert_eq!(job["attempt"], 2, "connection errors are retried");
+
+    // https is supported (the connection itself is what fails here)
+    let job = wait_for_state(&db, https, &["failed"], Duration::from_secs(20)).await;
+    assert_eq!(error_code(&job), "HTTP_CONNECT", "{job}");
     assert!(worker.stop().await.success());
 }
 
