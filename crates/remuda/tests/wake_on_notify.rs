@@ -51,10 +51,18 @@ async fn a_listener_that_loses_its_connection_reconnects_and_the_worker_catches_
         .enqueue::<Add>(&AddArgs { a: 1, b: 1 })
         .await
         .expect("enqueue");
-    client
-        .wait(id, Duration::from_secs(10))
-        .await
-        .expect("first job");
+    if let Err(e) = client.wait(id, Duration::from_secs(10)).await {
+        let job = client.job(id).await;
+        let finished = worker.handle.is_finished();
+        let outcome = if finished {
+            Some(worker.handle.await)
+        } else {
+            None
+        };
+        panic!(
+            "the first job did not run: {e}; job {job:?}; worker finished {finished}: {outcome:?}"
+        );
+    }
 
     // Cut the LISTEN connection of this test's database (only ours: our own backend) and, in
     // the same transaction, enqueue a job: its notification goes out at commit, while the

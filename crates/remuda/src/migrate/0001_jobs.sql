@@ -80,6 +80,8 @@ CREATE TABLE remuda.workers (
     concurrency   integer NOT NULL,
     -- silence after which this worker counts as dead (its own setting, not the leader's)
     rescue_after_ms bigint NOT NULL,
+    -- jobs it was running at its last heartbeat (reported, so listing workers scans no jobs)
+    running       integer NOT NULL DEFAULT 0,
     started_at    timestamptz NOT NULL DEFAULT now(),
     heartbeat_at  timestamptz NOT NULL DEFAULT now()
 );

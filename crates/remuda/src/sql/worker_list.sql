@@ -1,5 +1,7 @@
--- Live workers with the number of jobs each is running.
+-- Live workers (heard from within their own rescue_after) with the number of jobs each is
+-- running. Dead ones stay in the table until the leader has rescued their jobs.
 SELECT w.id, w.name, w.host, w.pid, w.queues, w.kinds, w.concurrency, w.started_at, w.heartbeat_at,
-       (SELECT count(*) FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = w.id) AS running
+       w.running::bigint AS running
 FROM remuda.workers w
+WHERE w.heartbeat_at >= now() - w.rescue_after_ms * interval '1 millisecond'
 ORDER BY w.started_at, w.id

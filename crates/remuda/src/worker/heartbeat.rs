@@ -47,10 +47,10 @@ pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
     Ok(())
 }
 
-async fn beat(db: &Database, r: &Registration) -> Result<()> {
+async fn beat(db: &Database, r: &Registration, running: i32) -> Result<()> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::WORKER_HEARTBEAT).await?;
-    if conn.execute(&statement, &[&r.id]).await? == 0 {
+    if conn.execute(&statement, &[&r.id, &running]).await? == 0 {
         // pruned while we could not reach the database: come back
         drop(conn);
         register(db, r).await?;
@@ -58,10 +58,11 @@ async fn beat(db: &Database, r: &Registration) -> Result<()> {
     Ok(())
 }
 
-/// Heartbeats until `stop`.
+/// Heartbeats until `stop`, reporting how many jobs run (concurrency minus free `slots`).
 pub(crate) async fn run(
     db: Database,
     registration: Registration,
+    slots: std::sync::Arc<tokio::sync::Semaphore>,
     every: Duration,
     stop: CancellationToken,
 ) {
@@ -70,7 +71,9 @@ pub(crate) async fn run(
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
-        if let Err(e) = beat(&db, &registration).await {
+        let free = i32::try_from(slots.available_permits()).unwrap_or(i32::MAX);
+        let running = registration.concurrency.saturating_sub(free).max(0);
+        if let Err(e) = beat(&db, &registration, running).await {
             tracing::warn!("remuda worker {}: heartbeat failed: {e}", registration.id);
         }
     }

@@ -310,6 +310,7 @@ impl Worker {
         tokio::spawn(heartbeat::run(
             db.clone(),
             registration,
+            shared.slots.clone(),
             config.heartbeat_interval,
             background.clone(),
         ));

@@ -32,7 +32,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut start = 0usize;
     let mut error_delay = Duration::from_millis(100);
     let mut more = true;
-    let mut notified = false;
+    // as if notified at start: a job announced just before this worker subscribed may still be
+    // invisible to its first claim (see RECHECKS)
+    let mut notified = true;
     let mut rechecks = 0u32;
     loop {
         if stop.is_cancelled() {
