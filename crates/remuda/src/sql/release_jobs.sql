@@ -1,11 +1,13 @@
 -- Give running jobs back without burning an attempt (graceful shutdown past its timeout):
 -- available again, attempt restored, and the queues woken so another worker takes them.
+-- Guarded like a completion: still running for this worker ($3) at the same attempt ($2).
 WITH released AS (
-    UPDATE remuda.jobs
-    SET state = 'available', attempt = attempt - 1, worker_id = NULL, started_at = NULL
+    UPDATE remuda.jobs j
+    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL, started_at = NULL
+    FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)
     -- state as text: found by primary key, never by a partial index (see complete_jobs.sql)
-    WHERE id = ANY($1::bigint[]) AND state::text = 'running' AND worker_id = $2
-    RETURNING queue
+    WHERE j.id = u.id AND j.attempt = u.attempt AND j.state::text = 'running' AND j.worker_id = $3
+    RETURNING j.queue
 )
 SELECT (SELECT count(*) FROM released) AS released,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)

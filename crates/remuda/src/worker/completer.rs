@@ -28,7 +28,7 @@ pub(crate) enum Outcome {
         run_at: Option<DateTime<Utc>>,
     },
     /// Give the job back untouched (shutdown): the attempt is not counted.
-    Release { id: i64 },
+    Release { id: i64, attempt: i32 },
     /// Everything sent before this is written; the completer stops.
     Stop,
 }
@@ -148,6 +148,7 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
     let mut errors = Vec::with_capacity(n);
     let mut run_ats = Vec::with_capacity(n);
     let mut released = Vec::new();
+    let mut released_attempts = Vec::new();
     for outcome in batch {
         match outcome {
             Outcome::Write {
@@ -165,7 +166,10 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
                 errors.push(error.as_ref());
                 run_ats.push(*run_at);
             }
-            Outcome::Release { id } => released.push(*id),
+            Outcome::Release { id, attempt } => {
+                released.push(*id);
+                released_attempts.push(*attempt);
+            }
             Outcome::Stop => {}
         }
     }
@@ -190,7 +194,8 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
     }
     if !released.is_empty() {
         let statement = conn.prepare_cached(sql::RELEASE_JOBS).await?;
-        conn.execute(&statement, &[&released, &worker_id]).await?;
+        conn.execute(&statement, &[&released, &released_attempts, &worker_id])
+            .await?;
     }
     Ok(())
 }

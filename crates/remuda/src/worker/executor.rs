@@ -29,7 +29,13 @@ pub(crate) struct Claimed {
 pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: OwnedSemaphorePermit) {
     let Some(registered) = shared.tasks.get(&job.kind) else {
         // cannot happen: the claim only returns kinds we registered; give it back untouched
-        let _ = shared.completer.send(Outcome::Release { id: job.id }).await;
+        let _ = shared
+            .completer
+            .send(Outcome::Release {
+                id: job.id,
+                attempt: job.attempt,
+            })
+            .await;
         return;
     };
     let cancel = shared.hard_stop.child_token();
@@ -73,7 +79,10 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
     lock(&shared.running).remove(&job.id);
     let outcome = match result {
         // stopped: by shutdown (give the job back) or by a cancel (already final: write nothing)
-        None if shared.hard_stop.is_cancelled() => Some(Outcome::Release { id: job.id }),
+        None if shared.hard_stop.is_cancelled() => Some(Outcome::Release {
+            id: job.id,
+            attempt: job.attempt,
+        }),
         None => None,
         Some(Ok(Ok(output))) => Some(success(&shared, &job, output)),
         Some(Ok(Err(error))) => Some(failure(&shared, &job, &registered.options, error)),

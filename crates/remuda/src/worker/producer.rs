@@ -133,7 +133,10 @@ fn start_job(shared: &Arc<Shared>, job: Claimed) {
             tokio::spawn(async move {
                 let _ = shared
                     .completer
-                    .send(super::completer::Outcome::Release { id: job.id })
+                    .send(super::completer::Outcome::Release {
+                        id: job.id,
+                        attempt: job.attempt,
+                    })
                     .await;
             });
         }
