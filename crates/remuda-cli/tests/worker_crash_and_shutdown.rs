@@ -177,9 +177,17 @@ async fn worker_once_drains_the_queue_and_exits() {
     let dir = TempDir::new();
     let config = dir.write(
         "noop.toml",
-        "[worker]\nconcurrency = 100\n\n[tasks.noop]\nbuiltin = \"noop\"\n",
+        concat!(
+            "[worker]\nconcurrency = 100\n\n[tasks.noop]\nbuiltin = \"noop\"\n\n",
+            "[tasks.again]\n",
+            "command = [\"sh\", \"-c\", \"cat >/dev/null; [ $REMUDA_JOB_ATTEMPT -ge 2 ] || exit 75; echo ok\"]\n",
+            "backoff = { kind = \"fixed\", delay = \"0s\" }\n",
+            "max_attempts = 3\n",
+        ),
     );
     enqueue_many(&db, "noop", 1500).await;
+    // retried at once (no backoff): written as available while the worker looks drained
+    enqueue_many(&db, "again", 3).await;
     let output = tokio::time::timeout(
         Duration::from_secs(60),
         remuda(
@@ -196,11 +204,19 @@ async fn worker_once_drains_the_queue_and_exits() {
     .expect("the worker exits by itself");
     assert!(output.status.success(), "{}", common::stderr(&output));
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
-    assert_eq!(queues[0]["completed"], 1500, "{queues}");
+    assert_eq!(queues[0]["completed"], 1503, "{queues}");
     assert_eq!(queues[0]["available"], 0);
     let all = jobs(&db).await;
     assert!(
-        all.iter().all(|j| j["result"]["ok"]["i"].is_number()),
+        all.iter()
+            .filter(|j| j["kind"] == "again")
+            .all(|j| j["attempt"] == 2),
+        "retried once"
+    );
+    assert!(
+        all.iter()
+            .filter(|j| j["kind"] == "noop")
+            .all(|j| j["result"]["ok"]["i"].is_number()),
         "noop returns its args"
     );
 }

@@ -84,10 +84,20 @@ impl Error {
         match self {
             Error::Unreachable { .. } | Error::Pool(_) => true,
             Error::Db(e) => match e.code() {
-                None => true,
-                Some(code) => ["08", "40", "53", "57", "58"]
-                    .iter()
-                    .any(|class| code.code().starts_with(class)),
+                // no SQLSTATE: the connection failed (transient) or the request could not even
+                // be encoded (it never will be)
+                None => {
+                    e.is_closed()
+                        || std::error::Error::source(e)
+                            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some())
+                }
+                // 08P01: the server refused the message itself (too large): not worth repeating
+                Some(code) => {
+                    code.code() != "08P01"
+                        && ["08", "40", "53", "57", "58"]
+                            .iter()
+                            .any(|class| code.code().starts_with(class))
+                }
             },
             _ => false,
         }

@@ -7,5 +7,5 @@ WITH gone AS (
       AND NOT EXISTS (SELECT 1 FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = $1)
     RETURNING w.id
 )
-UPDATE remuda.workers SET heartbeat_at = 'epoch'
+UPDATE remuda.workers SET heartbeat_at = '-infinity'
 WHERE id = $1 AND NOT EXISTS (SELECT 1 FROM gone)

@@ -27,14 +27,32 @@ pub(crate) enum Outcome {
         error: Option<Jsonb>,
         run_at: Option<DateTime<Utc>>,
     },
-    /// Give the job back untouched (shutdown): the attempt is not counted.
+    /// Give the job back untouched (shutdown, or a stop that may not have been a real
+    /// cancel): the attempt is not counted. Guarded, so a job really cancelled stays so.
     Release { id: i64, attempt: i32 },
+    /// Everything sent before this is written (or given up) when the sender hears back.
+    Flush(tokio::sync::oneshot::Sender<()>),
     /// Everything sent before this is written; the completer stops.
     Stop,
 }
 
+impl Outcome {
+    /// Bytes of JSON this outcome sends.
+    fn size(&self) -> usize {
+        match self {
+            Outcome::Write { result, error, .. } => {
+                result.as_ref().map_or(0, Jsonb::len) + error.as_ref().map_or(0, Jsonb::len)
+            }
+            _ => 0,
+        }
+    }
+}
+
 /// Most outcomes written by one statement.
 pub(crate) const MAX_BATCH: usize = 5000;
+/// Most bytes of results and errors written by one statement (results may each be up to the
+/// payload limit; PostgreSQL refuses messages over 1 GiB).
+const MAX_BATCH_BYTES: usize = 64 << 20;
 
 pub(crate) async fn run(
     db: Database,
@@ -43,22 +61,32 @@ pub(crate) async fn run(
     give_up: CancellationToken,
 ) {
     let mut batch = Vec::with_capacity(256);
+    let mut flushes = Vec::new();
     loop {
         let Some(first) = rx.recv().await else { return };
-        let mut stop = matches!(first, Outcome::Stop);
-        if !stop {
-            batch.push(first);
-        }
-        while !stop && batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(Outcome::Stop) => stop = true,
-                Ok(outcome) => batch.push(outcome),
-                Err(_) => break,
+        let mut stop = false;
+        let mut bytes = 0;
+        let mut next = Some(first);
+        while let Some(outcome) = next.take() {
+            match outcome {
+                Outcome::Stop => stop = true,
+                Outcome::Flush(done) => flushes.push(done),
+                outcome => {
+                    bytes += outcome.size();
+                    batch.push(outcome);
+                }
             }
+            if stop || batch.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
+                break;
+            }
+            next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
             write_with_retry(&db, &worker_id, &batch, &give_up).await;
             batch.clear();
+        }
+        for done in flushes.drain(..) {
+            let _ = done.send(());
         }
         if stop {
             return;
@@ -66,6 +94,8 @@ pub(crate) async fn run(
     }
 }
 
+/// Writes a batch: transient failures are retried until `give_up`, a refused batch is split,
+/// and a refused single outcome fails its job instead.
 async fn write_with_retry(
     db: &Database,
     worker_id: &str,
@@ -74,16 +104,17 @@ async fn write_with_retry(
 ) {
     let mut delay = Duration::from_millis(50);
     loop {
-        match write(db, worker_id, batch).await {
+        let result = tokio::select! {
+            result = write(db, worker_id, batch) => result,
+            // a write stuck on a dead connection must not hold the shutdown
+            _ = give_up.cancelled() => {
+                tracing::error!("remuda completer: giving up on {} outcomes at shutdown; their jobs will be rescued", batch.len());
+                return;
+            }
+        };
+        match result {
             Ok(()) => return,
             Err(e) if e.is_transient() => {
-                if give_up.is_cancelled() {
-                    tracing::error!(
-                        "remuda completer: giving up on {} outcomes at shutdown ({e}); their jobs will be rescued",
-                        batch.len()
-                    );
-                    return;
-                }
                 tracing::warn!(
                     "remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}",
                     batch.len()
@@ -112,9 +143,33 @@ async fn write_with_retry(
                     return;
                 };
                 tracing::error!("remuda completer: an outcome was refused ({e}); failing its job with OUTCOME_UNWRITABLE");
-                if let Err(e) = write(db, worker_id, std::slice::from_ref(&fallback)).await {
-                    tracing::error!("remuda completer: cannot fail the job either ({e}); it stays running until this worker stops");
+                write_fallback(db, worker_id, fallback, give_up).await;
+                return;
+            }
+        }
+    }
+}
+
+/// Writes the replacement of a refused outcome, retrying transient failures until `give_up`.
+async fn write_fallback(
+    db: &Database,
+    worker_id: &str,
+    fallback: Outcome,
+    give_up: &CancellationToken,
+) {
+    let mut delay = Duration::from_millis(50);
+    loop {
+        match write(db, worker_id, std::slice::from_ref(&fallback)).await {
+            Ok(()) => return,
+            Err(e) if e.is_transient() && !give_up.is_cancelled() => {
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = give_up.cancelled() => {}
                 }
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+            Err(e) => {
+                tracing::error!("remuda completer: cannot fail the job either ({e}); it stays running until this worker stops");
                 return;
             }
         }
@@ -128,13 +183,13 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
     };
     let message = format!("the outcome of this attempt could not be stored: {error}");
     let result = serde_json::json!({"err": {"code": "OUTCOME_UNWRITABLE", "message": message, "data": null}});
-    let entry = serde_json::json!({"attempt": attempt, "at": Utc::now(), "code": "OUTCOME_UNWRITABLE", "message": message});
     Some(Outcome::Write {
         id: *id,
         attempt: *attempt,
         state: "failed",
         result: Some(Jsonb(result.to_string())),
-        error: Some(Jsonb(entry.to_string())),
+        // not appended to `errors`: the refusal may have been about that very array
+        error: None,
         run_at: None,
     })
 }
@@ -170,7 +225,7 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
                 released.push(*id);
                 released_attempts.push(*attempt);
             }
-            Outcome::Stop => {}
+            Outcome::Stop | Outcome::Flush(_) => {}
         }
     }
     let conn = db.conn().await?;

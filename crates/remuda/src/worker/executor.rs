@@ -78,12 +78,13 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
     };
     lock(&shared.running).remove(&job.id);
     let outcome = match result {
-        // stopped: by shutdown (give the job back) or by a cancel (already final: write nothing)
-        None if shared.hard_stop.is_cancelled() => Some(Outcome::Release {
+        // stopped by shutdown or by a cancel: give the job back. The release is guarded by
+        // state, worker and attempt, so a job really cancelled (or rescued) is left as it is,
+        // and one stopped by a stale cancel runs again.
+        None => Some(Outcome::Release {
             id: job.id,
             attempt: job.attempt,
         }),
-        None => None,
         Some(Ok(Ok(output))) => Some(success(&shared, &job, output)),
         Some(Ok(Err(error))) => Some(failure(&shared, &job, &registered.options, error)),
         Some(Err(panic)) => {

@@ -235,6 +235,11 @@ impl Worker {
                 "concurrency and claim_batch must be between 1 and {MAX_CONCURRENCY}"
             )));
         }
+        if config.rescue_after > crate::duration::MAX {
+            return Err(Error::InvalidInput(
+                "rescue_after must be at most 100 years".into(),
+            ));
+        }
         if config.heartbeat_interval * 2 > config.rescue_after {
             return Err(Error::InvalidInput(format!(
                 "heartbeat_interval ({}) must be at most half of rescue_after ({}), or live workers would be taken for dead",
@@ -307,7 +312,7 @@ impl Worker {
             );
         }
         tokio::spawn(dispatch::run(shared.clone(), events, background.clone()));
-        tokio::spawn(heartbeat::run(
+        let heartbeat_task = tokio::spawn(heartbeat::run(
             db.clone(),
             registration,
             shared.slots.clone(),
@@ -358,7 +363,15 @@ impl Worker {
             released = lock(&shared.running).len() as u64;
             tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
             shared.hard_stop.cancel();
-            let _ = shared.slots.acquire_many(all).await;
+            // the stopped jobs queue their releases; if the completer cannot write (database
+            // gone), do not wait on it forever: their rows are rescued once this worker is gone
+            if tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all))
+                .await
+                .is_err()
+            {
+                give_up.cancel();
+                let _ = shared.slots.acquire_many(all).await;
+            }
         }
         if completer_failure.is_none() {
             let _ = shared.completer.send(completer::Outcome::Stop).await;
@@ -376,6 +389,8 @@ impl Worker {
         if let Some(task) = maintenance_task {
             let _ = task.await;
         }
+        // a heartbeat in flight must not bring the row back after it is gone
+        let _ = heartbeat_task.await;
         if let Err(e) = maintenance::resign(&db, &worker_id).await {
             tracing::warn!("remuda worker {worker_id}: cannot resign leadership: {e}");
         }

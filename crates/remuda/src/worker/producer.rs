@@ -36,6 +36,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     // invisible to its first claim (see RECHECKS)
     let mut notified = true;
     let mut rechecks = 0u32;
+    let mut drain_confirmed = false;
     loop {
         if stop.is_cancelled() {
             return;
@@ -95,8 +96,26 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         error_delay = Duration::from_millis(100);
         let idle = shared.slots.available_permits() == shared.config.concurrency;
         if claimed == 0 && !more && idle && shared.config.exit_when_drained {
+            // outcomes still being written may make jobs available again (a retry without
+            // backoff): wait for them, then look once more
+            let (done, written) = tokio::sync::oneshot::channel();
+            if shared
+                .completer
+                .send(super::completer::Outcome::Flush(done))
+                .await
+                .is_ok()
+            {
+                let _ = written.await;
+            }
+            if !drain_confirmed {
+                drain_confirmed = true;
+                continue;
+            }
             drained.cancel();
             return;
+        }
+        if claimed > 0 {
+            drain_confirmed = false;
         }
         if claimed > 0 {
             rechecks = 0;
