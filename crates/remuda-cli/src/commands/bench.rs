@@ -211,6 +211,10 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     }
     let target = args.jobs as u64;
     while done(&stats) < target {
+        if let Some(e) = super::failed_worker(&mut handles).await {
+            stop.cancel();
+            return Err(e);
+        }
         if drain_start.elapsed() > Duration::from_secs(3600) {
             return Err(CliError::Usage(
                 "the drain did not finish within an hour".into(),

@@ -250,6 +250,11 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
         if done >= total {
             break;
         }
+        if let Some(e) = super::failed_worker(&mut handles).await {
+            bar.abandon();
+            stop.cancel();
+            return Err(e);
+        }
         if drain_start.elapsed() > Duration::from_secs(600) {
             bar.abandon();
             eprintln!("error: the demo did not finish within 10 minutes");

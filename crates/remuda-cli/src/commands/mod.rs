@@ -51,3 +51,19 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         }
     }
 }
+
+/// In-process workers of `demo` and `bench` run until told to stop; one that ends before
+/// has failed. Returns its error, so the command stops at once instead of waiting for jobs
+/// that nobody runs.
+pub(crate) async fn failed_worker(
+    handles: &mut [tokio::task::JoinHandle<remuda::Result<remuda::WorkerReport>>],
+) -> Option<crate::error::CliError> {
+    let handle = handles.iter_mut().find(|h| h.is_finished())?;
+    Some(match handle.await {
+        Ok(Err(e)) => e.into(),
+        Ok(Ok(_)) => {
+            crate::error::CliError::Usage("a worker stopped before it was asked to".into())
+        }
+        Err(e) => crate::error::CliError::Usage(format!("a worker crashed: {e}")),
+    })
+}
