@@ -119,10 +119,7 @@ pub fn describe(config: &Config) -> String {
     let host = config
         .get_hosts()
         .first()
-        .map(|h| match h {
-            tokio_postgres::config::Host::Tcp(name) => name.clone(),
-            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-        })
+        .map(host_name)
         .unwrap_or_else(|| "localhost".into());
     let port = config.get_ports().first().copied().unwrap_or(5432);
     format!(
@@ -142,11 +139,7 @@ pub fn conninfo(config: &Config, dbname: Option<&str>) -> String {
     }
     let mut parts = Vec::new();
     if let Some(host) = config.get_hosts().first() {
-        let host = match host {
-            tokio_postgres::config::Host::Tcp(name) => name.clone(),
-            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
-        };
-        parts.push(format!("host={}", quote(&host)));
+        parts.push(format!("host={}", quote(&host_name(host))));
     }
     if let Some(port) = config.get_ports().first() {
         parts.push(format!("port={port}"));
@@ -164,4 +157,12 @@ pub fn conninfo(config: &Config, dbname: Option<&str>) -> String {
         parts.push(format!("dbname={}", quote(db)));
     }
     parts.join(" ")
+}
+
+/// A host as written in a connection string: a name, or a socket directory.
+fn host_name(host: &tokio_postgres::config::Host) -> String {
+    match host {
+        tokio_postgres::config::Host::Tcp(name) => name.clone(),
+        tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+    }
 }
