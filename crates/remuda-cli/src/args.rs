@@ -45,8 +45,9 @@ pub enum Command {
     Jobs(JobsArgs),
     /// Cancel a job that has not finished (a running one is stopped).
     Cancel(JobIdArgs),
-    /// Run a finished or scheduled job again now.
-    Retry(JobIdArgs),
+    /// Run a finished or scheduled job again now, or (--state) every failed, cancelled or
+    /// expired job of a queue or kind.
+    Retry(RetryArgs),
     /// Count jobs per state in each queue.
     Queues(JsonFlag),
     /// List live workers.
@@ -88,9 +89,13 @@ pub struct JobOptions {
     /// Timeout of each attempt (default: the kind's in the worker's config).
     #[arg(long, value_parser = parse_duration)]
     pub timeout: Option<std::time::Duration>,
-    /// Expire the job unless it starts within this long.
-    #[arg(long, value_parser = parse_duration)]
-    pub expires_in: Option<std::time::Duration>,
+    /// Deadline to start: the job expires (state expired, error DEADLINE_EXCEEDED) unless it
+    /// starts before this time (RFC 3339).
+    #[arg(long, value_parser = parse_time, conflicts_with = "deadline_in")]
+    pub deadline: Option<chrono::DateTime<chrono::Utc>>,
+    /// Deadline to start, from now (10m, 1h).
+    #[arg(long, value_parser = parse_duration, alias = "expires-in")]
+    pub deadline_in: Option<std::time::Duration>,
     /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -147,6 +152,18 @@ pub struct WorkerArgs {
     /// Run until the queues have no runnable job left, then exit (for batch runs).
     #[arg(long)]
     pub once: bool,
+    /// Override [worker].heartbeat_interval.
+    #[arg(long, value_parser = parse_duration)]
+    pub heartbeat_interval: Option<std::time::Duration>,
+    /// Override [worker].rescue_after.
+    #[arg(long, value_parser = parse_duration)]
+    pub rescue_after: Option<std::time::Duration>,
+    /// Override [worker].crash_loop_limit.
+    #[arg(long)]
+    pub crash_loop_limit: Option<u32>,
+    /// Override [worker].cancel_grace.
+    #[arg(long, value_parser = parse_duration)]
+    pub cancel_grace: Option<std::time::Duration>,
 }
 
 /// A job id.
@@ -154,6 +171,26 @@ pub struct WorkerArgs {
 pub struct JobIdArgs {
     /// The job's id.
     pub id: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda retry`.
+#[derive(Debug, Args)]
+pub struct RetryArgs {
+    /// The job's id.
+    #[arg(required_unless_present = "state", conflicts_with = "state")]
+    pub id: Option<i64>,
+    /// Re-run every job in this state instead (failed, cancelled or expired): a redrive.
+    #[arg(long)]
+    pub state: Option<String>,
+    /// With --state: only jobs of this queue.
+    #[arg(long, requires = "state")]
+    pub queue: Option<String>,
+    /// With --state: only jobs of this kind.
+    #[arg(long, requires = "state")]
+    pub kind: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -43,6 +43,11 @@ pub struct WorkerSection {
     /// Silence after which a worker's jobs are rescued.
     #[serde(default, with = "opt_duration")]
     pub rescue_after: Option<Duration>,
+    /// Time a stopped job gets to return before it is aborted.
+    #[serde(default, with = "opt_duration")]
+    pub cancel_grace: Option<Duration>,
+    /// Attempts in a row that may end with their worker lost before the job fails with CRASH_LOOP.
+    pub crash_loop_limit: Option<u32>,
     /// How often the elected leader rescues, expires and prunes (its lease is 3 of these).
     #[serde(default, with = "opt_duration")]
     pub maintenance_interval: Option<Duration>,

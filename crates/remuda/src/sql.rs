@@ -8,11 +8,9 @@ pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
 /// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
 pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
-/// Workers silent for longer than their own rescue_after: presumed dead. Cheap (the workers …
-pub(crate) const DEAD_WORKERS: &str = include_str!("sql/dead_workers.sql");
-/// Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED …
+/// Move jobs whose start deadline passed before they started to `expired`, with a …
 pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
-/// Insert any number of jobs in one statement from parallel arrays (one element per job).
+/// Insert any number of jobs in one statement from parallel arrays (one element per job). …
 pub(crate) const INSERT_JOBS: &str = include_str!("sql/insert_jobs.sql");
 /// Cancel a job that has not finished. A running job's worker is told on `remuda_cancel` …
 pub(crate) const JOB_CANCEL: &str = include_str!("sql/job_cancel.sql");
@@ -22,10 +20,14 @@ pub(crate) const JOB_GET: &str = include_str!("sql/job_get.sql");
 pub(crate) const JOB_LIST: &str = include_str!("sql/job_list.sql");
 /// Run a job that is not running again, now: a final job gets one more attempt if it used them …
 pub(crate) const JOB_RETRY: &str = include_str!("sql/job_retry.sql");
+/// Redrive: run again, now, every job in final state $1 (failed, cancelled or expired) of …
+pub(crate) const JOB_RETRY_MANY: &str = include_str!("sql/job_retry_many.sql");
 /// Take or renew the leader lease for $2 seconds: succeeds (returns a row) when the lease is …
 pub(crate) const LEADER_ELECT: &str = include_str!("sql/leader_elect.sql");
 /// Give up the lease (graceful shutdown) so another worker takes over without waiting for expiry.
 pub(crate) const LEADER_RESIGN: &str = include_str!("sql/leader_resign.sql");
+/// Declare dead the workers silent for longer than their own rescue_after (or already marked: …
+pub(crate) const MARK_DEAD: &str = include_str!("sql/mark_dead.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
 pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
 /// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
@@ -34,7 +36,9 @@ pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
 pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
 /// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
 pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
-/// Rescue the running jobs of the dead workers $1 (from dead_workers.sql): retried at once if …
+/// Give back the jobs running for worker $1 that it does not know it runs (ids other than $2): …
+pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql");
+/// Rescue the running jobs of the dead workers $1 (from mark_dead.sql, with their crash-loop …
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
 /// Which of the jobs $1 this worker ($2) runs are no longer its own: cancelled, rescued, or …
 pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
@@ -42,11 +46,11 @@ pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
 /// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
 pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
-/// One heartbeat for the whole worker (not one per job): its running jobs live as long as it does.
+/// One heartbeat for the whole worker (not one per job): its running jobs live as long as it …
 pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/worker_heartbeat.sql");
-/// Live workers with the number of jobs each is running.
+/// Live workers (heard from within their own rescue_after) with the number of jobs each is …
 pub(crate) const WORKER_LIST: &str = include_str!("sql/worker_list.sql");
-/// Register a worker, or bring its row back (the rescuer may have pruned it during a long pause).
+/// Register a worker, or bring its row back after it was declared dead or forgotten (its old …
 pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql");
 
 /// Every statement with its name, for the test that prepares them all.
@@ -54,19 +58,21 @@ pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
     ("complete_jobs", COMPLETE_JOBS),
     ("copy_jobs", COPY_JOBS),
-    ("dead_workers", DEAD_WORKERS),
     ("expire", EXPIRE),
     ("insert_jobs", INSERT_JOBS),
     ("job_cancel", JOB_CANCEL),
     ("job_get", JOB_GET),
     ("job_list", JOB_LIST),
     ("job_retry", JOB_RETRY),
+    ("job_retry_many", JOB_RETRY_MANY),
     ("leader_elect", LEADER_ELECT),
     ("leader_resign", LEADER_RESIGN),
+    ("mark_dead", MARK_DEAD),
     ("promote", PROMOTE),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("release_jobs", RELEASE_JOBS),
+    ("release_orphans", RELEASE_ORPHANS),
     ("rescue", RESCUE),
     ("running_lost", RUNNING_LOST),
     ("wait_mark", WAIT_MARK),

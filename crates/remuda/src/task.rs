@@ -36,6 +36,7 @@ use serde_json::Value;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 /// Code a job of one kind runs.
 pub trait Task: Send + Sync + 'static {
@@ -77,6 +78,22 @@ pub struct JobContext {
     pub max_attempts: i32,
     /// The worker running it.
     pub worker_id: Arc<str>,
+    /// Fires when the attempt must stop: the job was cancelled, the worker is shutting down,
+    /// or it lost contact with the database for too long. A task that ignores it is
+    /// aborted after the worker's `cancel_grace`.
+    pub cancel: CancellationToken,
+}
+
+impl JobContext {
+    /// Whether the attempt was asked to stop.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Resolves when the attempt is asked to stop (for `tokio::select!` beside the work).
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
 }
 
 /// An error returned by a task: a stable code, a message, optional data, and whether it may
@@ -91,6 +108,9 @@ pub struct TaskError {
     pub data: Option<Value>,
     /// `Some(false)`: never retry. Otherwise the kind's retry policy decides.
     pub retryable: Option<bool>,
+    /// Not an error but "try again in this long" ([`TaskError::snooze`]): the job waits
+    /// without using up an attempt and without an entry in its error history.
+    pub snooze: Option<Duration>,
 }
 
 impl TaskError {
@@ -101,6 +121,19 @@ impl TaskError {
             message: message.into(),
             data: None,
             retryable: None,
+            snooze: None,
+        }
+    }
+
+    /// Runs the job again after `delay` without counting this attempt (River's `JobSnooze`):
+    /// for work that is not ready yet, such as polling for an external result.
+    pub fn snooze(delay: Duration) -> Self {
+        TaskError {
+            snooze: Some(delay),
+            ..TaskError::new(
+                TaskError::SNOOZE,
+                format!("snoozed for {}", crate::duration::format(delay)),
+            )
         }
     }
 
@@ -122,6 +155,8 @@ impl TaskError {
     pub const PANIC: &'static str = "PANIC";
     /// Error code for an attempt that ran past its timeout.
     pub const TIMEOUT: &'static str = "TIMEOUT";
+    /// Code of [`TaskError::snooze`] (never stored: a snooze is not a failure).
+    pub const SNOOZE: &'static str = "SNOOZE";
 }
 
 impl std::fmt::Display for TaskError {

@@ -19,9 +19,12 @@ impl Task for Sleep {
         TaskOptions::default().max_attempts(3)
     }
 
-    async fn run(&self, _ctx: JobContext, ms: u64) -> Result<u64, TaskError> {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
-        Ok(ms)
+    // stops when asked (the misbehaving task in common/ does not, and is aborted instead)
+    async fn run(&self, ctx: JobContext, ms: u64) -> Result<u64, TaskError> {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(ms),
+            _ = ctx.cancelled() => Err(TaskError::new("STOPPED", "asked to stop")),
+        }
     }
 }
 
@@ -224,7 +227,12 @@ async fn a_job_not_started_before_its_deadline_expires() {
         .await
         .expect("expired");
     assert_eq!(job.state, JobState::Expired);
-    assert_eq!(error_code(&job), Some("EXPIRED"), "{:?}", job.result);
+    assert_eq!(
+        error_code(&job),
+        Some("DEADLINE_EXCEEDED"),
+        "{:?}",
+        job.result
+    );
     worker.shutdown().await;
 }
 

@@ -43,11 +43,14 @@ fn apply(
     if let Some(at) = options.run_at {
         job = job.run_at(at);
     }
-    if let Some(within) = options.expires_in {
+    if let Some(within) = options.deadline_in {
         let at = chrono::Duration::from_std(within)
             .ok()
             .and_then(|d| chrono::Utc::now().checked_add_signed(d))
-            .ok_or_else(|| CliError::Usage("--expires-in is too large".into()))?;
+            .ok_or_else(|| CliError::Usage("--deadline-in is too large".into()))?;
+        job = job.expires_at(at);
+    }
+    if let Some(at) = options.deadline {
         job = job.expires_at(at);
     }
     Ok(job)

@@ -1,10 +1,10 @@
 //! `remuda job`, `jobs`, `cancel`, `retry`, `queues`, `workers`.
 
-use crate::args::{DbArgs, JobIdArgs, JobsArgs, JsonFlag};
+use crate::args::{DbArgs, JobIdArgs, JobsArgs, JsonFlag, RetryArgs};
 use crate::connect;
-use crate::error::CliResult;
+use crate::error::{CliError, CliResult};
 use crate::output::{print_job, print_jobs, print_json, print_queues, print_workers, queues_json};
-use remuda::JobFilter;
+use remuda::{JobFilter, JobState};
 
 pub async fn job(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
@@ -50,15 +50,28 @@ pub async fn cancel(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     Ok(0)
 }
 
-pub async fn retry(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
+pub async fn retry(db: &DbArgs, args: RetryArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
-    let was = client.retry(args.id).await?;
+    let Some(state) = &args.state else {
+        let id = args.id.ok_or_else(|| {
+            CliError::Usage("give a job id, or --state to retry many jobs".into())
+        })?;
+        let was = client.retry(id).await?;
+        if args.json {
+            print_json(&serde_json::json!({"id": id, "previous_state": was, "state": "available"}));
+        } else {
+            println!("job {id} is available again (was {was})");
+        }
+        return Ok(0);
+    };
+    let state: JobState = state.parse().map_err(CliError::Usage)?;
+    let retried = client
+        .retry_many(state, args.queue.as_deref(), args.kind.as_deref())
+        .await?;
     if args.json {
-        print_json(
-            &serde_json::json!({"id": args.id, "previous_state": was, "state": "available"}),
-        );
+        print_json(&serde_json::json!({"retried": retried, "previous_state": state}));
     } else {
-        println!("job {} is available again (was {was})", args.id);
+        println!("{retried} {state} jobs are available again");
     }
     Ok(0)
 }

@@ -32,8 +32,22 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
         claim_batch: w.claim_batch.unwrap_or(defaults.claim_batch),
         shutdown_timeout: w.shutdown_timeout.unwrap_or(defaults.shutdown_timeout),
         poll_interval: w.poll_interval.unwrap_or(defaults.poll_interval),
-        heartbeat_interval: w.heartbeat_interval.unwrap_or(defaults.heartbeat_interval),
-        rescue_after: w.rescue_after.unwrap_or(defaults.rescue_after),
+        heartbeat_interval: args
+            .heartbeat_interval
+            .or(w.heartbeat_interval)
+            .unwrap_or(defaults.heartbeat_interval),
+        rescue_after: args
+            .rescue_after
+            .or(w.rescue_after)
+            .unwrap_or(defaults.rescue_after),
+        cancel_grace: args
+            .cancel_grace
+            .or(w.cancel_grace)
+            .unwrap_or(defaults.cancel_grace),
+        crash_loop_limit: args
+            .crash_loop_limit
+            .or(w.crash_loop_limit)
+            .unwrap_or(defaults.crash_loop_limit),
         maintenance_interval: w
             .maintenance_interval
             .unwrap_or(defaults.maintenance_interval),
@@ -81,8 +95,13 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
     );
     let report = worker.run_until_signal().await?;
     eprintln!(
-        "remuda worker {}: stopped; {} completed, {} retried, {} failed, {} released",
-        report.worker_id, report.completed, report.retried, report.failed, report.released
+        "remuda worker {}: stopped; {} completed, {} retried, {} failed, {} released, {} stale writes rejected",
+        report.worker_id,
+        report.completed,
+        report.retried,
+        report.failed,
+        report.released,
+        report.rejected
     );
     Ok(0)
 }

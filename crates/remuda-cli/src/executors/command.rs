@@ -109,7 +109,21 @@ impl CommandTask {
                 )
             });
             let mut exited = Box::pin(child.wait());
+            // asked to stop (cancel, shutdown, fencing): SIGTERM to the group, then keep
+            // waiting; the worker aborts the attempt (SIGKILL, see GroupGuard) after its grace
+            let pgid = guard.pgid;
+            let terminate = async {
+                ctx.cancelled().await;
+                if let Some(pgid) = pgid {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pgid),
+                        nix::sys::signal::Signal::SIGTERM,
+                    );
+                }
+                std::future::pending::<()>().await
+            };
             tokio::select! {
+                _ = terminate => unreachable!("pending never resolves"),
                 _ = &mut io => exited.await,
                 status = &mut exited => {
                     // a grandchild left running (`daemon &`) may hold the pipes open: take

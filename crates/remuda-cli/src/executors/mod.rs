@@ -73,6 +73,7 @@ mod tests {
             attempt: 2,
             max_attempts: 5,
             worker_id: "w".into(),
+            cancel: Default::default(),
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));
         let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");

@@ -255,6 +255,32 @@ impl Client {
         self.manual_transition(sql::JOB_RETRY, id, "retry").await
     }
 
+    /// Redrive: makes every job in `state` (failed, cancelled or expired; completed jobs are
+    /// not re-run) matching `queue` and `kind` available again now, each with one more attempt
+    /// if it had used them all and its error history kept. Returns how many were re-queued.
+    pub async fn retry_many(
+        &self,
+        state: JobState,
+        queue: Option<&str>,
+        kind: Option<&str>,
+    ) -> Result<u64> {
+        if !matches!(
+            state,
+            JobState::Failed | JobState::Cancelled | JobState::Expired
+        ) {
+            return Err(Error::InvalidInput(format!(
+                "only failed, cancelled or expired jobs can be retried in bulk, not {state} ones"
+            )));
+        }
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::JOB_RETRY_MANY).await?;
+        let row = conn
+            .query_one(&statement, &[&state.as_str(), &queue, &kind])
+            .await?;
+        let retried: i64 = row.try_get("retried")?;
+        Ok(u64::try_from(retried).unwrap_or(0))
+    }
+
     /// Runs an operator's transition (`job_cancel.sql`, `job_retry.sql`: both return the old
     /// state and whether the row changed) and says why it did nothing when it did nothing.
     async fn manual_transition(

@@ -10,25 +10,35 @@ use crate::{sql, Result};
 /// Rows expired per statement.
 const EXPIRE_BATCH: i64 = 10_000;
 
-/// Rescues the jobs of dead workers (each judged by its own `rescue_after`); returns
-/// (retried, failed).
+/// Declares dead the workers silent for longer than their own `rescue_after`, rescues their
+/// jobs (quarantining crash loops) and forgets them; returns (retried, failed).
 pub(crate) async fn rescue(db: &Database) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
-    let dead = conn.prepare_cached(sql::DEAD_WORKERS).await?;
-    let dead: Vec<String> = conn
-        .query(&dead, &[])
-        .await?
-        .iter()
-        .map(|r| r.get(0))
-        .collect();
-    if dead.is_empty() {
+    let mark = conn.prepare_cached(sql::MARK_DEAD).await?;
+    let rows = conn.query(&mark, &[]).await?;
+    if rows.is_empty() {
         return Ok((0, 0));
     }
+    let mut dead = Vec::with_capacity(rows.len());
+    let mut limits = Vec::with_capacity(rows.len());
+    let mut marked_at = Vec::with_capacity(rows.len());
+    for row in &rows {
+        dead.push(row.try_get::<_, String>("id")?);
+        limits.push(row.try_get::<_, i32>("crash_loop_limit")?);
+        marked_at.push(row.try_get::<_, chrono::DateTime<chrono::Utc>>("marked_at")?);
+    }
     let statement = conn.prepare_cached(sql::RESCUE).await?;
-    let row = conn.query_one(&statement, &[&dead]).await?;
-    let (retried, failed): (i64, i64) = (row.get("retried"), row.get("failed"));
+    let row = conn
+        .query_one(&statement, &[&dead, &limits, &marked_at])
+        .await?;
+    let retried: i64 = row.try_get("retried")?;
+    let failed: i64 = row.try_get("failed")?;
+    let quarantined: i64 = row.try_get("quarantined")?;
     if retried + failed > 0 {
-        tracing::warn!("remuda rescuer: {retried} jobs of lost workers retried, {failed} failed");
+        tracing::warn!(
+            "remuda rescuer: jobs of lost workers {}: {retried} retried, {failed} failed ({quarantined} of them quarantined as crash loops)",
+            dead.join(", ")
+        );
     }
     let prune = conn.prepare_cached(sql::PRUNE_WORKERS).await?;
     conn.execute(&prune, &[&dead]).await?;

@@ -12,14 +12,21 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "jobs",
-    sql: include_str!("0001_jobs.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "jobs",
+        sql: include_str!("0001_jobs.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "reliability",
+        sql: include_str!("0002_reliability.sql"),
+    },
+];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 1;
+pub const LATEST: i32 = 2;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

@@ -1,10 +1,10 @@
--- Move jobs whose start deadline passed before they started to `expired`, with an EXPIRED
--- error result, notifying waiters.
+-- Move jobs whose start deadline passed before they started to `expired`, with a
+-- DEADLINE_EXCEEDED error result, notifying waiters.
 WITH gone AS (
     UPDATE remuda.jobs
     SET state = 'expired', finished_at = now(),
         result = jsonb_build_object('err', jsonb_build_object(
-            'code', 'EXPIRED', 'message', 'the job did not start before its deadline ' || expires_at, 'data', NULL))
+            'code', 'DEADLINE_EXCEEDED', 'message', 'the job did not start before its deadline ' || expires_at, 'data', NULL))
     WHERE id = ANY(ARRAY(SELECT id FROM remuda.jobs
                          WHERE expires_at <= now() AND state IN ('scheduled', 'available')
                          LIMIT $1 FOR UPDATE SKIP LOCKED))

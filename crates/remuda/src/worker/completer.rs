@@ -7,9 +7,11 @@
 //! bad outcome never blocks the others. At shutdown the worker gives the last writes a
 //! deadline (`give_up`); whatever is left is rescued once the worker is gone.
 
+use super::WorkerStats;
 use crate::db::{Database, Jsonb};
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -59,6 +61,7 @@ pub(crate) async fn run(
     worker_id: Arc<str>,
     mut rx: mpsc::Receiver<Outcome>,
     give_up: CancellationToken,
+    stats: Arc<WorkerStats>,
 ) {
     let mut batch = Vec::with_capacity(256);
     let mut flushes = Vec::new();
@@ -82,7 +85,7 @@ pub(crate) async fn run(
             next = rx.try_recv().ok();
         }
         if !batch.is_empty() {
-            write_with_retry(&db, &worker_id, &batch, &give_up).await;
+            write_with_retry(&db, &worker_id, &batch, &give_up, &stats).await;
             batch.clear();
         }
         for done in flushes.drain(..) {
@@ -101,11 +104,12 @@ async fn write_with_retry(
     worker_id: &str,
     batch: &[Outcome],
     give_up: &CancellationToken,
+    stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
     loop {
         let result = tokio::select! {
-            result = write(db, worker_id, batch) => result,
+            result = write(db, worker_id, batch, stats) => result,
             // a write stuck on a dead connection must not hold the shutdown
             _ = give_up.cancelled() => {
                 tracing::error!("remuda completer: giving up on {} outcomes at shutdown; their jobs will be rescued", batch.len());
@@ -120,10 +124,10 @@ async fn write_with_retry(
                     batch.len()
                 );
                 tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
+                    _ = tokio::time::sleep(jittered(delay)) => {}
                     _ = give_up.cancelled() => {}
                 }
-                delay = (delay * 2).min(Duration::from_secs(5));
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
             }
             Err(e) if batch.len() > 1 => {
                 tracing::warn!("remuda completer: a batch of {} outcomes was refused ({e}); writing them one by one", batch.len());
@@ -133,6 +137,7 @@ async fn write_with_retry(
                         worker_id,
                         std::slice::from_ref(outcome),
                         give_up,
+                        stats,
                     ))
                     .await;
                 }
@@ -143,7 +148,7 @@ async fn write_with_retry(
                     return;
                 };
                 tracing::error!("remuda completer: an outcome was refused ({e}); failing its job with OUTCOME_UNWRITABLE");
-                write_fallback(db, worker_id, fallback, give_up).await;
+                write_fallback(db, worker_id, fallback, give_up, stats).await;
                 return;
             }
         }
@@ -156,17 +161,18 @@ async fn write_fallback(
     worker_id: &str,
     fallback: Outcome,
     give_up: &CancellationToken,
+    stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
     loop {
-        match write(db, worker_id, std::slice::from_ref(&fallback)).await {
+        match write(db, worker_id, std::slice::from_ref(&fallback), stats).await {
             Ok(()) => return,
             Err(e) if e.is_transient() && !give_up.is_cancelled() => {
                 tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
+                    _ = tokio::time::sleep(jittered(delay)) => {}
                     _ = give_up.cancelled() => {}
                 }
-                delay = (delay * 2).min(Duration::from_secs(5));
+                delay = (delay * 2).min(MAX_RETRY_DELAY);
             }
             Err(e) => {
                 tracing::error!("remuda completer: cannot fail the job either ({e}); it stays running until this worker stops");
@@ -194,7 +200,20 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
     })
 }
 
-async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> {
+/// Longest wait between retries of a write while the database fails.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5);
+
+/// `delay` plus up to 25% at random, so that workers cut off together do not retry in step.
+fn jittered(delay: Duration) -> Duration {
+    delay + delay.mul_f64(fastrand::f64() / 4.0)
+}
+
+async fn write(
+    db: &Database,
+    worker_id: &str,
+    batch: &[Outcome],
+    stats: &WorkerStats,
+) -> Result<()> {
     let n = batch.len();
     let mut ids = Vec::with_capacity(n);
     let mut attempts = Vec::with_capacity(n);
@@ -240,9 +259,12 @@ async fn write(db: &Database, worker_id: &str, batch: &[Outcome]) -> Result<()> 
             )
             .await?;
         if written < ids.len() as u64 {
-            tracing::info!(
-                "remuda completer: {} of {} outcomes were not written: those jobs were cancelled or rescued meanwhile",
-                ids.len() as u64 - written,
+            // stale: the job was cancelled, or rescued while this worker could not heartbeat
+            // (or an earlier try of this very write committed and its answer was lost)
+            let rejected = ids.len() as u64 - written;
+            stats.rejected.fetch_add(rejected, Ordering::Relaxed);
+            tracing::warn!(
+                "remuda completer: {rejected} of {} outcomes rejected as stale: those jobs were no longer this worker's at that attempt (cancelled, or rescued after this worker went silent)",
                 ids.len()
             );
         }

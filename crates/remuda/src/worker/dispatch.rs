@@ -57,8 +57,8 @@ pub(crate) async fn run(
 
 /// Stops a running job, or remembers the cancel for an executor about to start.
 fn cancel(shared: &Shared, id: i64) {
-    if let Some(token) = lock(&shared.running).get(&id) {
-        token.cancel();
+    if let Some(running) = lock(&shared.running).get(&id) {
+        running.stop(shared.config.cancel_grace);
         return;
     }
     let mut early = lock(&shared.early_cancels);

@@ -2,7 +2,7 @@
 //! decide between completed, retry and failed, and hand the outcome to the completer.
 
 use super::completer::Outcome;
-use super::{lock, Shared};
+use super::{lock, Running, Shared};
 use crate::db::Jsonb;
 use crate::task::{JobContext, TaskError};
 use chrono::Utc;
@@ -25,8 +25,15 @@ pub(crate) struct Claimed {
 }
 
 /// Runs the job to its outcome; the permit (the concurrency slot) is held until the outcome
-/// is queued for writing.
-pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: OwnedSemaphorePermit) {
+/// is queued for writing, and the job stays in `shared.running` until then too (so that every
+/// job of this worker is either listed there or has its outcome queued: see the producer's
+/// orphan check).
+pub(crate) async fn execute(
+    shared: Arc<Shared>,
+    mut job: Claimed,
+    stop: Running,
+    permit: OwnedSemaphorePermit,
+) {
     let Some(registered) = shared.tasks.get(&job.kind) else {
         // cannot happen: the claim only returns kinds we registered; give it back untouched
         let _ = shared
@@ -36,13 +43,9 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
                 attempt: job.attempt,
             })
             .await;
+        lock(&shared.running).remove(&job.id);
         return;
     };
-    let cancel = shared.hard_stop.child_token();
-    lock(&shared.running).insert(job.id, cancel.clone());
-    if lock(&shared.early_cancels).remove(&job.id).is_some() {
-        cancel.cancel();
-    }
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
@@ -50,6 +53,7 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
         attempt: job.attempt,
         max_attempts: job.max_attempts,
         worker_id: shared.worker_id.clone(),
+        cancel: stop.soft.clone(),
     };
     let timeout = job
         .timeout_ms
@@ -60,9 +64,11 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     // the call itself inside catch_unwind too: a task may panic before returning its future
     let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
+    let grace = shared.config.cancel_grace;
     let result = tokio::select! {
         biased;
-        _ = cancel.cancelled() => None,
+        _ = stop.hard.cancelled() => None,
+        _ = async { stop.soft.cancelled().await; tokio::time::sleep(grace).await } => None,
         result = async {
             match timeout {
                 Some(limit) => match tokio::time::timeout(limit, run).await {
@@ -76,16 +82,19 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
             }
         } => Some(result),
     };
-    lock(&shared.running).remove(&job.id);
+    let release = Outcome::Release {
+        id: job.id,
+        attempt: job.attempt,
+    };
     let outcome = match result {
-        // stopped by shutdown or by a cancel: give the job back. The release is guarded by
-        // state, worker and attempt, so a job really cancelled (or rescued) is left as it is,
-        // and one stopped by a stale cancel runs again.
-        None => Some(Outcome::Release {
-            id: job.id,
-            attempt: job.attempt,
-        }),
+        // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
+        // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
+        // left as it is, and one stopped by a stale cancel runs again.
+        None => Some(release),
         Some(Ok(Ok(output))) => Some(success(&shared, &job, output)),
+        // an error after being asked to stop is most likely the stop itself: not counted
+        Some(Ok(Err(_))) if stop.soft.is_cancelled() => Some(release),
+        Some(Ok(Err(error))) if error.snooze.is_some() => Some(snooze(&shared, &job, &error)),
         Some(Ok(Err(error))) => Some(failure(&shared, &job, &registered.options, error)),
         Some(Err(panic)) => {
             let message = panic
@@ -106,6 +115,7 @@ pub(crate) async fn execute(shared: Arc<Shared>, mut job: Claimed, permit: Owned
             );
         }
     }
+    lock(&shared.running).remove(&job.id);
     drop(permit);
     shared.slot_freed.notify_one();
 }
@@ -184,6 +194,7 @@ fn bounded(shared: &Shared, error: TaskError) -> TaskError {
         ),
         data: None,
         retryable: error.retryable,
+        snooze: None,
     }
 }
 
@@ -211,6 +222,27 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
         result: Some(Jsonb(result.to_string())),
         error: Some(error_entry(shared, job, &error)),
         run_at: None,
+    }
+}
+
+fn snooze(shared: &Shared, job: &Claimed, error: &TaskError) -> Outcome {
+    shared.stats.snoozed.fetch_add(1, Ordering::Relaxed);
+    let delay = error.snooze.unwrap_or_default();
+    let run_at = chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| Utc::now().checked_add_signed(d))
+        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
+    Outcome::Write {
+        id: job.id,
+        attempt: job.attempt,
+        state: if delay.is_zero() {
+            "snooze_available"
+        } else {
+            "snooze_scheduled"
+        },
+        result: None,
+        error: None,
+        run_at: Some(run_at),
     }
 }
 

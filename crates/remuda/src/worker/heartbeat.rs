@@ -1,10 +1,25 @@
-//! Worker registration and heartbeat: one row per worker process in `remuda.workers`, one
-//! `UPDATE` per interval for the whole worker however many jobs it runs. A worker whose
-//! heartbeat is older than the rescue threshold is presumed dead and its jobs are rescued.
+//! Worker registration, heartbeat and self-fencing: one row per worker process in
+//! `remuda.workers`, one `UPDATE` per interval for the whole worker however many jobs it runs.
+//!
+//! Liveness is per worker, not a timer per job: a job runs as long as its worker heartbeats,
+//! however long that is. A worker silent for longer than its `rescue_after` is declared dead by
+//! the leader (`mark_dead.sql`) and its jobs are rescued. Two rules keep a job from running
+//! twice at once:
+//! - Self-fencing: a worker that has not heartbeat for `rescue_after - heartbeat_interval`
+//!   stops claiming and stops its jobs (each gets a short grace, then is aborted), before
+//!   anyone may rescue them. When a heartbeat gets through again it claims again.
+//! - A worker whose heartbeat finds its row marked dead learns its jobs are being rescued:
+//!   it aborts them at once and registers again.
+//!
+//! Whatever a fenced worker still writes about those jobs is rejected by the (worker,
+//! attempt) guard of every write and counted in [`WorkerStats::rejected`](super::WorkerStats).
 
+use super::{lock, Shared};
 use crate::db::Database;
 use crate::{sql, Result};
-use std::time::Duration;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 /// What the worker registers about itself.
@@ -18,6 +33,7 @@ pub(crate) struct Registration {
     pub kinds: Vec<String>,
     pub concurrency: i32,
     pub rescue_after_ms: i64,
+    pub crash_loop_limit: i32,
 }
 
 pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
@@ -34,6 +50,7 @@ pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
             &r.kinds,
             &r.concurrency,
             &r.rescue_after_ms,
+            &r.crash_loop_limit,
         ],
     )
     .await?;
@@ -47,34 +64,88 @@ pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
     Ok(())
 }
 
-async fn beat(db: &Database, r: &Registration, running: i32) -> Result<()> {
+/// Whether the heartbeat found the worker alive in the registry.
+async fn beat(db: &Database, r: &Registration, running: i32) -> Result<bool> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::WORKER_HEARTBEAT).await?;
-    if conn.execute(&statement, &[&r.id, &running]).await? == 0 {
-        // pruned while we could not reach the database: come back
-        drop(conn);
-        register(db, r).await?;
-    }
-    Ok(())
+    Ok(conn.execute(&statement, &[&r.id, &running]).await? > 0)
 }
 
-/// Heartbeats until `stop`, reporting how many jobs run (concurrency minus free `slots`).
-pub(crate) async fn run(
-    db: Database,
-    registration: Registration,
-    slots: std::sync::Arc<tokio::sync::Semaphore>,
-    every: Duration,
-    stop: CancellationToken,
-) {
+/// Stops every running job: asked at once, aborted after `grace`. The producer claims nothing
+/// while the worker is fenced.
+fn fence(shared: &Shared, grace: Duration) {
+    shared.fenced.store(true, Ordering::SeqCst);
+    // a claim whose answer arrives after this starts nothing (see the producer)
+    shared.epoch.fetch_add(1, Ordering::SeqCst);
+    for running in lock(&shared.running).values() {
+        running.stop(grace);
+    }
+}
+
+/// Heartbeats until `stop`, reporting how many jobs run, and fences the worker when it cannot.
+pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: CancellationToken) {
+    let every = shared.config.heartbeat_interval;
+    let fence_after = shared.config.rescue_after.saturating_sub(every);
+    // the jobs must be gone before rescue_after: half an interval of the remaining margin
+    let grace = shared.config.cancel_grace.min(every / 2);
+    // a heartbeat stuck on a connection that went silent must not stop the clock
+    let patience = every.max(Duration::from_secs(1));
+    let id = &registration.id;
+    // registered just before this started
+    let mut last_ok = Instant::now();
     loop {
+        let fence_at = tokio::time::Instant::from_std(last_ok + fence_after);
+        let fenced = shared.fenced.load(Ordering::SeqCst);
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
+            _ = tokio::time::sleep_until(fence_at), if !fenced => {}
         }
-        let free = i32::try_from(slots.available_permits()).unwrap_or(i32::MAX);
+        let started = Instant::now();
+        let free = i32::try_from(shared.slots.available_permits()).unwrap_or(i32::MAX);
         let running = registration.concurrency.saturating_sub(free).max(0);
-        if let Err(e) = beat(&db, &registration, running).await {
-            tracing::warn!("remuda worker {}: heartbeat failed: {e}", registration.id);
+        let outcome = tokio::select! {
+            _ = stop.cancelled() => return,
+            outcome = tokio::time::timeout(patience, beat(&shared.db, &registration, running)) => outcome,
+        };
+        match outcome {
+            Ok(Ok(true)) => {
+                last_ok = started;
+                if shared.fenced.swap(false, Ordering::SeqCst) {
+                    tracing::warn!("remuda worker {id}: heartbeat through again; claiming again");
+                    shared.wake.notify_one();
+                }
+            }
+            Ok(Ok(false)) => {
+                // declared dead (or forgotten): its jobs are being rescued right now
+                tracing::error!(
+                    "remuda worker {id}: the database declared this worker dead (no heartbeat for over {}); aborting its {} jobs, which are rescued elsewhere, and registering again",
+                    crate::duration::format(shared.config.rescue_after),
+                    lock(&shared.running).len()
+                );
+                fence(&shared, Duration::ZERO);
+                match register(&shared.db, &registration).await {
+                    Ok(()) => {
+                        last_ok = started;
+                        shared.fenced.store(false, Ordering::SeqCst);
+                        shared.wake.notify_one();
+                    }
+                    Err(e) => tracing::warn!("remuda worker {id}: cannot register again: {e}"),
+                }
+            }
+            Ok(Err(e)) => tracing::warn!("remuda worker {id}: heartbeat failed: {e}"),
+            Err(_) => tracing::warn!(
+                "remuda worker {id}: heartbeat got no answer within {}",
+                crate::duration::format(patience)
+            ),
+        }
+        if !shared.fenced.load(Ordering::SeqCst) && last_ok.elapsed() >= fence_after {
+            tracing::error!(
+                "remuda worker {id}: no heartbeat got through for {}; stopping its {} jobs before they are rescued, and claiming nothing until the database answers",
+                crate::duration::format(last_ok.elapsed()),
+                lock(&shared.running).len()
+            );
+            fence(&shared, grace);
         }
     }
 }

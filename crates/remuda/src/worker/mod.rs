@@ -68,7 +68,15 @@ pub struct WorkerConfig {
     /// How often the worker says it is alive.
     pub heartbeat_interval: Duration,
     /// A worker silent for this long is presumed dead and its running jobs are rescued.
+    /// A worker that cannot heartbeat stops its own jobs one `heartbeat_interval` before
+    /// that (self-fencing), so they never run twice at once.
     pub rescue_after: Duration,
+    /// Time a stopped job (cancelled, shutdown, fenced) gets to return after its
+    /// [`JobContext::cancel`](crate::JobContext::cancel) token fires, before it is aborted.
+    pub cancel_grace: Duration,
+    /// Attempts in a row that may end with their worker lost (`WORKER_LOST`) before the job
+    /// is failed with `CRASH_LOOP` instead of being handed to yet another worker.
+    pub crash_loop_limit: u32,
     /// How often the leader rescues, expires and prunes (and renews its lease).
     pub maintenance_interval: Duration,
     /// Longest the leader waits between promotions of due scheduled jobs.
@@ -91,6 +99,8 @@ impl Default for WorkerConfig {
             poll_interval: Duration::from_secs(1),
             heartbeat_interval: Duration::from_secs(5),
             rescue_after: Duration::from_secs(30),
+            cancel_grace: Duration::from_secs(10),
+            crash_loop_limit: 3,
             maintenance_interval: Duration::from_secs(5),
             promote_interval: Duration::from_secs(1),
             maintenance: true,
@@ -108,6 +118,11 @@ pub struct WorkerStats {
     pub retried: AtomicU64,
     /// Attempts that failed for good.
     pub failed: AtomicU64,
+    /// Attempts that asked to run again later without counting ([`TaskError::snooze`](crate::TaskError::snooze)).
+    pub snoozed: AtomicU64,
+    /// Outcomes the database rejected because the job was no longer this worker's at that
+    /// attempt (cancelled, or rescued while this worker was cut off): stale writes, refused.
+    pub rejected: AtomicU64,
 }
 
 /// Totals when a worker stops.
@@ -123,6 +138,33 @@ pub struct WorkerReport {
     pub failed: u64,
     /// Jobs given back unfinished at shutdown.
     pub released: u64,
+    /// Stale outcomes the database rejected (see [`WorkerStats::rejected`]).
+    pub rejected: u64,
+}
+
+/// The stop signals of one running job.
+#[derive(Clone)]
+pub(crate) struct Running {
+    /// Handed to the task as [`JobContext::cancel`](crate::JobContext::cancel).
+    pub soft: CancellationToken,
+    /// Aborts the attempt at once (after the grace, or when the job is surely taken over).
+    pub hard: CancellationToken,
+}
+
+impl Running {
+    /// Asks the job to stop; it is aborted if it has not returned after `grace`.
+    pub fn stop(&self, grace: Duration) {
+        self.soft.cancel();
+        if grace.is_zero() {
+            self.hard.cancel();
+        } else {
+            let hard = self.hard.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                hard.cancel();
+            });
+        }
+    }
 }
 
 struct Registered {
@@ -141,12 +183,19 @@ pub(crate) struct Shared {
     fill_target: usize,
     slot_freed: Notify,
     wake: Notify,
-    running: Mutex<HashMap<i64, CancellationToken>>,
+    /// Jobs this worker runs, from the claim until their outcome is queued for writing.
+    running: Mutex<HashMap<i64, Running>>,
+    /// Set while this worker cannot vouch for being alive (no heartbeat for too long, or
+    /// declared dead): it claims nothing until a heartbeat gets through again.
+    fenced: std::sync::atomic::AtomicBool,
+    /// Bumped at each fencing: jobs claimed before it are not started.
+    epoch: AtomicU64,
     /// Cancels that arrived before their job's executor was registered (a cancel can commit
     /// between the claim's commit and the claimed rows reaching this worker).
     early_cancels: Mutex<HashMap<i64, std::time::Instant>>,
     completer: mpsc::Sender<completer::Outcome>,
-    hard_stop: CancellationToken,
+    /// Asks every job to stop (shutdown); each is aborted after `cancel_grace`.
+    stop_all: CancellationToken,
     max_payload: usize,
     stats: Arc<WorkerStats>,
 }
@@ -235,9 +284,13 @@ impl Worker {
                 "concurrency and claim_batch must be between 1 and {MAX_CONCURRENCY}"
             )));
         }
-        if config.rescue_after > crate::duration::MAX {
+        if config.rescue_after > crate::duration::MAX
+            || config.cancel_grace > crate::duration::MAX
+            || config.shutdown_timeout > crate::duration::MAX
+        {
             return Err(Error::InvalidInput(
-                "rescue_after must be at most 100 years".into(),
+                "rescue_after, cancel_grace and shutdown_timeout must each be at most 100 years"
+                    .into(),
             ));
         }
         if config.heartbeat_interval * 2 > config.rescue_after {
@@ -263,6 +316,11 @@ impl Worker {
         let worker_id: Arc<str> = format!("{name}-{pid}-{:08x}", fastrand::u32(..)).into();
         let mut kinds: Vec<String> = self.tasks.keys().cloned().collect();
         kinds.sort();
+        if config.crash_loop_limit == 0 {
+            return Err(Error::InvalidInput(
+                "crash_loop_limit must be at least 1".into(),
+            ));
+        }
         let registration = heartbeat::Registration {
             id: worker_id.to_string(),
             name,
@@ -272,6 +330,7 @@ impl Worker {
             kinds,
             concurrency: i32::try_from(config.concurrency).unwrap_or(i32::MAX),
             rescue_after_ms: i64::try_from(config.rescue_after.as_millis()).unwrap_or(i64::MAX),
+            crash_loop_limit: i32::try_from(config.crash_loop_limit).unwrap_or(i32::MAX),
         };
         heartbeat::register(&db, &registration).await?;
 
@@ -284,6 +343,7 @@ impl Worker {
             worker_id.clone(),
             completer_rx,
             give_up.clone(),
+            self.stats.clone(),
         ));
         let shared = Arc::new(Shared {
             db: db.clone(),
@@ -297,7 +357,9 @@ impl Worker {
             running: Mutex::new(HashMap::new()),
             early_cancels: Mutex::new(HashMap::new()),
             completer: completer_tx,
-            hard_stop: CancellationToken::new(),
+            fenced: Default::default(),
+            epoch: AtomicU64::new(0),
+            stop_all: CancellationToken::new(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
         });
@@ -313,10 +375,8 @@ impl Worker {
         }
         tokio::spawn(dispatch::run(shared.clone(), events, background.clone()));
         let heartbeat_task = tokio::spawn(heartbeat::run(
-            db.clone(),
+            shared.clone(),
             registration,
-            shared.slots.clone(),
-            config.heartbeat_interval,
             background.clone(),
         ));
         let maintenance_task = config.maintenance.then(|| {
@@ -350,7 +410,7 @@ impl Worker {
         stop_claiming.cancel();
         let _ = producer.await;
         if completer_failure.is_some() {
-            shared.hard_stop.cancel();
+            shared.stop_all.cancel();
         }
 
         // Let running jobs finish, then stop and release the rest.
@@ -362,12 +422,15 @@ impl Worker {
         {
             released = lock(&shared.running).len() as u64;
             tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
-            shared.hard_stop.cancel();
+            shared.stop_all.cancel();
             // the stopped jobs queue their releases; if the completer cannot write (database
             // gone), do not wait on it forever: their rows are rescued once this worker is gone
-            if tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all))
-                .await
-                .is_err()
+            if tokio::time::timeout(
+                config.cancel_grace + config.shutdown_timeout,
+                shared.slots.acquire_many(all),
+            )
+            .await
+            .is_err()
             {
                 give_up.cancel();
                 let _ = shared.slots.acquire_many(all).await;
@@ -406,6 +469,7 @@ impl Worker {
             retried: self.stats.retried.load(Ordering::Relaxed),
             failed: self.stats.failed.load(Ordering::Relaxed),
             released,
+            rejected: self.stats.rejected.load(Ordering::Relaxed),
         })
     }
 }

@@ -4,8 +4,9 @@
 //! notification for one of its queues, a reconnect of the listener, or the poll interval.
 
 use super::executor::{self, Claimed};
-use super::Shared;
+use super::{lock, Running, Shared};
 use crate::{sql, Result};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -37,9 +38,41 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut notified = true;
     let mut rechecks = 0u32;
     let mut drain_confirmed = false;
+    // a claim failed: its statement may have committed with the answer lost
+    let mut uncertain = false;
     loop {
         if stop.is_cancelled() {
             return;
+        }
+        // fenced: claim nothing until the heartbeat gets through (it wakes us)
+        if shared.fenced.load(Ordering::SeqCst) {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = shared.wake.notified() => {}
+                _ = tokio::time::sleep(shared.config.poll_interval) => {}
+            }
+            continue;
+        }
+        if uncertain {
+            match release_orphans(&shared).await {
+                Ok(released) => {
+                    uncertain = false;
+                    if released > 0 {
+                        tracing::warn!("remuda producer: released {released} jobs claimed by a statement whose answer was lost");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "remuda producer: cannot check for jobs claimed without an answer: {e}"
+                    );
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(jittered(error_delay)) => {}
+                    }
+                    error_delay = (error_delay * 2).min(MAX_ERROR_DELAY);
+                    continue;
+                }
+            }
         }
         // A slot must be free; when work is waiting, let a few more free up first.
         if shared.slots.available_permits() == 0 {
@@ -68,19 +101,30 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 more = true;
                 break;
             }
+            let epoch = shared.epoch.load(Ordering::SeqCst);
             match claim(&shared, queue, &kinds, &defaults, free as i64).await {
                 Ok(jobs) => {
                     if jobs.len() == free {
                         more = true;
                     }
                     claimed += jobs.len();
+                    // fenced while the claim was in flight: these jobs may already be
+                    // rescued (claimed before a death verdict); give them back, guarded
+                    let start = epoch == shared.epoch.load(Ordering::SeqCst)
+                        && !shared.fenced.load(Ordering::SeqCst);
                     for job in jobs {
-                        start_job(&shared, job);
+                        if start {
+                            start_job(&shared, job);
+                        } else {
+                            give_back(&shared, job);
+                        }
                     }
                 }
                 Err(e) => {
                     tracing::warn!("remuda producer: claim from queue {queue} failed: {e}");
                     failed = true;
+                    uncertain = true;
+                    break;
                 }
             }
         }
@@ -88,9 +132,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         if failed {
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(error_delay) => {}
+                _ = tokio::time::sleep(jittered(error_delay)) => {}
             }
-            error_delay = (error_delay * 2).min(Duration::from_secs(5));
+            error_delay = (error_delay * 2).min(MAX_ERROR_DELAY);
             continue;
         }
         error_delay = Duration::from_millis(100);
@@ -140,26 +184,72 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     }
 }
 
+/// Longest wait between attempts while the database fails.
+const MAX_ERROR_DELAY: Duration = Duration::from_secs(5);
+
+/// `delay` plus up to 25% at random, so that workers cut off together do not come back in step.
+fn jittered(delay: Duration) -> Duration {
+    delay + delay.mul_f64(fastrand::f64() / 4.0)
+}
+
+/// Registers the job as running (before its executor exists, so that the orphan check and
+/// cancels see it at once) and starts it.
 fn start_job(shared: &Arc<Shared>, job: Claimed) {
     match shared.slots.clone().try_acquire_owned() {
         Ok(permit) => {
-            tokio::spawn(executor::execute(shared.clone(), job, permit));
+            let stop = Running {
+                soft: shared.stop_all.child_token(),
+                hard: tokio_util::sync::CancellationToken::new(),
+            };
+            lock(&shared.running).insert(job.id, stop.clone());
+            if lock(&shared.early_cancels).remove(&job.id).is_some() {
+                stop.stop(shared.config.cancel_grace);
+            }
+            tokio::spawn(executor::execute(shared.clone(), job, stop, permit));
         }
-        Err(_) => {
-            // Only the producer takes slots, so one is free for every claimed row; if that
-            // ever fails, give the job back rather than run over the limit.
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let _ = shared
-                    .completer
-                    .send(super::completer::Outcome::Release {
-                        id: job.id,
-                        attempt: job.attempt,
-                    })
-                    .await;
-            });
-        }
+        // Only the producer takes slots, so one is free for every claimed row; if that ever
+        // fails, give the job back rather than run over the limit.
+        Err(_) => give_back(shared, job),
     }
+}
+
+/// Releases a claimed job without running it (guarded by worker and attempt).
+fn give_back(shared: &Arc<Shared>, job: Claimed) {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        let _ = shared
+            .completer
+            .send(super::completer::Outcome::Release {
+                id: job.id,
+                attempt: job.attempt,
+            })
+            .await;
+    });
+}
+
+/// After a failed claim: releases the jobs the database says this worker runs but that it
+/// does not know of. Every outcome queued before is written first, so a job missing from
+/// `running` is either finished or an orphan (`release_orphans.sql`). Returns how many.
+async fn release_orphans(shared: &Shared) -> Result<i64> {
+    let known: Vec<i64> = lock(&shared.running).keys().copied().collect();
+    let (done, written) = tokio::sync::oneshot::channel();
+    if shared
+        .completer
+        .send(super::completer::Outcome::Flush(done))
+        .await
+        .is_err()
+        || written.await.is_err()
+    {
+        return Err(crate::Error::WorkerFailed(
+            "the completer stopped before the orphan check".into(),
+        ));
+    }
+    let conn = shared.db.conn().await?;
+    let statement = conn.prepare_cached(sql::RELEASE_ORPHANS).await?;
+    let row = conn
+        .query_one(&statement, &[&&*shared.worker_id, &known])
+        .await?;
+    Ok(row.try_get("released")?)
 }
 
 async fn claim(

@@ -22,6 +22,7 @@ pub fn fast_config() -> WorkerConfig {
         heartbeat_interval: Duration::from_millis(200),
         rescue_after: Duration::from_secs(2),
         shutdown_timeout: Duration::from_secs(5),
+        cancel_grace: Duration::from_millis(300),
         ..WorkerConfig::default()
     }
 }

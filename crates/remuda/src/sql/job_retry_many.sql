@@ -1,0 +1,20 @@
+-- Redrive: run again, now, every job in final state $1 (failed, cancelled or expired) of
+-- queue $2 and kind $3 (NULL for any), as job_retry.sql does for one: one more attempt if it
+-- used them all, its error history kept, an expired deadline lifted. Returns how many.
+WITH retried AS (
+    UPDATE remuda.jobs j
+    SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
+        expires_at = NULL,
+        max_attempts = CASE WHEN j.max_attempts IS NULL THEN NULL
+                            ELSE GREATEST(j.max_attempts, j.attempt + 1) END
+    WHERE j.id = ANY(ARRAY(
+        SELECT x.id FROM remuda.jobs x
+        WHERE x.state = $1::text::remuda.job_state
+          AND ($2::text IS NULL OR x.queue = $2)
+          AND ($3::text IS NULL OR x.kind = $3)
+        FOR UPDATE SKIP LOCKED))
+    RETURNING j.queue
+)
+SELECT (SELECT count(*) FROM retried) AS retried,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
+                              FROM (SELECT DISTINCT queue FROM retried) q) w) AS woken

@@ -1,0 +1,18 @@
+-- Give back the jobs running for worker $1 that it does not know it runs (ids other than $2):
+-- claimed by a statement whose reply was lost (the connection broke after the commit). The
+-- worker runs this after a failed claim, once every outcome it had queued is written, so
+-- every job still running for it is either in $2 or an orphan. Released like a shutdown
+-- release (the attempt never started). Scans the table (no index on running jobs): paid
+-- only after a claim failed.
+WITH released AS (
+    UPDATE remuda.jobs j
+    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL, started_at = NULL
+    WHERE j.id = ANY(ARRAY(
+        SELECT x.id FROM remuda.jobs x
+        WHERE x.state = 'running' AND x.worker_id = $1 AND x.id <> ALL($2::bigint[])
+        FOR UPDATE SKIP LOCKED))
+    RETURNING j.queue
+)
+SELECT (SELECT count(*) FROM released) AS released,
+       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
+                              FROM (SELECT DISTINCT queue FROM released) q) w) AS woken
