@@ -165,3 +165,58 @@ async fn drop_abandoned(client: &tokio_postgres::Client) {
         }
     }
 }
+
+/// A PostgreSQL cluster of its own, for a test that stops, restarts or cuts off the database
+/// (never the shared server other tests use). Started from the local PostgreSQL binaries in a
+/// temporary directory, as the zero-setup path does, reached through a Unix socket there;
+/// stopped and removed when dropped.
+pub struct PrivateCluster {
+    home: std::path::PathBuf,
+    admin: Config,
+}
+
+impl PrivateCluster {
+    /// Initialises and starts a cluster with one migrated database, `remuda`.
+    pub async fn start() -> Result<PrivateCluster> {
+        let home = std::env::temp_dir().join(format!(
+            "remuda-cluster-{}-{:06x}",
+            std::process::id(),
+            fastrand::u32(..0x1000000)
+        ));
+        let admin = crate::db::setup::start_private_cluster(&home).await?;
+        let cluster = PrivateCluster { home, admin };
+        let client = admin_client(&cluster.admin).await?;
+        client.batch_execute("CREATE DATABASE remuda").await?;
+        let db = Database::new(&cluster.conninfo(), 2)?;
+        migrate::run(&db).await?;
+        Ok(cluster)
+    }
+
+    /// A connection string for the `remuda` database.
+    pub fn conninfo(&self) -> String {
+        conninfo(&self.admin, Some("remuda"))
+    }
+
+    /// The Unix socket the server listens on (for a proxy in front of it).
+    pub fn socket(&self) -> std::path::PathBuf {
+        self.home.join("run").join(".s.PGSQL.5432")
+    }
+
+    /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`).
+    pub fn crash(&self) -> Result<()> {
+        crate::db::setup::stop_private_cluster_with(&self.home, "immediate")
+    }
+
+    /// Starts the server again (it recovers from its write-ahead log).
+    pub async fn restart(&self) -> Result<()> {
+        crate::db::setup::start_private_cluster(&self.home).await?;
+        Ok(())
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = crate::db::setup::stop_private_cluster_with(&self.home, "immediate");
+        let _ = std::fs::remove_dir_all(&self.home);
+    }
+}

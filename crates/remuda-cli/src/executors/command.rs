@@ -148,7 +148,15 @@ impl CommandTask {
                     format!("the command wrote more than {limit} bytes to stdout, over the result limit"),
                 ));
             }
-            return Ok(output_to_json(&String::from_utf8_lossy(&out)));
+            let text = std::str::from_utf8(&out).map_err(|e| {
+                TaskError::permanent(
+                    "RESULT_NOT_UTF8",
+                    format!(
+                        "the command wrote bytes that are not UTF-8 to stdout ({e}); a result must be JSON or UTF-8 text"
+                    ),
+                )
+            })?;
+            return Ok(output_to_json(text));
         }
         let stderr_text = String::from_utf8_lossy(&err);
         let lines: Vec<&str> = stderr_text

@@ -84,7 +84,6 @@ impl HttpTask {
                 }
             }
         }
-        let text = String::from_utf8_lossy(&body);
         if status.is_success() {
             if too_large {
                 return Err(TaskError::permanent(
@@ -95,8 +94,18 @@ impl HttpTask {
                     ),
                 ));
             }
-            return Ok(output_to_json(&text));
+            let text = std::str::from_utf8(&body).map_err(|e| {
+                TaskError::permanent(
+                    "RESULT_NOT_UTF8",
+                    format!(
+                        "{} answered {status} with a body that is not UTF-8 ({e}); a result must be JSON or UTF-8 text",
+                        self.url
+                    ),
+                )
+            })?;
+            return Ok(output_to_json(text));
         }
+        let text = String::from_utf8_lossy(&body);
         let code = format!("HTTP_{}", status.as_u16());
         let excerpt: String = text.chars().take(BODY_IN_MESSAGE).collect();
         let message = format!("POST {} answered {status}: {}", self.url, excerpt.trim());

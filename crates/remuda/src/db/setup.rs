@@ -349,6 +349,13 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
 
 /// Stops the private cluster under `home`, if it runs.
 pub fn stop_private_cluster(home: &Path) -> Result<()> {
+    stop_private_cluster_with(home, "fast")
+}
+
+/// Stops the private cluster under `home`, if it runs, with a `pg_ctl stop` mode: `smart`,
+/// `fast`, or `immediate` (a crash, as far as the database is concerned: it recovers from its
+/// write-ahead log at the next start; the fault-injection tests use it).
+pub fn stop_private_cluster_with(home: &Path, mode: &str) -> Result<()> {
     let data = home.join("pg");
     if !data.join("postmaster.pid").exists() {
         return Ok(());
@@ -358,7 +365,7 @@ pub fn stop_private_cluster(home: &Path) -> Result<()> {
     run_as(
         &bin,
         "pg_ctl",
-        &["-D", &data.to_string_lossy(), "-m", "fast", "-w", "stop"],
+        &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
         &owner,
     )?;
     Ok(())

@@ -9,14 +9,11 @@
 WITH lost AS (
     SELECT l.id,
            d.crash_loop_limit AS crash_limit,
-           CASE WHEN d.crash_loop_limit - 1 <= (
-                    -- WORKER_LOST among the attempts just before this one
-                    SELECT count(*) FROM (
-                        SELECT e.value->>'code' AS code
-                        FROM jsonb_array_elements(l.errors) WITH ORDINALITY AS e(value, n)
-                        ORDER BY e.n DESC
-                        LIMIT d.crash_loop_limit - 1) last
-                    WHERE last.code = 'WORKER_LOST')
+           -- the attempts just before this one (the last crash_loop_limit - 1 entries of the
+           -- history, read by index: no sort) all ended with their worker lost
+           CASE WHEN (SELECT coalesce(bool_and(jsonb_array_length(l.errors) >= k
+                          AND (l.errors -> (jsonb_array_length(l.errors) - k) ->> 'code') = 'WORKER_LOST'), true)
+                      FROM generate_series(1, d.crash_loop_limit - 1) AS k)
                 THEN 'CRASH_LOOP' ELSE 'WORKER_LOST' END AS code
     FROM remuda.jobs l
     JOIN unnest($1::text[], $2::int[], $3::timestamptz[]) AS d(worker_id, crash_loop_limit, marked_at)

@@ -99,14 +99,26 @@ pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: C
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
-            _ = tokio::time::sleep_until(fence_at), if !fenced => {}
+            _ = tokio::time::sleep_until(fence_at), if !fenced => {
+                fence_for_silence(&shared, last_ok, grace);
+                continue;
+            }
         }
         let started = Instant::now();
         let free = i32::try_from(shared.slots.available_permits()).unwrap_or(i32::MAX);
         let running = registration.concurrency.saturating_sub(free).max(0);
-        let outcome = tokio::select! {
-            _ = stop.cancelled() => return,
-            outcome = tokio::time::timeout(patience, beat(&shared.db, &registration, running)) => outcome,
+        let beating = tokio::time::timeout(patience, beat(&shared.db, &registration, running));
+        tokio::pin!(beating);
+        let outcome = loop {
+            let fenced = shared.fenced.load(Ordering::SeqCst);
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                outcome = &mut beating => break outcome,
+                // the deadline passes while this heartbeat hangs: fence now, keep waiting
+                _ = tokio::time::sleep_until(fence_at), if !fenced => {
+                    fence_for_silence(&shared, last_ok, grace);
+                }
+            }
         };
         match outcome {
             Ok(Ok(true)) => {
@@ -140,12 +152,18 @@ pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: C
             ),
         }
         if !shared.fenced.load(Ordering::SeqCst) && last_ok.elapsed() >= fence_after {
-            tracing::error!(
-                "remuda worker {id}: no heartbeat got through for {}; stopping its {} jobs before they are rescued, and claiming nothing until the database answers",
-                crate::duration::format(last_ok.elapsed()),
-                lock(&shared.running).len()
-            );
-            fence(&shared, grace);
+            fence_for_silence(&shared, last_ok, grace);
         }
     }
+}
+
+/// Fences a worker whose heartbeats have not got through since `last_ok`.
+fn fence_for_silence(shared: &Shared, last_ok: Instant, grace: Duration) {
+    tracing::error!(
+        "remuda worker {}: no heartbeat got through for {}; stopping its {} jobs before they are rescued, and claiming nothing until the database answers",
+        shared.worker_id,
+        crate::duration::format(last_ok.elapsed()),
+        lock(&shared.running).len()
+    );
+    fence(shared, grace);
 }
