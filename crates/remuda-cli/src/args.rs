@@ -78,13 +78,13 @@ pub struct JobOptions {
     #[arg(long, short, allow_negative_numbers = true)]
     pub priority: Option<i32>,
     /// Start no earlier than this long from now (500ms, 10s, 5m, 1h).
-    #[arg(long, value_parser = parse_duration, conflicts_with = "run_at")]
+    #[arg(long, value_parser = parse_duration, conflicts_with = "run_at", allow_hyphen_values = true)]
     pub delay: Option<std::time::Duration>,
     /// Start no earlier than this time (RFC 3339, e.g. 2026-12-01T09:00:00Z).
     #[arg(long, value_parser = parse_time)]
     pub run_at: Option<chrono::DateTime<chrono::Utc>>,
     /// Attempts allowed (default: the kind's in the worker's config, else 25).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub max_attempts: Option<i32>,
     /// Timeout of each attempt (default: the kind's in the worker's config).
     #[arg(long, value_parser = parse_duration)]
@@ -94,7 +94,7 @@ pub struct JobOptions {
     #[arg(long, value_parser = parse_time, conflicts_with = "deadline_in")]
     pub deadline: Option<chrono::DateTime<chrono::Utc>>,
     /// Deadline to start, from now (10m, 1h).
-    #[arg(long, value_parser = parse_duration, alias = "expires-in")]
+    #[arg(long, value_parser = parse_duration, alias = "expires-in", allow_hyphen_values = true)]
     pub deadline_in: Option<std::time::Duration>,
     /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
     #[arg(long)]
@@ -144,7 +144,7 @@ pub struct WorkerArgs {
     #[arg(long, short, default_value = "remuda.toml")]
     pub config: PathBuf,
     /// Override [worker].concurrency.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub concurrency: Option<usize>,
     /// Name shown in `remuda workers` (default: [worker].name, else the host name).
     #[arg(long)]
@@ -159,7 +159,7 @@ pub struct WorkerArgs {
     #[arg(long, value_parser = parse_duration)]
     pub rescue_after: Option<std::time::Duration>,
     /// Override [worker].crash_loop_limit.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub crash_loop_limit: Option<u32>,
     /// Override [worker].cancel_grace.
     #[arg(long, value_parser = parse_duration)]
@@ -170,6 +170,7 @@ pub struct WorkerArgs {
 #[derive(Debug, Args)]
 pub struct JobIdArgs {
     /// The job's id.
+    #[arg(allow_negative_numbers = true)]
     pub id: i64,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -180,7 +181,11 @@ pub struct JobIdArgs {
 #[derive(Debug, Args)]
 pub struct RetryArgs {
     /// The job's id.
-    #[arg(required_unless_present = "state", conflicts_with = "state")]
+    #[arg(
+        required_unless_present = "state",
+        conflicts_with = "state",
+        allow_negative_numbers = true
+    )]
     pub id: Option<i64>,
     /// Re-run every job in this state instead (failed, cancelled or expired): a redrive.
     #[arg(long)]

@@ -82,18 +82,38 @@ pub struct WorkerProcess {
 
 impl WorkerProcess {
     pub fn start(db: &TestDatabase, config: &Path) -> WorkerProcess {
-        let child = tokio::process::Command::new(BIN)
+        WorkerProcess::start_at(db.conninfo(), config, None)
+    }
+
+    /// A worker on any database, its stderr appended to `log` when given.
+    pub fn start_at(conninfo: &str, config: &Path, log: Option<&Path>) -> WorkerProcess {
+        let mut command = tokio::process::Command::new(BIN);
+        command
             .arg("--database-url")
-            .arg(db.conninfo())
+            .arg(conninfo)
             .arg("worker")
             .arg("--config")
             .arg(config)
             .env_remove("DATABASE_URL")
             .env("REMUDA_TEST_TOKEN", "tok3n")
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start worker");
-        WorkerProcess { child }
+            .kill_on_drop(true);
+        if let Some(log) = log {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(log)
+                .expect("worker log");
+            command.stderr(file);
+        }
+        WorkerProcess {
+            child: command.spawn().expect("start worker"),
+        }
+    }
+
+    /// SIGKILL, and wait until the process is gone.
+    pub async fn kill(mut self) {
+        self.signal(nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.wait().await;
     }
 
     pub fn pid(&self) -> i32 {
