@@ -176,6 +176,61 @@ async fn cancel_and_retry_from_the_command_line() {
 }
 
 #[tokio::test]
+async fn redrive_and_deadlines_from_the_command_line() {
+    let db = migrated().await;
+    // three cancelled jobs in queue a (two of kind x), one in queue b
+    let mut ids = Vec::new();
+    for (kind, queue) in [("x", "a"), ("x", "a"), ("y", "a"), ("x", "b")] {
+        let id = enqueue(&db, &[kind, "--queue", queue]).await;
+        assert_eq!(code(&remuda(&db, &["cancel", &id.to_string()]).await), 0);
+        ids.push(id);
+    }
+    let output = remuda(
+        &db,
+        &[
+            "retry",
+            "--state",
+            "cancelled",
+            "--queue",
+            "a",
+            "--kind",
+            "x",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(json(&output)["retried"], 2);
+    let output = remuda(&db, &["retry", "--state", "cancelled", "--queue", "a"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("1 cancelled jobs are available again"),
+        "{}",
+        stdout(&output)
+    );
+    let states: Vec<_> =
+        futures_util::future::join_all(
+            ids.iter().map(|id| {
+                let db = &db;
+                async move {
+                    json(&remuda(db, &["job", &id.to_string(), "--json"]).await)["state"].clone()
+                }
+            }),
+        )
+        .await;
+    assert_eq!(states, ["available", "available", "available", "cancelled"]);
+    let output = remuda(&db, &["retry", "--state", "failed", "--json"]).await;
+    assert_eq!(json(&output)["retried"], 0, "none failed");
+
+    let id = enqueue(&db, &["x", "--deadline", "2031-02-03T04:05:06Z"]).await;
+    let job = json(&remuda(&db, &["job", &id.to_string(), "--json"]).await);
+    assert_eq!(job["expires_at"], "2031-02-03T04:05:06Z");
+    let id = enqueue(&db, &["x", "--deadline-in", "10m"]).await;
+    let job = json(&remuda(&db, &["job", &id.to_string(), "--json"]).await);
+    assert!(job["expires_at"].is_string(), "{job}");
+}
+
+#[tokio::test]
 async fn enqueue_batch_inserts_every_line_or_none() {
     let db = migrated().await;
     let dir = TempDir::new();

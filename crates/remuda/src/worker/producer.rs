@@ -54,7 +54,12 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             continue;
         }
         if uncertain {
-            match release_orphans(&shared).await {
+            // (waits for the completer, which waits for the database: never past a stop)
+            let checked = tokio::select! {
+                _ = stop.cancelled() => return,
+                checked = release_orphans(&shared) => checked,
+            };
+            match checked {
                 Ok(released) => {
                     uncertain = false;
                     if released > 0 {
@@ -149,7 +154,10 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 .await
                 .is_ok()
             {
-                let _ = written.await;
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = written => {}
+                }
             }
             if !drain_confirmed {
                 drain_confirmed = true;
