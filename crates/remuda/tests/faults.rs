@@ -450,7 +450,15 @@ async fn a_snoozed_job_waits_without_using_an_attempt() {
             .config(fast_config())
             .register(Poll),
     );
-    let id = client.enqueue::<Poll>(&()).await.expect("enqueue");
+    // a deadline to start that passes while it snoozes: it started in time, so it holds
+    let id = client
+        .insert(
+            NewJob::for_task::<Poll>(&())
+                .expect("job")
+                .expires_at(chrono::Utc::now() + chrono::Duration::milliseconds(150)),
+        )
+        .await
+        .expect("enqueue");
     let started = Instant::now();
     let job = client
         .wait(id, Duration::from_secs(10))

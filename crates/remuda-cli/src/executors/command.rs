@@ -122,9 +122,13 @@ impl CommandTask {
                 }
                 std::future::pending::<()>().await
             };
+            tokio::pin!(terminate);
             tokio::select! {
-                _ = terminate => unreachable!("pending never resolves"),
-                _ = &mut io => exited.await,
+                _ = &mut terminate => unreachable!("pending never resolves"),
+                _ = &mut io => tokio::select! {
+                    _ = &mut terminate => unreachable!("pending never resolves"),
+                    status = &mut exited => status,
+                },
                 status = &mut exited => {
                     // a grandchild left running (`daemon &`) may hold the pipes open: take
                     // what is there and stop reading soon after the program itself exited

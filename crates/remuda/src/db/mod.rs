@@ -10,6 +10,7 @@ pub use jsonb::Jsonb;
 use crate::{Error, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio_postgres::{Config, NoTls};
 
 /// A connection pool to one database plus what is needed to open dedicated connections
@@ -71,6 +72,21 @@ impl Database {
             _ => SESSION_OPTIONS.to_string(),
         };
         config.options(&options);
+        // A connection that went silent (a partition, a server that vanished) must fail in
+        // seconds, not after the kernel's retransmissions (15 minutes): a worker holds its
+        // outcomes meanwhile and its heartbeat decides its fate. Only defaults are changed.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+            config
+                .keepalives_idle(Duration::from_secs(15))
+                .keepalives_interval(Duration::from_secs(5))
+                .keepalives_retries(3);
+        }
+        if config.get_tcp_user_timeout().is_none() {
+            config.tcp_user_timeout(Duration::from_secs(30));
+        }
         let target = describe(&config);
         let manager = Manager::from_config(
             config.clone(),

@@ -4,6 +4,8 @@
 -- LOCKED walks jobs_available_idx in order), and the rows are then found by primary key
 -- (`id = ANY(...)`). Joined to a CTE instead, the planner chose a hash join over a sequential
 -- scan of the whole table once the table had statistics: a full scan per claim.
+-- started_at is the claim's token: with the attempt it guards every later write about this run
+-- (the attempt alone repeats after a snooze or a release gives it back).
 -- max_attempts left NULL by an untyped enqueue takes this worker's default for the kind ($3).
 UPDATE remuda.jobs j
 SET state = 'running',
@@ -19,9 +21,10 @@ WHERE j.id = ANY(ARRAY(
     WHERE state = 'available'
       AND queue = $1
       AND kind = ANY($2::text[])
-      AND (expires_at IS NULL OR expires_at > now())
+      -- past its deadline to start: left to the expirer, unless it has started before
+      AND (expires_at IS NULL OR expires_at > now() OR started_at IS NOT NULL)
     ORDER BY priority, run_at, id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ))
-RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args
+RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at

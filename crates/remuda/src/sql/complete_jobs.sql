@@ -1,7 +1,9 @@
 -- Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or
 -- available when no backoff is due), or snoozed ('snooze_scheduled' / 'snooze_available':
 -- waits like a retry, but the attempt is not counted and no error is recorded). Guarded: only a row still running for this worker ($7)
--- at the same attempt is written, so a rescued job's late completion is rejected.
+-- in the same run (attempt and claim time $8: a snooze or release gives the attempt number
+-- back, so it alone could match a later run) is written, so a stale write is rejected.
+-- Any outcome ends a streak of lost attempts (see rescue.sql).
 -- Awaited jobs that reached a final state notify `remuda_done`; retries due now notify
 -- `remuda_insert` for their queue.
 -- `j.state::text = 'running'` on purpose: compared as the enum, the planner may drive the join
@@ -12,16 +14,18 @@
 UPDATE remuda.jobs j
 SET state = replace(u.state, 'snooze_', '')::remuda.job_state,
     attempt = j.attempt - (u.state LIKE 'snooze_%')::int,
+    lost_streak = 0,
     finished_at = CASE WHEN u.state IN ('completed', 'failed') THEN now() END,
     run_at = COALESCE(u.run_at, j.run_at),
     result = u.result,
     errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END
-FROM unnest($1::bigint[], $2::int[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[])
-    AS u(id, attempt, state, result, error, run_at)
+FROM unnest($1::bigint[], $2::int[], $3::text[], $4::jsonb[], $5::jsonb[], $6::timestamptz[], $8::timestamptz[])
+    AS u(id, attempt, state, result, error, run_at, started_at)
 WHERE j.id = u.id
   AND j.state::text = 'running'
   AND j.worker_id = $7
   AND j.attempt = u.attempt
+  AND j.started_at = u.started_at
 -- notifications as side effects of the returned rows (no CTE to materialise and rescan);
 -- PostgreSQL sends each distinct (channel, payload) once per transaction
 RETURNING CASE WHEN j.awaited AND u.state IN ('completed', 'failed')

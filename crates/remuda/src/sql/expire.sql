@@ -1,5 +1,6 @@
 -- Move jobs whose start deadline passed before they started to `expired`, with a
--- DEADLINE_EXCEEDED error result, notifying waiters.
+-- DEADLINE_EXCEEDED error result, notifying waiters. A job that has started once (it waits for
+-- a retry, after a snooze, or was given back at shutdown: started_at is set) met its deadline.
 WITH gone AS (
     UPDATE remuda.jobs
     SET state = 'expired', finished_at = now(),
@@ -7,6 +8,7 @@ WITH gone AS (
             'code', 'DEADLINE_EXCEEDED', 'message', 'the job did not start before its deadline ' || expires_at, 'data', NULL))
     WHERE id = ANY(ARRAY(SELECT id FROM remuda.jobs
                          WHERE expires_at <= now() AND state IN ('scheduled', 'available')
+                           AND started_at IS NULL
                          LIMIT $1 FOR UPDATE SKIP LOCKED))
     RETURNING id, awaited
 )

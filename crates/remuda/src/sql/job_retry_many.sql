@@ -4,7 +4,7 @@
 WITH retried AS (
     UPDATE remuda.jobs j
     SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
-        expires_at = NULL,
+        expires_at = NULL, lost_streak = 0,
         max_attempts = CASE WHEN j.max_attempts IS NULL THEN NULL
                             ELSE GREATEST(j.max_attempts, j.attempt + 1) END
     WHERE j.id = ANY(ARRAY(

@@ -1,12 +1,15 @@
 -- Give running jobs back without burning an attempt (graceful shutdown past its timeout):
 -- available again, attempt restored, and the queues woken so another worker takes them.
--- Guarded like a completion: still running for this worker ($3) at the same attempt ($2).
+-- Guarded like a completion: still running for this worker ($3) in the same run (attempt $2,
+-- claim time $4). started_at is kept: the job has started once, so its deadline no longer
+-- applies (see expire.sql).
 WITH released AS (
     UPDATE remuda.jobs j
-    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL, started_at = NULL
-    FROM unnest($1::bigint[], $2::int[]) AS u(id, attempt)
+    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL
+    FROM unnest($1::bigint[], $2::int[], $4::timestamptz[]) AS u(id, attempt, started_at)
     -- state as text: found by primary key, never by a partial index (see complete_jobs.sql)
-    WHERE j.id = u.id AND j.attempt = u.attempt AND j.state::text = 'running' AND j.worker_id = $3
+    WHERE j.id = u.id AND j.attempt = u.attempt AND j.started_at = u.started_at
+      AND j.state::text = 'running' AND j.worker_id = $3
     RETURNING j.queue
 )
 SELECT (SELECT count(*) FROM released) AS released,

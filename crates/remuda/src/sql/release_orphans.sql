@@ -6,7 +6,7 @@
 -- only after a claim failed.
 WITH released AS (
     UPDATE remuda.jobs j
-    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL, started_at = NULL
+    SET state = 'available', attempt = j.attempt - 1, worker_id = NULL
     WHERE j.id = ANY(ARRAY(
         SELECT x.id FROM remuda.jobs x
         WHERE x.state = 'running' AND x.worker_id = $1 AND x.id <> ALL($2::bigint[])

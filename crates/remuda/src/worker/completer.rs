@@ -24,6 +24,8 @@ pub(crate) enum Outcome {
     Write {
         id: i64,
         attempt: i32,
+        /// The claim's time (with the attempt, the guard of the write).
+        started_at: DateTime<Utc>,
         state: &'static str,
         result: Option<Jsonb>,
         error: Option<Jsonb>,
@@ -31,7 +33,11 @@ pub(crate) enum Outcome {
     },
     /// Give the job back untouched (shutdown, or a stop that may not have been a real
     /// cancel): the attempt is not counted. Guarded, so a job really cancelled stays so.
-    Release { id: i64, attempt: i32 },
+    Release {
+        id: i64,
+        attempt: i32,
+        started_at: DateTime<Utc>,
+    },
     /// Everything sent before this is written (or given up) when the sender hears back.
     Flush(tokio::sync::oneshot::Sender<()>),
     /// Everything sent before this is written; the completer stops.
@@ -184,7 +190,13 @@ async fn write_fallback(
 
 /// The outcome written instead of one the database refused: the job fails, saying why.
 fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
-    let Outcome::Write { id, attempt, .. } = outcome else {
+    let Outcome::Write {
+        id,
+        attempt,
+        started_at,
+        ..
+    } = outcome
+    else {
         return None;
     };
     let message = format!("the outcome of this attempt could not be stored: {error}");
@@ -192,6 +204,7 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
     Some(Outcome::Write {
         id: *id,
         attempt: *attempt,
+        started_at: *started_at,
         state: "failed",
         result: Some(Jsonb(result.to_string())),
         // not appended to `errors`: the refusal may have been about that very array
@@ -223,11 +236,14 @@ async fn write(
     let mut run_ats = Vec::with_capacity(n);
     let mut released = Vec::new();
     let mut released_attempts = Vec::new();
+    let mut started = Vec::with_capacity(n);
+    let mut released_started = Vec::new();
     for outcome in batch {
         match outcome {
             Outcome::Write {
                 id,
                 attempt,
+                started_at,
                 state,
                 result,
                 error,
@@ -235,14 +251,20 @@ async fn write(
             } => {
                 ids.push(*id);
                 attempts.push(*attempt);
+                started.push(*started_at);
                 states.push(*state);
                 results.push(result.as_ref());
                 errors.push(error.as_ref());
                 run_ats.push(*run_at);
             }
-            Outcome::Release { id, attempt } => {
+            Outcome::Release {
+                id,
+                attempt,
+                started_at,
+            } => {
                 released.push(*id);
                 released_attempts.push(*attempt);
+                released_started.push(*started_at);
             }
             Outcome::Stop | Outcome::Flush(_) => {}
         }
@@ -254,7 +276,7 @@ async fn write(
             .execute(
                 &statement,
                 &[
-                    &ids, &attempts, &states, &results, &errors, &run_ats, &worker_id,
+                    &ids, &attempts, &states, &results, &errors, &run_ats, &worker_id, &started,
                 ],
             )
             .await?;
@@ -271,8 +293,11 @@ async fn write(
     }
     if !released.is_empty() {
         let statement = conn.prepare_cached(sql::RELEASE_JOBS).await?;
-        conn.execute(&statement, &[&released, &released_attempts, &worker_id])
-            .await?;
+        conn.execute(
+            &statement,
+            &[&released, &released_attempts, &worker_id, &released_started],
+        )
+        .await?;
     }
     Ok(())
 }

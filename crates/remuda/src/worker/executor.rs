@@ -5,7 +5,7 @@ use super::completer::Outcome;
 use super::{lock, Running, Shared};
 use crate::db::Jsonb;
 use crate::task::{JobContext, TaskError};
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
@@ -22,6 +22,8 @@ pub(crate) struct Claimed {
     pub max_attempts: i32,
     pub timeout_ms: Option<i64>,
     pub args: Jsonb,
+    /// The claim's time: with the attempt, the token that guards writes about this run.
+    pub started_at: DateTime<Utc>,
 }
 
 /// Runs the job to its outcome; the permit (the concurrency slot) is held until the outcome
@@ -41,6 +43,7 @@ pub(crate) async fn execute(
             .send(Outcome::Release {
                 id: job.id,
                 attempt: job.attempt,
+                started_at: job.started_at,
             })
             .await;
         lock(&shared.running).remove(&job.id);
@@ -85,6 +88,7 @@ pub(crate) async fn execute(
     let release = Outcome::Release {
         id: job.id,
         attempt: job.attempt,
+        started_at: job.started_at,
     };
     let outcome = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
@@ -147,6 +151,7 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,
+        started_at: job.started_at,
         state: "completed",
         result: Some(Jsonb(text)),
         error: None,
@@ -218,6 +223,7 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,
+        started_at: job.started_at,
         state: "failed",
         result: Some(Jsonb(result.to_string())),
         error: Some(error_entry(shared, job, &error)),
@@ -235,6 +241,7 @@ fn snooze(shared: &Shared, job: &Claimed, error: &TaskError) -> Outcome {
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,
+        started_at: job.started_at,
         state: if delay.is_zero() {
             "snooze_available"
         } else {
@@ -265,6 +272,7 @@ fn failure(
     Outcome::Write {
         id: job.id,
         attempt: job.attempt,
+        started_at: job.started_at,
         state: if delay.is_zero() {
             "available"
         } else {

@@ -74,16 +74,25 @@ async fn beat(db: &Database, r: &Registration, running: i32) -> Result<bool> {
 /// Stops every running job: asked at once, aborted after `grace`. The producer claims nothing
 /// while the worker is fenced.
 fn fence(shared: &Shared, grace: Duration) {
+    // under the lock the producer takes to start a job: no job starts unstopped
+    let running = lock(&shared.running);
     shared.fenced.store(true, Ordering::SeqCst);
     // a claim whose answer arrives after this starts nothing (see the producer)
     shared.epoch.fetch_add(1, Ordering::SeqCst);
-    for running in lock(&shared.running).values() {
-        running.stop(grace);
+    for job in running.values() {
+        job.stop(grace);
     }
 }
 
 /// Heartbeats until `stop`, reporting how many jobs run, and fences the worker when it cannot.
-pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: CancellationToken) {
+/// `registered` is when the registration statement was sent: the clock of self-fencing starts
+/// there, as the database's clock of this worker's silence does.
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    registration: Registration,
+    registered: Instant,
+    stop: CancellationToken,
+) {
     let every = shared.config.heartbeat_interval;
     let fence_after = shared.config.rescue_after.saturating_sub(every);
     // the jobs must be gone before rescue_after: half an interval of the remaining margin
@@ -91,8 +100,7 @@ pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: C
     // a heartbeat stuck on a connection that went silent must not stop the clock
     let patience = every.max(Duration::from_secs(1));
     let id = &registration.id;
-    // registered just before this started
-    let mut last_ok = Instant::now();
+    let mut last_ok = registered;
     loop {
         let fence_at = tokio::time::Instant::from_std(last_ok + fence_after);
         let fenced = shared.fenced.load(Ordering::SeqCst);
@@ -136,13 +144,16 @@ pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: C
                     lock(&shared.running).len()
                 );
                 fence(&shared, Duration::ZERO);
-                match register(&shared.db, &registration).await {
-                    Ok(()) => {
+                match tokio::time::timeout(patience, register(&shared.db, &registration)).await {
+                    Ok(Ok(())) => {
                         last_ok = started;
                         shared.fenced.store(false, Ordering::SeqCst);
                         shared.wake.notify_one();
                     }
-                    Err(e) => tracing::warn!("remuda worker {id}: cannot register again: {e}"),
+                    Ok(Err(e)) => {
+                        tracing::warn!("remuda worker {id}: cannot register again: {e}")
+                    }
+                    Err(_) => tracing::warn!("remuda worker {id}: registering again got no answer"),
                 }
             }
             Ok(Err(e)) => tracing::warn!("remuda worker {id}: heartbeat failed: {e}"),
@@ -157,8 +168,18 @@ pub(crate) async fn run(shared: Arc<Shared>, registration: Registration, stop: C
     }
 }
 
-/// Fences a worker whose heartbeats have not got through since `last_ok`.
+/// Fences a worker whose heartbeats have not got through since `last_ok`. Fencing late (the
+/// process was paused, or starved of CPU) leaves no time for a grace: the jobs are aborted.
 fn fence_for_silence(shared: &Shared, last_ok: Instant, grace: Duration) {
+    let late = shared
+        .config
+        .rescue_after
+        .saturating_sub(shared.config.heartbeat_interval / 2);
+    let grace = if last_ok.elapsed() >= late {
+        Duration::ZERO
+    } else {
+        grace
+    };
     tracing::error!(
         "remuda worker {}: no heartbeat got through for {}; stopping its {} jobs before they are rescued, and claiming nothing until the database answers",
         shared.worker_id,

@@ -293,6 +293,18 @@ impl Worker {
                     .into(),
             ));
         }
+        for (name, value) in [
+            ("heartbeat_interval", config.heartbeat_interval),
+            ("poll_interval", config.poll_interval),
+            ("maintenance_interval", config.maintenance_interval),
+            ("promote_interval", config.promote_interval),
+        ] {
+            if value.is_zero() || value > crate::duration::MAX {
+                return Err(Error::InvalidInput(format!(
+                    "{name} must be more than 0 and at most 100 years"
+                )));
+            }
+        }
         if config.heartbeat_interval * 2 > config.rescue_after {
             return Err(Error::InvalidInput(format!(
                 "heartbeat_interval ({}) must be at most half of rescue_after ({}), or live workers would be taken for dead",
@@ -332,6 +344,7 @@ impl Worker {
             rescue_after_ms: i64::try_from(config.rescue_after.as_millis()).unwrap_or(i64::MAX),
             crash_loop_limit: i32::try_from(config.crash_loop_limit).unwrap_or(i32::MAX),
         };
+        let registered = std::time::Instant::now();
         heartbeat::register(&db, &registration).await?;
 
         let background = CancellationToken::new();
@@ -377,6 +390,7 @@ impl Worker {
         let heartbeat_task = tokio::spawn(heartbeat::run(
             shared.clone(),
             registration,
+            registered,
             background.clone(),
         ));
         let maintenance_task = config.maintenance.then(|| {
@@ -449,15 +463,40 @@ impl Worker {
         }
 
         background.cancel();
-        if let Some(task) = maintenance_task {
-            let _ = task.await;
+        // a database that does not answer must not hold the worker: each last step has the
+        // shutdown timeout (a worker that could not deregister is rescued like a dead one)
+        let patience = config.shutdown_timeout;
+        if let Some(mut task) = maintenance_task {
+            if tokio::time::timeout(patience, &mut task).await.is_err() {
+                task.abort();
+            }
         }
         // a heartbeat in flight must not bring the row back after it is gone
-        let _ = heartbeat_task.await;
-        if let Err(e) = maintenance::resign(&db, &worker_id).await {
-            tracing::warn!("remuda worker {worker_id}: cannot resign leadership: {e}");
+        let mut heartbeat_task = heartbeat_task;
+        if tokio::time::timeout(patience, &mut heartbeat_task)
+            .await
+            .is_err()
+        {
+            heartbeat_task.abort();
+            let _ = heartbeat_task.await;
         }
-        heartbeat::deregister(&db, &worker_id).await?;
+        match tokio::time::timeout(patience, maintenance::resign(&db, &worker_id)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::warn!("remuda worker {worker_id}: cannot resign leadership: {e}")
+            }
+            Err(_) => {
+                tracing::warn!("remuda worker {worker_id}: resigning leadership got no answer")
+            }
+        }
+        match tokio::time::timeout(patience, heartbeat::deregister(&db, &worker_id)).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(Error::WorkerFailed(format!(
+                    "worker {worker_id}: the database did not answer at shutdown; its unfinished jobs will be rescued"
+                )))
+            }
+        }
         if let Some(reason) = completer_failure {
             return Err(Error::WorkerFailed(format!(
                 "worker {worker_id}: the completer failed ({reason}); its unfinished jobs will be rescued"

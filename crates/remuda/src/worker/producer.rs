@@ -113,16 +113,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                         more = true;
                     }
                     claimed += jobs.len();
-                    // fenced while the claim was in flight: these jobs may already be
-                    // rescued (claimed before a death verdict); give them back, guarded
-                    let start = epoch == shared.epoch.load(Ordering::SeqCst)
-                        && !shared.fenced.load(Ordering::SeqCst);
                     for job in jobs {
-                        if start {
-                            start_job(&shared, job);
-                        } else {
-                            give_back(&shared, job);
-                        }
+                        start_job(&shared, job, epoch);
                     }
                 }
                 Err(e) => {
@@ -201,24 +193,35 @@ fn jittered(delay: Duration) -> Duration {
 }
 
 /// Registers the job as running (before its executor exists, so that the orphan check and
-/// cancels see it at once) and starts it.
-fn start_job(shared: &Arc<Shared>, job: Claimed) {
-    match shared.slots.clone().try_acquire_owned() {
-        Ok(permit) => {
-            let stop = Running {
-                soft: shared.stop_all.child_token(),
-                hard: tokio_util::sync::CancellationToken::new(),
-            };
-            lock(&shared.running).insert(job.id, stop.clone());
-            if lock(&shared.early_cancels).remove(&job.id).is_some() {
-                stop.stop(shared.config.cancel_grace);
-            }
-            tokio::spawn(executor::execute(shared.clone(), job, stop, permit));
+/// cancels see it at once) and starts it, unless the worker was fenced since the claim was
+/// sent (`epoch`): then the job may already be rescued (claimed before a death verdict), and
+/// it is given back, guarded. The check and the registration happen under the lock that
+/// fencing takes, so a fence cannot slip between them.
+fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
+    // Only the producer takes slots, so one is free for every claimed row; if that ever
+    // fails, give the job back rather than run over the limit.
+    let Ok(permit) = shared.slots.clone().try_acquire_owned() else {
+        give_back(shared, job);
+        return;
+    };
+    let stop = Running {
+        soft: shared.stop_all.child_token(),
+        hard: tokio_util::sync::CancellationToken::new(),
+    };
+    {
+        let mut running = lock(&shared.running);
+        if shared.fenced.load(Ordering::SeqCst) || shared.epoch.load(Ordering::SeqCst) != epoch {
+            drop(running);
+            drop(permit);
+            give_back(shared, job);
+            return;
         }
-        // Only the producer takes slots, so one is free for every claimed row; if that ever
-        // fails, give the job back rather than run over the limit.
-        Err(_) => give_back(shared, job),
+        running.insert(job.id, stop.clone());
     }
+    if lock(&shared.early_cancels).remove(&job.id).is_some() {
+        stop.stop(shared.config.cancel_grace);
+    }
+    tokio::spawn(executor::execute(shared.clone(), job, stop, permit));
 }
 
 /// Releases a claimed job without running it (guarded by worker and attempt).
@@ -230,6 +233,7 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
             .send(super::completer::Outcome::Release {
                 id: job.id,
                 attempt: job.attempt,
+                started_at: job.started_at,
             })
             .await;
     });
@@ -285,6 +289,7 @@ async fn claim(
             max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
             timeout_ms: row.try_get("timeout_ms")?,
             args: row.try_get("args")?,
+            started_at: row.try_get("started_at")?,
         });
     }
     Ok(jobs)
