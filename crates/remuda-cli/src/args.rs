@@ -96,6 +96,10 @@ pub struct JobOptions {
     /// Deadline to start, from now (10m, 1h).
     #[arg(long, value_parser = parse_duration, alias = "expires-in", allow_hyphen_values = true)]
     pub deadline_in: Option<std::time::Duration>,
+    /// Unique key: while a job with this key is scheduled, available, running or completed,
+    /// enqueueing another prints that job's id instead (exit 0; --json adds "duplicate": true).
+    #[arg(long)]
+    pub unique_key: Option<String>,
     /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
     #[arg(long)]
     pub config: Option<PathBuf>,

@@ -79,6 +79,7 @@ async fn job_json_has_the_documented_fields() {
         "finished_at",
         "result",
         "errors",
+        "unique_key",
     ] {
         assert!(job.get(field).is_some(), "missing {field}: {job}");
     }
@@ -228,6 +229,43 @@ async fn redrive_and_deadlines_from_the_command_line() {
     let id = enqueue(&db, &["x", "--deadline-in", "10m"]).await;
     let job = json(&remuda(&db, &["job", &id.to_string(), "--json"]).await);
     assert!(job["expires_at"].is_string(), "{job}");
+}
+
+#[tokio::test]
+async fn a_duplicate_unique_enqueue_prints_the_existing_id() {
+    let db = migrated().await;
+    let first = json(
+        &remuda(
+            &db,
+            &["enqueue", "report", "--unique-key", "daily-42", "--json"],
+        )
+        .await,
+    );
+    assert_eq!(first["duplicate"], false);
+    let output = remuda(
+        &db,
+        &["enqueue", "report", "--unique-key", "daily-42", "--json"],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert_eq!(
+        json(&output),
+        serde_json::json!({"id": first["id"], "duplicate": true})
+    );
+    let output = remuda(&db, &["enqueue", "report", "--unique-key", "daily-42"]).await;
+    assert_eq!(code(&output), 0);
+    assert_eq!(stdout(&output).trim(), first["id"].to_string());
+    assert!(
+        stderr(&output).contains("exists already"),
+        "{}",
+        stderr(&output)
+    );
+    let job = json(&remuda(&db, &["job", &first["id"].to_string(), "--json"]).await);
+    assert_eq!(job["unique_key"], "daily-42");
+    let other = json(&remuda(&db, &["enqueue", "report", "--json"]).await);
+    assert_eq!(other["duplicate"], false);
+    let plain = json(&remuda(&db, &["job", &other["id"].to_string(), "--json"]).await);
+    assert_eq!(plain["unique_key"], serde_json::Value::Null);
 }
 
 #[tokio::test]

@@ -178,6 +178,8 @@ pub struct Job {
     pub result: Option<JobResult>,
     /// Every failed attempt, oldest first.
     pub errors: Vec<AttemptError>,
+    /// The unique key it holds (with the period's number, or the args digest), if unique.
+    pub unique_key: Option<String>,
 }
 
 impl Job {
@@ -204,6 +206,7 @@ impl Job {
             args: row.try_get("args")?,
             result: result.map(serde_json::from_value).transpose()?,
             errors: serde_json::from_value(errors)?,
+            unique_key: row.try_get("unique_key")?,
         })
     }
 }

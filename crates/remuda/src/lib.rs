@@ -46,7 +46,7 @@ pub mod task;
 pub mod testing;
 pub mod worker;
 
-pub use client::{Client, JobFilter, NewJob, QueueStats, WorkerInfo};
+pub use client::{Client, Inserted, JobFilter, NewJob, QueueStats, Unique, WorkerInfo};
 pub use db::{Database, Jsonb};
 pub use error::{Error, Result};
 pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};

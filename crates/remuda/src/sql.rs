@@ -12,6 +12,8 @@ pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
 pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
 /// Insert any number of jobs in one statement from parallel arrays (one element per job). …
 pub(crate) const INSERT_JOBS: &str = include_str!("sql/insert_jobs.sql");
+/// Insert jobs of which some are unique, in one statement: a job whose unique key ($9) is held …
+pub(crate) const INSERT_UNIQUE_JOBS: &str = include_str!("sql/insert_unique_jobs.sql");
 /// Cancel a job that has not finished. A running job's worker is told on `remuda_cancel` …
 pub(crate) const JOB_CANCEL: &str = include_str!("sql/job_cancel.sql");
 /// One job, every column the CLI and the API show.
@@ -42,6 +44,10 @@ pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql")
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
 /// Which of the jobs $1 this worker ($2) runs are no longer its own: cancelled, rescued, or …
 pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
+/// Unique keys for "unique by args": the kind and the md5 of the args as jsonb (which orders …
+pub(crate) const UNIQUE_ARGS_KEYS: &str = include_str!("sql/unique_args_keys.sql");
+/// The jobs that hold the unique keys $1 (in their unique states): the existing jobs a …
+pub(crate) const UNIQUE_LOOKUP: &str = include_str!("sql/unique_lookup.sql");
 /// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
 /// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
@@ -60,6 +66,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("copy_jobs", COPY_JOBS),
     ("expire", EXPIRE),
     ("insert_jobs", INSERT_JOBS),
+    ("insert_unique_jobs", INSERT_UNIQUE_JOBS),
     ("job_cancel", JOB_CANCEL),
     ("job_get", JOB_GET),
     ("job_list", JOB_LIST),
@@ -75,6 +82,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("release_orphans", RELEASE_ORPHANS),
     ("rescue", RESCUE),
     ("running_lost", RUNNING_LOST),
+    ("unique_args_keys", UNIQUE_ARGS_KEYS),
+    ("unique_lookup", UNIQUE_LOOKUP),
     ("wait_mark", WAIT_MARK),
     ("worker_deregister", WORKER_DEREGISTER),
     ("worker_heartbeat", WORKER_HEARTBEAT),

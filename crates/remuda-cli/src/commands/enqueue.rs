@@ -25,6 +25,9 @@ fn apply(
     if let Some(queue) = &options.queue {
         job.queue = queue.clone();
     }
+    if let Some(key) = &options.unique_key {
+        job = job.unique_key(key.clone());
+    }
     if let Some(priority) = options.priority {
         job.priority = priority;
     }
@@ -87,10 +90,22 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
         NewJob::from_json(&args.kind, json),
     )?;
     let client = connect::client(db).await?;
-    let id = client.insert(job).await?;
+    let inserted = client
+        .insert_each(std::slice::from_ref(&job))
+        .await?
+        .first()
+        .copied()
+        .ok_or_else(|| CliError::Usage("the enqueue returned no job".into()))?;
+    let id = inserted.id;
+    if inserted.duplicate && !args.json {
+        eprintln!(
+            "a job with unique key {:?} exists already: {id}",
+            args.options.unique_key.as_deref().unwrap_or("")
+        );
+    }
     if !args.wait {
         if args.json {
-            print_json(&serde_json::json!({ "id": id }));
+            print_json(&serde_json::json!({ "id": id, "duplicate": inserted.duplicate }));
         } else {
             println!("{id}");
         }

@@ -31,6 +31,66 @@ pub struct NewJob {
     pub expires_at: Option<DateTime<Utc>>,
     /// Timeout of each attempt, overriding the task's.
     pub timeout: Option<Duration>,
+    /// Uniqueness: enqueueing a job whose key another job holds (in one of the unique states)
+    /// returns that job instead of inserting.
+    pub unique: Option<Unique>,
+}
+
+/// How a job is unique (River's and Oban's unique jobs): by a key of the caller's or by its
+/// kind and args, among the jobs in some states, optionally within a period.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unique {
+    /// The key; `None` with `by_args`.
+    pub key: Option<String>,
+    /// The key is the kind plus a digest of the args (and `key`, if also set).
+    pub by_args: bool,
+    /// States in which a job holds its key (default: scheduled, available, running, completed;
+    /// failed, cancelled and expired jobs do not block a new one).
+    pub states: Vec<crate::JobState>,
+    /// The key holds only within this period (aligned to the Unix epoch): "at most one per
+    /// hour" is a period of one hour.
+    pub period: Option<Duration>,
+}
+
+impl Default for Unique {
+    fn default() -> Self {
+        use crate::JobState::*;
+        Unique {
+            key: None,
+            by_args: false,
+            states: vec![Scheduled, Available, Running, Completed],
+            period: None,
+        }
+    }
+}
+
+impl Unique {
+    /// The key as stored, before the by-args digest: the caller's key plus the period's
+    /// number when there is a period.
+    fn stored(&self, now: DateTime<Utc>) -> String {
+        let mut key = self.key.clone().unwrap_or_default();
+        if let Some(period) = self.period {
+            let ms = u128::try_from(now.timestamp_millis()).unwrap_or(0);
+            let bucket = ms / period.as_millis().max(1);
+            key.push_str(&format!("@{bucket}"));
+        }
+        key
+    }
+
+    /// The states as a PostgreSQL array literal.
+    fn states_literal(&self) -> String {
+        let names: Vec<&str> = self.states.iter().map(|s| s.as_str()).collect();
+        format!("{{{}}}", names.join(","))
+    }
+}
+
+/// What an enqueue did with one job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inserted {
+    /// The job's id: the new one, or for a duplicate the existing job's.
+    pub id: i64,
+    /// Whether an existing job with the same unique key was returned instead of inserting.
+    pub duplicate: bool,
 }
 
 impl NewJob {
@@ -50,6 +110,7 @@ impl NewJob {
             run_at: None,
             expires_at: None,
             timeout: None,
+            unique: None,
         }
     }
 
@@ -104,6 +165,29 @@ impl NewJob {
         self
     }
 
+    /// Makes the job unique by `key`: while a job with this key is in one of the unique states
+    /// (see [`Unique`]), enqueueing another returns that job instead.
+    pub fn unique_key(mut self, key: impl Into<String>) -> Self {
+        self.unique.get_or_insert_with(Unique::default).key = Some(key.into());
+        self
+    }
+    /// Makes the job unique by its kind and args (compared as JSON values: key order and
+    /// spacing do not matter).
+    pub fn unique_by_args(mut self) -> Self {
+        self.unique.get_or_insert_with(Unique::default).by_args = true;
+        self
+    }
+    /// Sets the states in which a unique job holds its key.
+    pub fn unique_states<I: IntoIterator<Item = crate::JobState>>(mut self, states: I) -> Self {
+        self.unique.get_or_insert_with(Unique::default).states = states.into_iter().collect();
+        self
+    }
+    /// Limits uniqueness to a period (at most one such job per period).
+    pub fn unique_period(mut self, period: Duration) -> Self {
+        self.unique.get_or_insert_with(Unique::default).period = Some(period);
+        self
+    }
+
     /// The timeout as stored (`timeout_ms`): whole milliseconds, at least 1.
     fn timeout_ms(&self) -> Option<i64> {
         self.timeout
@@ -141,24 +225,75 @@ impl NewJob {
         if matches!(self.timeout, Some(t) if t.is_zero()) {
             return bad(format!("job {}: timeout must be more than zero", self.kind));
         }
+        if let Some(unique) = &self.unique {
+            if !unique.by_args && unique.key.as_deref().is_none_or(|k| k.is_empty()) {
+                return bad(format!(
+                    "job {}: a unique job needs a non-empty key, or uniqueness by args",
+                    self.kind
+                ));
+            }
+            if unique
+                .key
+                .as_ref()
+                .is_some_and(|k| k.len() > MAX_UNIQUE_KEY)
+            {
+                return bad(format!(
+                    "job {}: the unique key is over {MAX_UNIQUE_KEY} bytes; use a digest of it",
+                    self.kind
+                ));
+            }
+            if unique.states.is_empty() {
+                return bad(format!(
+                    "job {}: a unique job needs at least one state in which it holds its key",
+                    self.kind
+                ));
+            }
+            if matches!(unique.period, Some(p) if p.as_millis() == 0) {
+                return bad(format!(
+                    "job {}: the unique period must be at least 1 ms",
+                    self.kind
+                ));
+            }
+        }
         Ok(())
     }
 }
 
-/// Inserts jobs with one statement (`insert_jobs.sql`, already prepared on `conn`, a pooled
-/// connection or the caller's transaction) and returns their ids in the same order.
+/// Longest unique key accepted (btree entries must fit a third of a page).
+pub const MAX_UNIQUE_KEY: usize = 1000;
+
+/// The statements an enqueue may use, prepared on the connection it runs on.
+pub(crate) struct Statements {
+    /// `insert_jobs.sql`: jobs without uniqueness.
+    pub plain: tokio_postgres::Statement,
+    /// `insert_unique_jobs.sql`, `unique_lookup.sql`, `unique_args_keys.sql`: prepared only
+    /// when a job of the batch is unique.
+    pub unique: Option<[tokio_postgres::Statement; 3]>,
+}
+
+/// Whether any job of the batch asks for uniqueness.
+pub(crate) fn any_unique(jobs: &[NewJob]) -> bool {
+    jobs.iter().any(|j| j.unique.is_some())
+}
+
+/// Inserts jobs with one statement and returns, in the same order, each one's id and whether
+/// it was a duplicate of an existing unique job.
 pub(crate) async fn insert_many<C: GenericClient>(
     conn: &C,
-    statement: &tokio_postgres::Statement,
+    statements: &Statements,
     jobs: &[NewJob],
     max_payload: usize,
-) -> Result<Vec<i64>> {
+) -> Result<Vec<Inserted>> {
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
     for job in jobs {
         job.validate(max_payload)?;
     }
+    if let (true, Some(unique)) = (any_unique(jobs), &statements.unique) {
+        return insert_unique(conn, unique, jobs).await;
+    }
+    let statement = &statements.plain;
     let n = jobs.len();
     let mut queues = Vec::with_capacity(n);
     let mut kinds = Vec::with_capacity(n);
@@ -193,7 +328,143 @@ pub(crate) async fn insert_many<C: GenericClient>(
             ],
         )
         .await?;
-    Ok(rows.iter().map(|row| row.get(0)).collect())
+    rows.iter()
+        .map(|row| {
+            Ok(Inserted {
+                id: row.try_get(0)?,
+                duplicate: false,
+            })
+        })
+        .collect()
+}
+
+/// The unique path: keys computed (by-args digests by the database), one `INSERT … ON
+/// CONFLICT DO NOTHING`, then the ids of the duplicates looked up. A duplicate whose holder
+/// left its unique states between the two statements is inserted on the next round.
+async fn insert_unique<C: GenericClient>(
+    conn: &C,
+    [insert, lookup, args_keys]: &[tokio_postgres::Statement; 3],
+    jobs: &[NewJob],
+) -> Result<Vec<Inserted>> {
+    let now = Utc::now();
+    let mut keys: Vec<Option<String>> = jobs
+        .iter()
+        .map(|j| j.unique.as_ref().map(|u| u.stored(now)))
+        .collect();
+    let by_args: Vec<usize> = (0..jobs.len())
+        .filter(|&i| jobs[i].unique.as_ref().is_some_and(|u| u.by_args))
+        .collect();
+    if !by_args.is_empty() {
+        let kinds: Vec<&str> = by_args.iter().map(|&i| jobs[i].kind.as_str()).collect();
+        let args: Vec<&Jsonb> = by_args.iter().map(|&i| &jobs[i].args).collect();
+        let rows = conn.query(args_keys, &[&kinds, &args]).await?;
+        for (&i, row) in by_args.iter().zip(&rows) {
+            let digest: String = row.try_get(0)?;
+            let suffix = keys[i].take().unwrap_or_default();
+            keys[i] = Some(if suffix.is_empty() {
+                digest
+            } else {
+                format!("{digest}|{suffix}")
+            });
+        }
+    }
+    let mut done: Vec<Option<Inserted>> = vec![None; jobs.len()];
+    for _round in 0..5 {
+        let pending: Vec<usize> = (0..jobs.len()).filter(|&i| done[i].is_none()).collect();
+        if pending.is_empty() {
+            break;
+        }
+        let n = pending.len();
+        let mut queues = Vec::with_capacity(n);
+        let mut kinds = Vec::with_capacity(n);
+        let mut priorities = Vec::with_capacity(n);
+        let mut max_attempts = Vec::with_capacity(n);
+        let mut run_ats = Vec::with_capacity(n);
+        let mut expires = Vec::with_capacity(n);
+        let mut timeouts = Vec::with_capacity(n);
+        let mut args = Vec::with_capacity(n);
+        let mut unique_keys = Vec::with_capacity(n);
+        let mut states = Vec::with_capacity(n);
+        for &i in &pending {
+            let job = &jobs[i];
+            queues.push(job.queue.as_str());
+            kinds.push(job.kind.as_str());
+            priorities.push(job.priority);
+            max_attempts.push(job.max_attempts);
+            run_ats.push(job.run_at);
+            expires.push(job.expires_at);
+            timeouts.push(job.timeout_ms());
+            args.push(&job.args);
+            unique_keys.push(keys[i].as_deref());
+            states.push(job.unique.as_ref().map(Unique::states_literal));
+        }
+        let rows = conn
+            .query(
+                insert,
+                &[
+                    &queues,
+                    &kinds,
+                    &priorities,
+                    &max_attempts,
+                    &run_ats,
+                    &expires,
+                    &timeouts,
+                    &args,
+                    &unique_keys,
+                    &states,
+                ],
+            )
+            .await?;
+        // inserted rows come back in input order: match them, the rest are duplicates
+        let mut returned = rows.iter().peekable();
+        let mut duplicates: Vec<(usize, String)> = Vec::new();
+        for &i in &pending {
+            let matches = match returned.peek() {
+                Some(row) => row.try_get::<_, Option<String>>(1)? == keys[i],
+                None => false,
+            };
+            match (matches, &keys[i]) {
+                (true, _) | (false, None) => {
+                    let row = returned.next().ok_or_else(|| {
+                        Error::InvalidInput("the insert returned fewer rows than expected".into())
+                    })?;
+                    done[i] = Some(Inserted {
+                        id: row.try_get(0)?,
+                        duplicate: false,
+                    });
+                }
+                (false, Some(key)) => duplicates.push((i, key.clone())),
+            }
+        }
+        if duplicates.is_empty() {
+            break;
+        }
+        let wanted: Vec<&str> = duplicates.iter().map(|(_, k)| k.as_str()).collect();
+        let holders: std::collections::HashMap<String, i64> = conn
+            .query(lookup, &[&wanted])
+            .await?
+            .iter()
+            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+            .collect::<Result<_>>()?;
+        for (i, key) in duplicates {
+            if let Some(&id) = holders.get(&key) {
+                done[i] = Some(Inserted {
+                    id,
+                    duplicate: true,
+                });
+            }
+        }
+    }
+    done.into_iter()
+        .map(|d| {
+            d.ok_or_else(|| {
+                Error::InvalidInput(
+                    "a unique job's key kept changing hands while it was enqueued; try again"
+                        .into(),
+                )
+            })
+        })
+        .collect()
 }
 
 /// Inserts jobs inside `tx` the fastest way: jobs due now with binary COPY, jobs with a
@@ -206,14 +477,19 @@ pub(crate) async fn insert_bulk(
     for job in jobs {
         job.validate(max_payload)?;
     }
-    let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs.iter().partition(|j| j.run_at.is_none());
+    // COPY cannot skip duplicates: unique jobs and jobs due later go through INSERT
+    let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs
+        .iter()
+        .partition(|j| j.run_at.is_none() && j.unique.is_none());
     let mut inserted = 0;
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();
-        let statement = tx.prepare(sql::INSERT_JOBS).await?;
-        inserted += insert_many(tx, &statement, &later, max_payload)
+        let statements = prepare(tx, &later).await?;
+        inserted += insert_many(tx, &statements, &later, max_payload)
             .await?
-            .len() as u64;
+            .iter()
+            .filter(|i| !i.duplicate)
+            .count() as u64;
     }
     if !now.is_empty() {
         let sink = tx.copy_in(sql::COPY_JOBS).await?;
@@ -248,4 +524,44 @@ pub(crate) async fn insert_bulk(
         inserted += writer.finish().await?;
     }
     Ok(inserted)
+}
+
+/// Prepares (uncached: on the caller's connection) the statements a batch needs.
+pub(crate) async fn prepare<C: GenericClient>(conn: &C, jobs: &[NewJob]) -> Result<Statements> {
+    let plain = conn.prepare(sql::INSERT_JOBS).await?;
+    let unique = if any_unique(jobs) {
+        Some([
+            conn.prepare(sql::INSERT_UNIQUE_JOBS).await?,
+            conn.prepare(sql::UNIQUE_LOOKUP).await?,
+            conn.prepare(sql::UNIQUE_ARGS_KEYS).await?,
+        ])
+    } else {
+        None
+    };
+    Ok(Statements { plain, unique })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_numbers_the_key_by_its_window() {
+        let unique = Unique {
+            key: Some("report".into()),
+            period: Some(Duration::from_secs(3600)),
+            ..Unique::default()
+        };
+        let at = |s: &str| s.parse::<DateTime<Utc>>().expect("time");
+        let a = unique.stored(at("2026-11-30T10:05:00Z"));
+        let b = unique.stored(at("2026-11-30T10:55:00Z"));
+        let c = unique.stored(at("2026-11-30T11:00:00Z"));
+        assert_eq!(a, b, "same hour");
+        assert_ne!(b, c, "next hour");
+        assert!(a.starts_with("report@"));
+        assert_eq!(
+            Unique::default().states_literal(),
+            "{scheduled,available,running,completed}"
+        );
+    }
 }

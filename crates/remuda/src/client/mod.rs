@@ -14,7 +14,7 @@
 mod insert;
 mod wait;
 
-pub use insert::NewJob;
+pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 
 use crate::db::listener::Listener;
 use crate::db::{Database, DEFAULT_POOL_SIZE};
@@ -185,18 +185,45 @@ impl Client {
     }
 
     /// Enqueues many jobs in one statement (one round trip once prepared); returns their ids
-    /// in order. All or none are inserted.
+    /// in order (for a duplicate unique job, the existing job's id). All or none are inserted.
     pub async fn insert_many(&self, jobs: &[NewJob]) -> Result<Vec<i64>> {
+        Ok(ids(self.insert_each(jobs).await?))
+    }
+
+    /// [`Client::insert_many`], saying for each job whether it was a duplicate of an
+    /// existing unique job (whose id is returned) or inserted.
+    pub async fn insert_each(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::INSERT_JOBS).await?;
-        insert::insert_many(&**conn, &statement, jobs, self.inner.max_payload).await
+        let statements = insert::Statements {
+            plain: conn.prepare_cached(sql::INSERT_JOBS).await?,
+            unique: if insert::any_unique(jobs) {
+                Some([
+                    conn.prepare_cached(sql::INSERT_UNIQUE_JOBS).await?,
+                    conn.prepare_cached(sql::UNIQUE_LOOKUP).await?,
+                    conn.prepare_cached(sql::UNIQUE_ARGS_KEYS).await?,
+                ])
+            } else {
+                None
+            },
+        };
+        insert::insert_many(&**conn, &statements, jobs, self.inner.max_payload).await
     }
 
     /// Enqueues jobs inside the caller's transaction (or on any connection): they exist if
-    /// and only if that transaction commits, and workers hear of them at commit.
+    /// and only if that transaction commits, and workers hear of them at commit. A unique job
+    /// whose key an uncommitted transaction holds waits for that transaction to end.
     pub async fn insert_in<C: GenericClient>(&self, conn: &C, jobs: &[NewJob]) -> Result<Vec<i64>> {
-        let statement = conn.prepare(sql::INSERT_JOBS).await?;
-        insert::insert_many(conn, &statement, jobs, self.inner.max_payload).await
+        Ok(ids(self.insert_each_in(conn, jobs).await?))
+    }
+
+    /// [`Client::insert_in`], saying for each job whether it was a duplicate.
+    pub async fn insert_each_in<C: GenericClient>(
+        &self,
+        conn: &C,
+        jobs: &[NewJob],
+    ) -> Result<Vec<Inserted>> {
+        let statements = insert::prepare(conn, jobs).await?;
+        insert::insert_many(conn, &statements, jobs, self.inner.max_payload).await
     }
 
     /// Enqueues any number of jobs as fast as PostgreSQL takes them (binary COPY for jobs due
@@ -356,4 +383,8 @@ impl Client {
             })
             .collect()
     }
+}
+
+fn ids(inserted: Vec<Inserted>) -> Vec<i64> {
+    inserted.into_iter().map(|i| i.id).collect()
 }

@@ -23,10 +23,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "reliability",
         sql: include_str!("0002_reliability.sql"),
     },
+    Migration {
+        version: 3,
+        name: "unique_jobs",
+        sql: include_str!("0003_unique_jobs.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 2;
+pub const LATEST: i32 = 3;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

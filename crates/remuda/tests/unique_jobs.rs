@@ -1,0 +1,215 @@
+//! Unique jobs: a duplicate enqueue returns the existing job instead of inserting, under
+//! racing clients, inside batches and transactions, by key or by args, within states and
+//! periods, enforced by the partial unique index.
+
+mod common;
+
+use common::setup;
+use remuda::{JobState, NewJob};
+use std::time::Duration;
+
+fn keyed(key: &str) -> NewJob {
+    NewJob::new("report", &serde_json::json!({"for": key}))
+        .expect("job")
+        .unique_key(key)
+}
+
+#[tokio::test]
+async fn racing_enqueues_of_one_key_insert_one_job() {
+    let (_db, client) = setup().await;
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                for _ in 0..25 {
+                    seen.push(
+                        client
+                            .insert_each(&[keyed("nightly")])
+                            .await
+                            .expect("enqueue")[0],
+                    );
+                }
+                seen
+            })
+        })
+        .collect();
+    let mut all = Vec::new();
+    for racer in racers {
+        all.extend(racer.await.expect("join"));
+    }
+    let first = all[0].id;
+    assert!(
+        all.iter().all(|i| i.id == first),
+        "every racer got the same job"
+    );
+    assert_eq!(
+        all.iter().filter(|i| !i.duplicate).count(),
+        1,
+        "inserted once"
+    );
+    let jobs = client.jobs(&Default::default()).await.expect("list");
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].unique_key.as_deref(), Some("nightly"));
+}
+
+#[tokio::test]
+async fn batches_skip_duplicates_within_and_against_the_table() {
+    let (_db, client) = setup().await;
+    let existing = client.insert(keyed("a")).await.expect("first");
+    let plain = NewJob::new("report", &serde_json::json!({})).expect("job");
+    let result = client
+        .insert_each(&[keyed("a"), plain.clone(), keyed("b"), keyed("b"), plain])
+        .await
+        .expect("batch");
+    assert_eq!(result[0].id, existing);
+    assert!(result[0].duplicate);
+    assert!(!result[1].duplicate && !result[2].duplicate && !result[4].duplicate);
+    assert!(result[3].duplicate, "second b in the same batch");
+    assert_eq!(result[3].id, result[2].id);
+    assert_eq!(
+        client.jobs(&Default::default()).await.expect("list").len(),
+        4
+    );
+    // the bulk path sends unique jobs through INSERT too
+    let n = client
+        .insert_bulk(&[keyed("a"), keyed("c"), NewJob::new("x", &1).expect("job")])
+        .await
+        .expect("bulk");
+    assert_eq!(n, 2, "a was a duplicate");
+}
+
+#[tokio::test]
+async fn a_transaction_holding_a_key_decides_for_the_others() {
+    let (_db, client) = setup().await;
+    let mut holder_conn = client.database().conn().await.expect("conn");
+    let holder = holder_conn.transaction().await.expect("begin");
+    let held = client
+        .insert_in(&*holder, &[keyed("k")])
+        .await
+        .expect("insert in tx")[0];
+    // a second enqueue waits for the holder to end (the index entry is not yet committed)
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move { client.insert_each(&[keyed("k")]).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "waits for the holder");
+    holder.rollback().await.expect("rollback");
+    let after_rollback = waiter.await.expect("join").expect("insert")[0];
+    assert!(
+        !after_rollback.duplicate,
+        "the holder rolled back: inserted"
+    );
+    assert_ne!(after_rollback.id, held);
+
+    let mut conn = client.database().conn().await.expect("conn");
+    let tx = conn.transaction().await.expect("begin");
+    let again = client
+        .insert_each_in(&*tx, &[keyed("k")])
+        .await
+        .expect("insert")[0];
+    assert!(again.duplicate);
+    assert_eq!(again.id, after_rollback.id);
+    tx.commit().await.expect("commit");
+}
+
+#[tokio::test]
+async fn the_scope_of_states_and_the_period_decide_what_is_a_duplicate() {
+    let (_db, client) = setup().await;
+    let conn = client.database().conn().await.expect("conn");
+    // default scope includes completed: a finished report still blocks a new one
+    let id = client.insert(keyed("done")).await.expect("insert");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'completed', finished_at = now() WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("complete");
+    let again = client.insert_each(&[keyed("done")]).await.expect("insert")[0];
+    assert_eq!((again.id, again.duplicate), (id, true));
+    // a narrower scope: only while waiting or running
+    let waiting = || {
+        keyed("live").unique_states([JobState::Scheduled, JobState::Available, JobState::Running])
+    };
+    let first = client.insert(waiting()).await.expect("insert");
+    assert!(client.insert_each(&[waiting()]).await.expect("insert")[0].duplicate);
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'completed', finished_at = now() WHERE id = $1",
+        &[&first],
+    )
+    .await
+    .expect("complete");
+    let second = client.insert_each(&[waiting()]).await.expect("insert")[0];
+    assert!(
+        !second.duplicate,
+        "the completed one no longer holds the key"
+    );
+    // a failed job never blocks (default scope)
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'failed', finished_at = now() WHERE id = $1",
+        &[&second.id],
+    )
+    .await
+    .expect("fail");
+    // a period: one per hour
+    let hourly = || keyed("hourly").unique_period(Duration::from_secs(3600));
+    let h1 = client.insert_each(&[hourly()]).await.expect("insert")[0];
+    let h2 = client.insert_each(&[hourly()]).await.expect("insert")[0];
+    assert!(!h1.duplicate && h2.duplicate);
+    let stored = client
+        .job(h1.id)
+        .await
+        .expect("get")
+        .expect("exists")
+        .unique_key;
+    assert!(stored.is_some_and(|k| k.starts_with("hourly@")));
+    // a manual retry of a job whose key is taken again is refused, not duplicated
+    let err = client.retry(second.id).await;
+    assert!(err.is_ok(), "the key of 'live' is free: {err:?}");
+}
+
+#[tokio::test]
+async fn unique_by_args_compares_json_values() {
+    let (_db, client) = setup().await;
+    let by_args = |args: serde_json::Value| {
+        NewJob::from_json("sync", remuda::Jsonb(args.to_string())).unique_by_args()
+    };
+    let a = client
+        .insert_each(&[by_args(serde_json::json!({"user": 1, "full": true}))])
+        .await
+        .expect("insert")[0];
+    let same = client
+        .insert_each(&[remuda::NewJob::from_json(
+            "sync",
+            remuda::Jsonb(r#"{ "full" : true,"user":1 }"#.into()),
+        )
+        .unique_by_args()])
+        .await
+        .expect("insert")[0];
+    let other = client
+        .insert_each(&[by_args(serde_json::json!({"user": 2, "full": true}))])
+        .await
+        .expect("insert")[0];
+    let other_kind = client
+        .insert_each(&[NewJob::from_json(
+            "export",
+            remuda::Jsonb(r#"{"user": 1, "full": true}"#.into()),
+        )
+        .unique_by_args()])
+        .await
+        .expect("insert")[0];
+    assert!(!a.duplicate);
+    assert_eq!(
+        (same.id, same.duplicate),
+        (a.id, true),
+        "key order and spaces do not matter"
+    );
+    assert!(!other.duplicate);
+    assert!(!other_kind.duplicate, "the kind is part of the key");
+    let err = client
+        .insert(NewJob::new("x", &1).expect("job").unique_key(""))
+        .await
+        .expect_err("empty key");
+    assert!(err.to_string().contains("non-empty key"), "{err}");
+}
