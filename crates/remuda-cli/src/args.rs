@@ -50,6 +50,12 @@ pub enum Command {
     Retry(RetryArgs),
     /// Count jobs per state in each queue.
     Queues(JsonFlag),
+    /// Pause, resume, limit or show one queue (cluster-wide, effective within a second).
+    #[command(subcommand)]
+    Queue(QueueCommand),
+    /// Cluster-wide settings.
+    #[command(subcommand)]
+    Cluster(ClusterCommand),
     /// List live workers.
     Workers(JsonFlag),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
@@ -96,6 +102,9 @@ pub struct JobOptions {
     /// Deadline to start, from now (10m, 1h).
     #[arg(long, value_parser = parse_duration, alias = "expires-in", allow_hyphen_values = true)]
     pub deadline_in: Option<std::time::Duration>,
+    /// Concurrency key (e.g. customer:42): a queue's --key-limit caps running jobs per key.
+    #[arg(long)]
+    pub concurrency_key: Option<String>,
     /// Unique key: while a job with this key is scheduled, available, running or completed,
     /// enqueueing another prints that job's id instead (exit 0; --json adds "duplicate": true).
     #[arg(long)]
@@ -179,6 +188,106 @@ pub struct JobIdArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `remuda queue …`.
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// Stop claiming from a queue cluster-wide (it keeps accepting jobs; running jobs finish).
+    Pause(QueueName),
+    /// Claim from a paused queue again.
+    Resume(QueueName),
+    /// Set a queue's limits (`none` clears one).
+    Set(QueueSetArgs),
+    /// Show a queue's settings and job counts.
+    Show(QueueName),
+}
+
+/// A queue name.
+#[derive(Debug, Args)]
+pub struct QueueName {
+    /// The queue.
+    pub queue: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda queue set`.
+#[derive(Debug, Args)]
+pub struct QueueSetArgs {
+    /// The queue.
+    pub queue: String,
+    /// Most of its jobs running at once, cluster-wide (`none`: no limit).
+    #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
+    pub max_running: Option<Limit>,
+    /// Most running jobs per concurrency key, cluster-wide.
+    #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
+    pub key_limit: Option<Limit>,
+    /// Most starts per period, shared by all workers: N/PERIOD, e.g. 100/1s.
+    #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
+    pub rate: Option<Rate>,
+    /// Most jobs waiting; an enqueue beyond it is refused (exit 2).
+    #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
+    pub max_depth: Option<Limit>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda cluster …`.
+#[derive(Debug, Subcommand)]
+pub enum ClusterCommand {
+    /// Set the cap on jobs running at once across every queue.
+    Set(ClusterSetArgs),
+    /// Show the cluster-wide settings.
+    Show(JsonFlag),
+}
+
+/// `remuda cluster set`.
+#[derive(Debug, Args)]
+pub struct ClusterSetArgs {
+    /// Most jobs running at once across every queue (`none`: no cap).
+    #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
+    pub max_running: Limit,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A limit, or `none` to clear it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit(pub Option<i32>);
+
+/// A rate (N per period), or `none` to clear it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate(pub Option<(i32, std::time::Duration)>);
+
+fn parse_limit(text: &str) -> Result<Limit, String> {
+    if text == "none" {
+        return Ok(Limit(None));
+    }
+    match text.parse::<i32>() {
+        Ok(n) if n >= 0 => Ok(Limit(Some(n))),
+        _ => Err(format!(
+            "{text:?} is not a limit: give a whole number from 0 to {}, or none",
+            i32::MAX
+        )),
+    }
+}
+
+fn parse_rate(text: &str) -> Result<Rate, String> {
+    if text == "none" {
+        return Ok(Rate(None));
+    }
+    let bad = || format!("{text:?} is not a rate: write N/PERIOD, e.g. 100/1s or 5/1m, or none");
+    let (n, period) = text.split_once('/').ok_or_else(bad)?;
+    let n: i32 = n.trim().parse().map_err(|_| bad())?;
+    let period = remuda::duration::parse(period.trim()).map_err(|e| format!("{}: {e}", bad()))?;
+    if n < 1 || period.is_zero() {
+        return Err(bad());
+    }
+    Ok(Rate(Some((n, period))))
 }
 
 /// `remuda retry`.

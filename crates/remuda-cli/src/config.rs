@@ -21,6 +21,25 @@ pub struct Config {
     pub tasks: BTreeMap<String, TaskSection>,
 }
 
+/// `queue_order` as written in the config file.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueOrderName {
+    /// Queues take turns.
+    RoundRobin,
+    /// Queues in the order listed.
+    Strict,
+}
+
+impl From<QueueOrderName> for remuda::QueueOrder {
+    fn from(name: QueueOrderName) -> Self {
+        match name {
+            QueueOrderName::RoundRobin => remuda::QueueOrder::RoundRobin,
+            QueueOrderName::Strict => remuda::QueueOrder::Strict,
+        }
+    }
+}
+
 /// `[worker]`.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -29,6 +48,8 @@ pub struct WorkerSection {
     pub name: Option<String>,
     /// Queues to claim from (default: every queue the tasks name).
     pub queues: Option<Vec<String>>,
+    /// How the queues share free slots: "round_robin" (default) or "strict" (in order).
+    pub queue_order: Option<QueueOrderName>,
     /// Jobs run at once.
     pub concurrency: Option<usize>,
     /// Time running jobs get at shutdown.

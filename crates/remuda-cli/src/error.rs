@@ -21,6 +21,7 @@ impl CliError {
                 remuda::Error::InvalidInput(_)
                 | remuda::Error::NotFound(_)
                 | remuda::Error::WrongState { .. }
+                | remuda::Error::QueueFull(_)
                 | remuda::Error::Json(_) => 2,
                 e if e.is_bad_data() => 2,
                 // unreachable, wrong schema, or anything else the database refused

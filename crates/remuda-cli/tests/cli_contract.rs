@@ -80,6 +80,7 @@ async fn job_json_has_the_documented_fields() {
         "result",
         "errors",
         "unique_key",
+        "concurrency_key",
     ] {
         assert!(job.get(field).is_some(), "missing {field}: {job}");
     }
@@ -266,6 +267,91 @@ async fn a_duplicate_unique_enqueue_prints_the_existing_id() {
     assert_eq!(other["duplicate"], false);
     let plain = json(&remuda(&db, &["job", &other["id"].to_string(), "--json"]).await);
     assert_eq!(plain["unique_key"], serde_json::Value::Null);
+}
+
+#[tokio::test]
+async fn queue_and_cluster_settings_from_the_command_line() {
+    let db = migrated().await;
+    let show = json(&remuda(&db, &["queue", "show", "mail", "--json"]).await);
+    assert_eq!(show["name"], "mail");
+    assert_eq!(show["paused"], false);
+    assert_eq!(show["max_running"], serde_json::Value::Null);
+    let paused = json(&remuda(&db, &["queue", "pause", "mail", "--json"]).await);
+    assert_eq!(paused["paused"], true);
+    let set = remuda(
+        &db,
+        &[
+            "queue",
+            "set",
+            "mail",
+            "--max-running",
+            "5",
+            "--key-limit",
+            "2",
+            "--rate",
+            "100/1s",
+            "--max-depth",
+            "3",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&set), 0, "{}", stderr(&set));
+    let set = json(&set);
+    assert_eq!(set["paused"], true, "set leaves the pause alone");
+    assert_eq!(set["max_running"], 5);
+    assert_eq!(set["key_limit"], 2);
+    assert_eq!(set["rate"], "100/1s");
+    assert_eq!(set["max_depth"], 3);
+    let cleared = json(&remuda(&db, &["queue", "set", "mail", "--rate", "none", "--json"]).await);
+    assert_eq!(cleared["rate"], serde_json::Value::Null);
+    assert_eq!(cleared["max_running"], 5);
+    // paused queues accept jobs; max_depth refuses the fourth waiting one with exit 2
+    for _ in 0..3 {
+        enqueue(
+            &db,
+            &["send", "--queue", "mail", "--concurrency-key", "customer:7"],
+        )
+        .await;
+    }
+    let full = remuda(&db, &["enqueue", "send", "--queue", "mail"]).await;
+    assert_eq!(code(&full), 2, "{}", stderr(&full));
+    assert!(
+        stderr(&full).contains("queue mail is full"),
+        "{}",
+        stderr(&full)
+    );
+    assert!(stderr(&full).contains("--max-depth"), "{}", stderr(&full));
+    let show = json(&remuda(&db, &["queue", "show", "mail", "--json"]).await);
+    assert_eq!(show["jobs"]["available"], 3);
+    let resumed = json(&remuda(&db, &["queue", "resume", "mail", "--json"]).await);
+    assert_eq!(resumed["paused"], false);
+    let job = json(&remuda(&db, &["jobs", "--queue", "mail", "--json", "--limit", "1"]).await);
+    assert_eq!(job[0]["concurrency_key"], "customer:7");
+    for (args, message) in [
+        (vec!["queue", "set", "mail", "--rate", "fast"], "not a rate"),
+        (
+            vec!["queue", "set", "mail", "--max-running", "-1"],
+            "not a limit",
+        ),
+        (vec!["queue", "set", "mail"], "nothing to set"),
+        (
+            vec!["cluster", "set", "--max-running", "lots"],
+            "not a limit",
+        ),
+    ] {
+        let output = remuda(&db, &args).await;
+        assert_eq!(code(&output), 2, "{args:?}");
+        assert!(
+            stderr(&output).contains(message),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+    let cluster = json(&remuda(&db, &["cluster", "set", "--max-running", "40", "--json"]).await);
+    assert_eq!(cluster["max_running"], 40);
+    let cluster = json(&remuda(&db, &["cluster", "set", "--max-running", "none", "--json"]).await);
+    assert_eq!(cluster["max_running"], serde_json::Value::Null);
 }
 
 #[tokio::test]

@@ -37,7 +37,10 @@ pub enum Error {
     },
     /// A query failed.
     #[error("database error: {0}")]
-    Db(#[from] tokio_postgres::Error),
+    Db(tokio_postgres::Error),
+    /// An enqueue would take a queue over its `max_depth`: nothing was enqueued.
+    #[error("{0}")]
+    QueueFull(String),
     /// No connection could be taken from the pool.
     #[error("database pool: {0}")]
     Pool(String),
@@ -121,6 +124,19 @@ impl Error {
     /// exception" and 23 "integrity constraint violation"): bad input, exit code 2.
     pub fn is_bad_data(&self) -> bool {
         matches!(self, Error::Db(e) if e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")))
+    }
+}
+
+impl From<tokio_postgres::Error> for Error {
+    fn from(e: tokio_postgres::Error) -> Self {
+        match e.as_db_error() {
+            // raised by the insert trigger (admission control, migration 0004)
+            Some(db) if db.code().code() == "RQ001" => Error::QueueFull(match db.hint() {
+                Some(hint) => format!("{}; {hint}", db.message()),
+                None => db.message().to_string(),
+            }),
+            _ => Error::Db(e),
+        }
     }
 }
 

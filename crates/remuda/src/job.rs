@@ -180,6 +180,8 @@ pub struct Job {
     pub errors: Vec<AttemptError>,
     /// The unique key it holds (with the period's number, or the args digest), if unique.
     pub unique_key: Option<String>,
+    /// Its concurrency key, if any.
+    pub concurrency_key: Option<String>,
 }
 
 impl Job {
@@ -207,6 +209,7 @@ impl Job {
             result: result.map(serde_json::from_value).transpose()?,
             errors: serde_json::from_value(errors)?,
             unique_key: row.try_get("unique_key")?,
+            concurrency_key: row.try_get("concurrency_key")?,
         })
     }
 }

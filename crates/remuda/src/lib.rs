@@ -46,10 +46,13 @@ pub mod task;
 pub mod testing;
 pub mod worker;
 
-pub use client::{Client, Inserted, JobFilter, NewJob, QueueStats, Unique, WorkerInfo};
+pub use client::{
+    Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueSettings, QueueStats,
+    Unique, WorkerInfo,
+};
 pub use db::{Database, Jsonb};
 pub use error::{Error, Result};
 pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};
 pub use retry::Backoff;
 pub use task::{DynTask, JobContext, Task, TaskError, TaskOptions};
-pub use worker::{Worker, WorkerConfig, WorkerReport, WorkerStats};
+pub use worker::{QueueOrder, Worker, WorkerConfig, WorkerReport, WorkerStats};

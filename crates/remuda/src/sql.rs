@@ -4,6 +4,14 @@
 
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
+/// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5: …
+pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/claim_limited.sql");
+/// Serialise limited claims: per queue ($1), or cluster-wide when the cluster has a cap ($2), …
+pub(crate) const CLAIM_LOCK: &str = include_str!("sql/claim_lock.sql");
+/// The cluster-wide settings (one row).
+pub(crate) const CLUSTER_GET: &str = include_str!("sql/cluster_get.sql");
+/// Set the cluster-wide cap on running jobs ($1, NULL for none) and tell the workers.
+pub(crate) const CLUSTER_SET: &str = include_str!("sql/cluster_set.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
 /// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
@@ -36,6 +44,10 @@ pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
 pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
 /// Number of jobs per queue and state.
 pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
+/// The settings of the queues $1 (rows only for queues that have settings), for workers and …
+pub(crate) const QUEUE_GET: &str = include_str!("sql/queue_get.sql");
+/// Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a …
+pub(crate) const QUEUE_SET: &str = include_str!("sql/queue_set.sql");
 /// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
 pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
 /// Give back the jobs running for worker $1 that it does not know it runs (ids other than $2): …
@@ -62,6 +74,10 @@ pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql")
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
+    ("claim_limited", CLAIM_LIMITED),
+    ("claim_lock", CLAIM_LOCK),
+    ("cluster_get", CLUSTER_GET),
+    ("cluster_set", CLUSTER_SET),
     ("complete_jobs", COMPLETE_JOBS),
     ("copy_jobs", COPY_JOBS),
     ("expire", EXPIRE),
@@ -78,6 +94,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("promote", PROMOTE),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
+    ("queue_get", QUEUE_GET),
+    ("queue_set", QUEUE_SET),
     ("release_jobs", RELEASE_JOBS),
     ("release_orphans", RELEASE_ORPHANS),
     ("rescue", RESCUE),

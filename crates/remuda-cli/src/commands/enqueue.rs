@@ -25,6 +25,9 @@ fn apply(
     if let Some(queue) = &options.queue {
         job.queue = queue.clone();
     }
+    if let Some(key) = &options.concurrency_key {
+        job = job.concurrency_key(key.clone());
+    }
     if let Some(key) = &options.unique_key {
         job = job.unique_key(key.clone());
     }

@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod enqueue;
 mod inspect;
+mod queue;
 mod worker;
 
 use crate::args::{Cli, Command};
@@ -42,6 +43,8 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Retry(args) => inspect::retry(db, args).await,
         Command::Queues(flags) => inspect::queues(db, flags).await,
         Command::Workers(flags) => inspect::workers(db, flags).await,
+        Command::Queue(command) => queue::run(db, command).await,
+        Command::Cluster(command) => queue::cluster(db, command).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {

@@ -53,6 +53,7 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
             .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         exit_when_drained: args.once,
+        queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),
         ..defaults
     };
     if settings.concurrency == 0 {

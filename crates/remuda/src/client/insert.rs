@@ -31,6 +31,9 @@ pub struct NewJob {
     pub expires_at: Option<DateTime<Utc>>,
     /// Timeout of each attempt, overriding the task's.
     pub timeout: Option<Duration>,
+    /// Concurrency key (e.g. `customer:42`): a queue with a `key_limit` runs at most that many
+    /// jobs of one key at once, and keys take turns.
+    pub concurrency_key: Option<String>,
     /// Uniqueness: enqueueing a job whose key another job holds (in one of the unique states)
     /// returns that job instead of inserting.
     pub unique: Option<Unique>,
@@ -110,6 +113,7 @@ impl NewJob {
             run_at: None,
             expires_at: None,
             timeout: None,
+            concurrency_key: None,
             unique: None,
         }
     }
@@ -165,6 +169,11 @@ impl NewJob {
         self
     }
 
+    /// Sets the concurrency key (see [`NewJob::concurrency_key`]).
+    pub fn concurrency_key(mut self, key: impl Into<String>) -> Self {
+        self.concurrency_key = Some(key.into());
+        self
+    }
     /// Makes the job unique by `key`: while a job with this key is in one of the unique states
     /// (see [`Unique`]), enqueueing another returns that job instead.
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
@@ -303,7 +312,9 @@ pub(crate) async fn insert_many<C: GenericClient>(
     let mut expires = Vec::with_capacity(n);
     let mut timeouts = Vec::with_capacity(n);
     let mut args = Vec::with_capacity(n);
+    let mut concurrency_keys = Vec::with_capacity(n);
     for job in jobs {
+        concurrency_keys.push(job.concurrency_key.as_deref());
         queues.push(job.queue.as_str());
         kinds.push(job.kind.as_str());
         priorities.push(job.priority);
@@ -325,6 +336,7 @@ pub(crate) async fn insert_many<C: GenericClient>(
                 &expires,
                 &timeouts,
                 &args,
+                &concurrency_keys,
             ],
         )
         .await?;
@@ -385,8 +397,10 @@ async fn insert_unique<C: GenericClient>(
         let mut args = Vec::with_capacity(n);
         let mut unique_keys = Vec::with_capacity(n);
         let mut states = Vec::with_capacity(n);
+        let mut concurrency_keys = Vec::with_capacity(n);
         for &i in &pending {
             let job = &jobs[i];
+            concurrency_keys.push(job.concurrency_key.as_deref());
             queues.push(job.queue.as_str());
             kinds.push(job.kind.as_str());
             priorities.push(job.priority);
@@ -412,6 +426,7 @@ async fn insert_unique<C: GenericClient>(
                     &args,
                     &unique_keys,
                     &states,
+                    &concurrency_keys,
                 ],
             )
             .await?;
@@ -503,6 +518,7 @@ pub(crate) async fn insert_bulk(
                 Type::TIMESTAMPTZ,
                 Type::INT8,
                 Type::JSONB,
+                Type::TEXT,
             ],
         );
         pin_mut!(writer);
@@ -518,6 +534,7 @@ pub(crate) async fn insert_bulk(
                     &job.expires_at,
                     &timeout,
                     &job.args,
+                    &job.concurrency_key,
                 ])
                 .await?;
         }

@@ -12,9 +12,11 @@
 //! ```
 
 mod insert;
+mod queues;
 mod wait;
 
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
+pub use queues::{ClusterSettings, QueueChange, QueueSettings};
 
 use crate::db::listener::Listener;
 use crate::db::{Database, DEFAULT_POOL_SIZE};

@@ -1,5 +1,6 @@
 //! The LISTEN connection: one dedicated connection per client that receives `remuda_insert`
-//! (queue has new jobs), `remuda_done` (an awaited job finished) and `remuda_cancel` (stop a
+//! (queue has new jobs), `remuda_done` (an awaited job finished), `remuda_queue` (a queue's
+//! settings changed) and `remuda_cancel` (stop a
 //! running job), and fans them out to subscribers. It reconnects with backoff. Each time it
 //! starts listening (the first time too) it sends [`Event::Listening`], so producers poll
 //! once for whatever was announced while nobody listened.
@@ -12,7 +13,12 @@ use tokio_postgres::{AsyncMessage, Config, NoTls};
 use tokio_util::sync::CancellationToken;
 
 /// Channels remuda listens on.
-pub(crate) const CHANNELS: [&str; 3] = ["remuda_insert", "remuda_done", "remuda_cancel"];
+pub(crate) const CHANNELS: [&str; 4] = [
+    "remuda_insert",
+    "remuda_done",
+    "remuda_cancel",
+    "remuda_queue",
+];
 
 /// Something the listener heard.
 #[derive(Clone, Debug)]

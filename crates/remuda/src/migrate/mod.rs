@@ -28,10 +28,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "unique_jobs",
         sql: include_str!("0003_unique_jobs.sql"),
     },
+    Migration {
+        version: 4,
+        name: "queues",
+        sql: include_str!("0004_queues.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 3;
+pub const LATEST: i32 = 4;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

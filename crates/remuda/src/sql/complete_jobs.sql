@@ -30,4 +30,6 @@ WHERE j.id = u.id
 -- PostgreSQL sends each distinct (channel, payload) once per transaction
 RETURNING CASE WHEN j.awaited AND u.state IN ('completed', 'failed')
                THEN pg_notify('remuda_done', j.id::text) END,
-          CASE WHEN u.state IN ('available', 'snooze_available') THEN pg_notify('remuda_insert', j.queue) END
+          -- a job ready again, or room freed in a limited queue (counted jobs, see claim_limited.sql)
+          CASE WHEN u.state IN ('available', 'snooze_available') OR j.counted
+               THEN pg_notify('remuda_insert', j.queue) END

@@ -33,6 +33,9 @@ pub(crate) async fn run(
         match event {
             Ok(Event::Notification { channel, payload }) => match &*channel {
                 "remuda_insert" if queues.contains(&*payload) => shared.wake.notify_one(),
+                "remuda_queue" if &*payload == "*" || queues.contains(&*payload) => {
+                    shared.settings.changed.notify_one();
+                }
                 "remuda_cancel" => {
                     let Some((worker, id)) = payload.rsplit_once(':') else {
                         continue;

@@ -31,6 +31,7 @@ mod dispatch;
 mod executor;
 mod heartbeat;
 mod producer;
+mod settings;
 
 use crate::client::Client;
 use crate::maintenance;
@@ -83,6 +84,9 @@ pub struct WorkerConfig {
     pub promote_interval: Duration,
     /// Whether this worker may be elected to run maintenance.
     pub maintenance: bool,
+    /// How the queues share the free slots: in the order given (`Strict`: a later queue gets
+    /// only what the earlier ones leave) or taking turns (`RoundRobin`, the default).
+    pub queue_order: QueueOrder,
     /// Stop (gracefully) once its queues have no runnable job and nothing is running, like
     /// graphile-worker's `--once`: for batch runs and scripts.
     pub exit_when_drained: bool,
@@ -104,9 +108,21 @@ impl Default for WorkerConfig {
             maintenance_interval: Duration::from_secs(5),
             promote_interval: Duration::from_secs(1),
             maintenance: true,
+            queue_order: QueueOrder::RoundRobin,
             exit_when_drained: false,
         }
     }
+}
+
+/// How a worker serving several queues shares its free slots among them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QueueOrder {
+    /// Each claim round starts with the next queue in turn, so every queue gets its share.
+    #[default]
+    RoundRobin,
+    /// Each claim round starts with the first queue: a later queue runs only what the
+    /// earlier ones leave room for (horsies' CUSTOM priority mode).
+    Strict,
 }
 
 /// Counts of what a worker did, readable while it runs.
@@ -190,6 +206,9 @@ pub(crate) struct Shared {
     fenced: std::sync::atomic::AtomicBool,
     /// Bumped at each fencing: jobs claimed before it are not started.
     epoch: AtomicU64,
+    /// Settings of this worker's queues and of the cluster, refreshed every second and on
+    /// `remuda_queue` notifications (see `settings.rs`).
+    settings: settings::Cache,
     /// Cancels that arrived before their job's executor was registered (a cancel can commit
     /// between the claim's commit and the claimed rows reaching this worker).
     early_cancels: Mutex<HashMap<i64, std::time::Instant>>,
@@ -372,6 +391,7 @@ impl Worker {
             completer: completer_tx,
             fenced: Default::default(),
             epoch: AtomicU64::new(0),
+            settings: settings::Cache::default(),
             stop_all: CancellationToken::new(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
@@ -386,6 +406,8 @@ impl Worker {
                 "remuda worker {worker_id}: not listening for notifications yet; polling meanwhile"
             );
         }
+        settings::refresh(&shared).await;
+        tokio::spawn(settings::run(shared.clone(), background.clone()));
         tokio::spawn(dispatch::run(shared.clone(), events, background.clone()));
         let heartbeat_task = tokio::spawn(heartbeat::run(
             shared.clone(),

@@ -38,6 +38,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut notified = true;
     let mut rechecks = 0u32;
     let mut drain_confirmed = false;
+    // per key-limited queue: the last concurrency key served (keys take turns from there)
+    let mut cursors: std::collections::HashMap<String, String> = Default::default();
     // a claim failed: its statement may have committed with the answer lost
     let mut uncertain = false;
     loop {
@@ -106,8 +108,40 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 more = true;
                 break;
             }
+            let settings = shared.settings.queue(queue);
+            if settings.as_ref().is_some_and(|s| s.paused) {
+                continue;
+            }
+            let cluster_cap = shared.settings.cluster_max_running().is_some();
+            let limited = cluster_cap || settings.as_ref().is_some_and(|s| s.limits_claims());
             let epoch = shared.epoch.load(Ordering::SeqCst);
-            match claim(&shared, queue, &kinds, &defaults, free as i64).await {
+            let claiming = async {
+                if limited {
+                    let cursor = cursors.get(queue).map_or("", String::as_str);
+                    let (jobs, last_key) = claim_limited(
+                        &shared,
+                        queue,
+                        &kinds,
+                        &defaults,
+                        free as i64,
+                        cluster_cap,
+                        cursor,
+                    )
+                    .await?;
+                    Ok::<_, crate::Error>((jobs, last_key))
+                } else {
+                    Ok((
+                        claim(&shared, queue, &kinds, &defaults, free as i64).await?,
+                        None,
+                    ))
+                }
+            };
+            match claiming.await.map(|(jobs, last_key)| {
+                if let Some(key) = last_key {
+                    cursors.insert(queue.clone(), key);
+                }
+                jobs
+            }) {
                 Ok(jobs) => {
                     if jobs.len() == free {
                         more = true;
@@ -125,7 +159,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 }
             }
         }
-        start = start.wrapping_add(1);
+        if shared.config.queue_order == super::QueueOrder::RoundRobin {
+            start = start.wrapping_add(1);
+        }
         if failed {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -264,6 +300,63 @@ async fn release_orphans(shared: &Shared) -> Result<i64> {
     Ok(row.try_get("released")?)
 }
 
+/// A claim under the queue's limits (`claim_lock.sql` then `claim_limited.sql`, in one
+/// transaction). Returns the jobs and the greatest concurrency key among them (the cursor
+/// from which keys take turns next time).
+async fn claim_limited(
+    shared: &Shared,
+    queue: &str,
+    kinds: &[String],
+    defaults: &[i32],
+    limit: i64,
+    cluster_cap: bool,
+    cursor: &str,
+) -> Result<(Vec<Claimed>, Option<String>)> {
+    let mut conn = shared.db.conn().await?;
+    let tx = conn.transaction().await?;
+    let lock = tx.prepare_cached(sql::CLAIM_LOCK).await?;
+    tx.query(&lock, &[&queue, &cluster_cap]).await?;
+    let statement = tx.prepare_cached(sql::CLAIM_LIMITED).await?;
+    let rows = tx
+        .query(
+            &statement,
+            &[
+                &queue,
+                &kinds,
+                &defaults,
+                &limit,
+                &&*shared.worker_id,
+                &cursor,
+            ],
+        )
+        .await?;
+    tx.commit().await?;
+    let mut last_key: Option<String> = None;
+    let mut jobs = Vec::with_capacity(rows.len());
+    for row in &rows {
+        if let Some(key) = row.try_get::<_, Option<String>>("concurrency_key")? {
+            if last_key.as_ref().is_none_or(|k| *k < key) {
+                last_key = Some(key);
+            }
+        }
+        jobs.push(claimed(row, queue)?);
+    }
+    Ok((jobs, last_key))
+}
+
+fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
+    Ok(Claimed {
+        id: row.try_get("id")?,
+        kind: row.try_get("kind")?,
+        queue: queue.to_string(),
+        attempt: row.try_get("attempt")?,
+        max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
+        timeout_ms: row.try_get("timeout_ms")?,
+        args: row.try_get("args")?,
+        started_at: row.try_get("started_at")?,
+    })
+}
+
 async fn claim(
     shared: &Shared,
     queue: &str,
@@ -279,18 +372,5 @@ async fn claim(
             &[&queue, &kinds, &defaults, &limit, &&*shared.worker_id],
         )
         .await?;
-    let mut jobs = Vec::with_capacity(rows.len());
-    for row in rows {
-        jobs.push(Claimed {
-            id: row.try_get("id")?,
-            kind: row.try_get("kind")?,
-            queue: queue.to_string(),
-            attempt: row.try_get("attempt")?,
-            max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
-            timeout_ms: row.try_get("timeout_ms")?,
-            args: row.try_get("args")?,
-            started_at: row.try_get("started_at")?,
-        });
-    }
-    Ok(jobs)
+    rows.iter().map(|row| claimed(row, queue)).collect()
 }

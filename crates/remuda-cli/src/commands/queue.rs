@@ -1,0 +1,98 @@
+//! `remuda queue pause|resume|set|show` and `remuda cluster set|show`.
+
+use crate::args::{ClusterCommand, DbArgs, QueueCommand};
+use crate::connect;
+use crate::error::CliResult;
+use crate::output::print_json;
+use remuda::{QueueChange, QueueSettings};
+
+pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    let (settings, json) = match command {
+        QueueCommand::Pause(q) => (client.pause_queue(&q.queue).await?, q.json),
+        QueueCommand::Resume(q) => (client.resume_queue(&q.queue).await?, q.json),
+        QueueCommand::Set(args) => {
+            let change = QueueChange {
+                paused: None,
+                max_running: args.max_running.map(|l| l.0),
+                key_limit: args.key_limit.map(|l| l.0),
+                rate: args.rate.map(|r| r.0),
+                max_depth: args.max_depth.map(|l| l.0),
+            };
+            if change == QueueChange::default() {
+                return Err(crate::error::CliError::Usage(
+                    "nothing to set: give --max-running, --key-limit, --rate or --max-depth".into(),
+                ));
+            }
+            (client.change_queue(&args.queue, &change).await?, args.json)
+        }
+        QueueCommand::Show(q) => (client.queue(&q.queue).await?, q.json),
+    };
+    let counts = client
+        .queue_stats()
+        .await?
+        .into_iter()
+        .find(|s| s.queue == settings.name);
+    if json {
+        let mut value = serde_json::to_value(&settings).unwrap_or_default();
+        if let Some(map) = value.as_object_mut() {
+            let jobs: serde_json::Map<String, serde_json::Value> = remuda::JobState::ALL
+                .iter()
+                .map(|s| {
+                    let n = counts.as_ref().map_or(0, |c| c.count(*s));
+                    (s.as_str().to_string(), n.into())
+                })
+                .collect();
+            map.insert("jobs".into(), jobs.into());
+        }
+        print_json(&value);
+    } else {
+        print_settings(&settings);
+        if let Some(c) = counts {
+            let parts: Vec<String> = remuda::JobState::ALL
+                .iter()
+                .map(|s| format!("{} {}", c.count(*s), s))
+                .collect();
+            println!("jobs          {}", parts.join(", "));
+        }
+    }
+    Ok(0)
+}
+
+fn print_settings(s: &QueueSettings) {
+    let limit = |l: Option<i32>| l.map_or_else(|| "none".to_string(), |n| n.to_string());
+    println!("queue         {}", s.name);
+    println!("paused        {}", s.paused);
+    println!("max_running   {}", limit(s.max_running));
+    println!("key_limit     {}", limit(s.key_limit));
+    println!(
+        "rate          {}",
+        s.rate.map_or_else(
+            || "none".to_string(),
+            |(n, p)| format!("{n}/{}", remuda::duration::format(p))
+        )
+    );
+    println!("max_depth     {}", limit(s.max_depth));
+}
+
+pub async fn cluster(db: &DbArgs, command: ClusterCommand) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    let (settings, json) = match command {
+        ClusterCommand::Set(args) => (
+            client.set_cluster_max_running(args.max_running.0).await?,
+            args.json,
+        ),
+        ClusterCommand::Show(flags) => (client.cluster().await?, flags.json),
+    };
+    if json {
+        print_json(&settings);
+    } else {
+        println!(
+            "max_running   {}",
+            settings
+                .max_running
+                .map_or_else(|| "none".to_string(), |n| n.to_string())
+        );
+    }
+    Ok(0)
+}

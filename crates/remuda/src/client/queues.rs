@@ -1,0 +1,227 @@
+//! Queue and cluster settings (flow control): pause, limits, admission control. Stored in
+//! `remuda.queues` and `remuda.cluster`; every change notifies `remuda_queue`, and workers
+//! also re-read their queues' settings every second.
+
+use super::Client;
+use crate::{sql, Error, Result};
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// The settings of one queue. A queue never configured has the defaults: running, no limits.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct QueueSettings {
+    /// The queue's name.
+    pub name: String,
+    /// Paused: workers claim nothing from it (it still accepts jobs).
+    pub paused: bool,
+    /// Most of its jobs running at once, cluster-wide.
+    pub max_running: Option<i32>,
+    /// Most running jobs per concurrency key, cluster-wide.
+    pub key_limit: Option<i32>,
+    /// Most starts per period, shared by all workers: (starts, period).
+    #[serde(serialize_with = "rate_json")]
+    pub rate: Option<(i32, Duration)>,
+    /// Most jobs waiting (available or scheduled); an enqueue beyond it is refused.
+    pub max_depth: Option<i32>,
+    /// When the settings last changed (`None`: never configured).
+    pub updated_at: Option<DateTime<Utc>>,
+}
+
+fn rate_json<S: serde::Serializer>(
+    rate: &Option<(i32, Duration)>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match rate {
+        Some((n, period)) => s.serialize_str(&format!("{n}/{}", crate::duration::format(*period))),
+        None => s.serialize_none(),
+    }
+}
+
+impl QueueSettings {
+    /// The settings of a queue never configured.
+    pub fn new(name: impl Into<String>) -> Self {
+        QueueSettings {
+            name: name.into(),
+            paused: false,
+            max_running: None,
+            key_limit: None,
+            rate: None,
+            max_depth: None,
+            updated_at: None,
+        }
+    }
+
+    /// Whether claims from this queue must count running jobs or tokens (a limit is set).
+    pub fn limits_claims(&self) -> bool {
+        self.max_running.is_some() || self.key_limit.is_some() || self.rate.is_some()
+    }
+
+    pub(crate) fn from_row(row: &tokio_postgres::Row) -> Result<Self> {
+        let rate_limit: Option<i32> = row.try_get("rate_limit")?;
+        let period_ms: Option<i64> = row.try_get("rate_period_ms")?;
+        Ok(QueueSettings {
+            name: row.try_get("name")?,
+            paused: row.try_get("paused")?,
+            max_running: row.try_get("max_running")?,
+            key_limit: row.try_get("key_limit")?,
+            rate: rate_limit
+                .zip(period_ms)
+                .map(|(n, ms)| (n, Duration::from_millis(u64::try_from(ms).unwrap_or(1)))),
+            max_depth: row.try_get("max_depth")?,
+            updated_at: Some(row.try_get("updated_at")?),
+        })
+    }
+}
+
+/// A change to a queue's settings: `None` leaves a setting as it is; `Some(None)` clears a
+/// limit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct QueueChange {
+    /// Pause (true) or resume (false).
+    pub paused: Option<bool>,
+    /// Most of its jobs running at once.
+    pub max_running: Option<Option<i32>>,
+    /// Most running jobs per concurrency key.
+    pub key_limit: Option<Option<i32>>,
+    /// Most starts per period.
+    pub rate: Option<Option<(i32, Duration)>>,
+    /// Most jobs waiting.
+    pub max_depth: Option<Option<i32>>,
+}
+
+impl QueueChange {
+    fn validate(&self) -> Result<()> {
+        let bad = |what: &str| Err(Error::InvalidInput(what.into()));
+        if matches!(self.max_running, Some(Some(n)) if n < 0) {
+            return bad("max_running must be 0 or more (0 holds every job back)");
+        }
+        if matches!(self.key_limit, Some(Some(n)) if n < 1) {
+            return bad("key_limit must be at least 1");
+        }
+        if let Some(Some((n, period))) = self.rate {
+            if n < 1 || period.as_millis() < 1 || period > crate::duration::MAX {
+                return bad(
+                    "a rate is N/PERIOD with N at least 1 and PERIOD at least 1ms, e.g. 100/1s",
+                );
+            }
+        }
+        if matches!(self.max_depth, Some(Some(n)) if n < 0) {
+            return bad("max_depth must be 0 or more");
+        }
+        Ok(())
+    }
+}
+
+/// Cluster-wide settings.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ClusterSettings {
+    /// Most jobs running at once across every queue.
+    pub max_running: Option<i32>,
+    /// When they last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl Client {
+    /// The settings of `queue` (defaults if it was never configured).
+    pub async fn queue(&self, queue: &str) -> Result<QueueSettings> {
+        Ok(self
+            .queues_settings(&[queue.to_string()])
+            .await?
+            .pop()
+            .unwrap_or_else(|| QueueSettings::new(queue)))
+    }
+
+    /// The settings of the queues that have some, among `queues`.
+    pub(crate) async fn queues_settings(&self, queues: &[String]) -> Result<Vec<QueueSettings>> {
+        let conn = self.database().conn().await?;
+        let statement = conn.prepare_cached(sql::QUEUE_GET).await?;
+        conn.query(&statement, &[&queues])
+            .await?
+            .iter()
+            .map(QueueSettings::from_row)
+            .collect()
+    }
+
+    /// Pauses a queue cluster-wide: workers stop claiming from it within a second; it keeps
+    /// accepting jobs, and running jobs finish.
+    pub async fn pause_queue(&self, queue: &str) -> Result<QueueSettings> {
+        self.change_queue(
+            queue,
+            &QueueChange {
+                paused: Some(true),
+                ..QueueChange::default()
+            },
+        )
+        .await
+    }
+
+    /// Resumes a paused queue.
+    pub async fn resume_queue(&self, queue: &str) -> Result<QueueSettings> {
+        self.change_queue(
+            queue,
+            &QueueChange {
+                paused: Some(false),
+                ..QueueChange::default()
+            },
+        )
+        .await
+    }
+
+    /// Changes a queue's settings; returns them as they are now.
+    pub async fn change_queue(&self, queue: &str, change: &QueueChange) -> Result<QueueSettings> {
+        if queue.trim().is_empty() {
+            return Err(Error::InvalidInput("the queue name is empty".into()));
+        }
+        change.validate()?;
+        let conn = self.database().conn().await?;
+        let statement = conn.prepare_cached(sql::QUEUE_SET).await?;
+        let rate = change.rate.flatten();
+        let row = conn
+            .query_one(
+                &statement,
+                &[
+                    &queue,
+                    &change.paused.is_some(),
+                    &change.paused,
+                    &change.max_running.is_some(),
+                    &change.max_running.flatten(),
+                    &change.key_limit.is_some(),
+                    &change.key_limit.flatten(),
+                    &change.rate.is_some(),
+                    &rate.map(|r| r.0),
+                    &rate.map(|r| i64::try_from(r.1.as_millis()).unwrap_or(i64::MAX)),
+                    &change.max_depth.is_some(),
+                    &change.max_depth.flatten(),
+                ],
+            )
+            .await?;
+        QueueSettings::from_row(&row)
+    }
+
+    /// The cluster-wide settings.
+    pub async fn cluster(&self) -> Result<ClusterSettings> {
+        let conn = self.database().conn().await?;
+        let statement = conn.prepare_cached(sql::CLUSTER_GET).await?;
+        let row = conn.query_one(&statement, &[]).await?;
+        Ok(ClusterSettings {
+            max_running: row.try_get("max_running")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+
+    /// Sets (or with `None` clears) the cap on jobs running at once across every queue.
+    pub async fn set_cluster_max_running(&self, max: Option<i32>) -> Result<ClusterSettings> {
+        if matches!(max, Some(n) if n < 0) {
+            return Err(Error::InvalidInput(
+                "the cluster's max_running must be 0 or more".into(),
+            ));
+        }
+        let conn = self.database().conn().await?;
+        let statement = conn.prepare_cached(sql::CLUSTER_SET).await?;
+        let row = conn.query_one(&statement, &[&max]).await?;
+        Ok(ClusterSettings {
+            max_running: row.try_get("max_running")?,
+            updated_at: row.try_get("updated_at")?,
+        })
+    }
+}

@@ -1,0 +1,112 @@
+-- Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5:
+-- at most $4 (free slots), and no more than max_running minus its running jobs, the
+-- cluster's cap minus all running jobs, and the rate limit's tokens allow. With a key_limit,
+-- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
+-- waiting job of every key comes before the second of any, walking the keys from the cursor
+-- $6 (the last key this worker served) so no tenant starves another. The jobs claimed are
+-- flagged `counted`, which is how the counts find them (jobs_counted_running_idx).
+-- Jobs without a key in a key-limited queue are not limited by key; they are found among the
+-- first 1 000 waiting jobs of the queue.
+WITH RECURSIVE cfg AS (
+    SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, c.max_running AS cluster_max
+    FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
+), counts AS (
+    SELECT (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
+           CASE WHEN (SELECT cluster_max FROM cfg) IS NULL THEN 0
+                ELSE (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted) END AS in_cluster
+), bucket AS (
+    SELECT CASE WHEN cfg.rate_limit IS NULL THEN NULL
+                ELSE least(cfg.rate_limit::float8,
+                           coalesce(b.tokens, cfg.rate_limit::float8)
+                           + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
+                             * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
+    FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = 'queue:' || $1
+), quota AS (
+    SELECT greatest(0, least($4::bigint,
+                             coalesce(cfg.max_running - counts.in_queue, $4::bigint),
+                             coalesce(cfg.cluster_max - counts.in_cluster, $4::bigint),
+                             coalesce(floor(bucket.tokens)::bigint, $4::bigint))) AS n,
+           cfg.key_limit
+    FROM cfg, counts, bucket
+), after_cursor(key) AS (
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > $6)
+    WHERE (SELECT key_limit FROM quota) IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
+    FROM after_cursor k WHERE k.key IS NOT NULL
+), from_start(key) AS (
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key IS NOT NULL)
+    WHERE (SELECT key_limit FROM quota) IS NOT NULL
+    UNION ALL
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
+    FROM from_start k WHERE k.key IS NOT NULL AND k.key <= $6
+), keys AS (
+    SELECT key, row_number() OVER () AS turn
+    FROM (SELECT key FROM (SELECT key FROM after_cursor WHERE key IS NOT NULL LIMIT 200) a
+          UNION ALL
+          SELECT key FROM (SELECT key FROM from_start WHERE key IS NOT NULL AND key <= $6 LIMIT 200) b) all_keys
+    LIMIT 200
+), keyed AS (
+    -- up to key_limit waiting jobs per key (LIMIT takes no per-key value: the jobs over the
+    -- key's room are dropped in `picked`)
+    SELECT c.id, c.concurrency_key, c.priority, c.run_at, ks.turn, run.n AS key_running
+    FROM keys ks
+    CROSS JOIN LATERAL (
+        SELECT count(*) AS n FROM remuda.jobs r
+        WHERE r.state = 'running' AND r.counted AND r.queue = $1 AND r.concurrency_key = ks.key) run
+    CROSS JOIN LATERAL (
+        SELECT j.id, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
+        WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
+          AND j.kind = ANY($2::text[])
+          AND (j.expires_at IS NULL OR j.expires_at > now() OR j.started_at IS NOT NULL)
+        ORDER BY j.priority, j.run_at, j.id
+        LIMIT (SELECT key_limit FROM quota)
+        FOR UPDATE OF j SKIP LOCKED) c
+), unkeyed AS (
+    SELECT j.id, j.concurrency_key, j.priority, j.run_at
+    FROM remuda.jobs j
+    WHERE j.id = ANY(ARRAY(
+        SELECT w.id FROM (
+            SELECT h.id, h.concurrency_key, h.kind, h.expires_at, h.started_at FROM remuda.jobs h
+            WHERE h.state = 'available' AND h.queue = $1
+            ORDER BY h.priority, h.run_at, h.id
+            LIMIT CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN (SELECT n FROM quota) ELSE 1000 END) w
+        WHERE (w.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
+          AND w.kind = ANY($2::text[])
+          AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)))
+      AND j.state = 'available'
+    FOR UPDATE OF j SKIP LOCKED
+), picked AS (
+    SELECT id FROM (
+        SELECT r.id, r.priority, r.run_at, r.round
+        FROM (SELECT k.id, k.priority, k.run_at, k.key_running,
+                     row_number() OVER (PARTITION BY k.turn ORDER BY k.priority, k.run_at, k.id) AS round
+              FROM keyed k) r
+        WHERE r.round + r.key_running <= (SELECT key_limit FROM quota)
+        UNION ALL
+        SELECT u.id, u.priority, u.run_at, 1 AS round FROM unkeyed u) c
+    ORDER BY c.round, c.priority, c.run_at, c.id
+    LIMIT (SELECT n FROM quota)
+), claimed AS (
+    UPDATE remuda.jobs j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = $5,
+        started_at = now(),
+        counted = true,
+        max_attempts = COALESCE(j.max_attempts,
+            (SELECT d.max_attempts FROM unnest($2::text[], $3::int[]) AS d(kind, max_attempts)
+             WHERE d.kind = j.kind LIMIT 1))
+    WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
+), tick AS (
+    INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
+    SELECT 'queue:' || $1, bucket.tokens - (SELECT count(*) FROM claimed), now()
+    FROM bucket WHERE bucket.tokens IS NOT NULL
+    ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
+)
+SELECT id, kind, attempt, max_attempts, timeout_ms, args, started_at, concurrency_key FROM claimed

@@ -1,0 +1,418 @@
+//! Flow control under racing workers: queue pause, per-queue and cluster-wide caps on running
+//! jobs, per-key limits with fair turns between keys, rate limits, admission control and queue
+//! order. Limits are checked by sampling the database while the workers race: a single sample
+//! over the limit fails the test.
+
+mod common;
+
+use common::{fast_config, setup, start, Running};
+use remuda::{
+    Client, JobContext, NewJob, QueueChange, Task, TaskError, TaskOptions, Worker, WorkerConfig,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Sleeps for its argument in milliseconds.
+struct Nap;
+
+impl Task for Nap {
+    const KIND: &'static str = "nap";
+    type Args = u64;
+    type Output = ();
+
+    fn options() -> TaskOptions {
+        TaskOptions::default().queue("limited")
+    }
+
+    async fn run(&self, _ctx: JobContext, ms: u64) -> Result<(), TaskError> {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        Ok(())
+    }
+}
+
+fn workers(client: &Client, n: usize, queues: &[&str]) -> Vec<Running> {
+    (0..n)
+        .map(|_| {
+            start(
+                Worker::new(client.clone())
+                    .config(WorkerConfig {
+                        concurrency: 4,
+                        queues: queues.iter().map(|q| q.to_string()).collect(),
+                        ..fast_config()
+                    })
+                    .register(Nap),
+            )
+        })
+        .collect()
+}
+
+async fn scalar(client: &Client, query: &str) -> i64 {
+    client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(query, &[])
+        .await
+        .expect("query")
+        .get(0)
+}
+
+/// Samples `query` (a count) every few milliseconds until `done`, returning the largest value.
+fn sampler(
+    client: &Client,
+    query: &'static str,
+    done: Arc<AtomicBool>,
+) -> tokio::task::JoinHandle<i64> {
+    let client = client.clone();
+    tokio::spawn(async move {
+        let mut max = 0;
+        while !done.load(Ordering::SeqCst) {
+            max = max.max(scalar(&client, query).await);
+            tokio::time::sleep(Duration::from_millis(3)).await;
+        }
+        max
+    })
+}
+
+async fn wait_all_completed(client: &Client, n: i64, limit: Duration) {
+    let started = Instant::now();
+    while scalar(
+        client,
+        "SELECT count(*) FROM remuda.jobs WHERE state = 'completed'",
+    )
+    .await
+        < n
+    {
+        assert!(
+            started.elapsed() < limit,
+            "jobs did not all complete in {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn stop(workers: Vec<Running>) {
+    for w in workers {
+        w.shutdown().await;
+    }
+}
+
+fn naps(n: usize, ms: u64) -> Vec<NewJob> {
+    (0..n)
+        .map(|_| NewJob::for_task::<Nap>(&ms).expect("job"))
+        .collect()
+}
+
+#[tokio::test]
+async fn max_running_per_queue_holds_with_eight_workers_racing() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                max_running: Some(Some(3)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("limit");
+    client.insert_many(&naps(150, 15)).await.expect("enqueue");
+    let done = Arc::new(AtomicBool::new(false));
+    let sample = sampler(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE state = 'running' AND queue = 'limited'",
+        done.clone(),
+    );
+    let racing = workers(&client, 8, &["limited"]);
+    wait_all_completed(&client, 150, Duration::from_secs(60)).await;
+    done.store(true, Ordering::SeqCst);
+    let max = sample.await.expect("sampler");
+    stop(racing).await;
+    assert!(max <= 3, "{max} jobs ran at once, over max_running 3");
+    assert!(max >= 2, "the limit was used ({max})");
+}
+
+#[tokio::test]
+async fn the_cluster_cap_holds_across_queues() {
+    let (_db, client) = setup().await;
+    client.set_cluster_max_running(Some(5)).await.expect("cap");
+    let mut jobs = naps(80, 15);
+    jobs.extend(naps(80, 15).into_iter().map(|j| j.queue("other")));
+    client.insert_many(&jobs).await.expect("enqueue");
+    let done = Arc::new(AtomicBool::new(false));
+    let sample = sampler(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE state = 'running'",
+        done.clone(),
+    );
+    let racing = workers(&client, 8, &["limited", "other"]);
+    wait_all_completed(&client, 160, Duration::from_secs(60)).await;
+    done.store(true, Ordering::SeqCst);
+    let max = sample.await.expect("sampler");
+    stop(racing).await;
+    assert!(
+        max <= 5,
+        "{max} jobs ran at once, over the cluster cap of 5"
+    );
+    assert!(max >= 3, "the cap was used ({max})");
+    client.set_cluster_max_running(None).await.expect("clear");
+}
+
+#[tokio::test]
+async fn a_key_limit_holds_and_a_big_tenant_does_not_starve_a_small_one() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                key_limit: Some(Some(2)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("limit");
+    // the big tenant's backlog is enqueued first
+    let big: Vec<NewJob> = naps(300, 10)
+        .into_iter()
+        .map(|j| j.concurrency_key("customer:1"))
+        .collect();
+    client.insert_many(&big).await.expect("enqueue");
+    let small: Vec<NewJob> = naps(10, 10)
+        .into_iter()
+        .map(|j| j.concurrency_key("customer:2"))
+        .collect();
+    client.insert_many(&small).await.expect("enqueue");
+    let done = Arc::new(AtomicBool::new(false));
+    let sample = sampler(
+        &client,
+        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM remuda.jobs
+         WHERE state = 'running' GROUP BY concurrency_key) k",
+        done.clone(),
+    );
+    let racing = workers(&client, 4, &["limited"]);
+    // the small tenant's ten jobs finish while most of the big backlog still waits
+    let started = Instant::now();
+    loop {
+        let small_done = scalar(
+            &client,
+            "SELECT count(*) FROM remuda.jobs WHERE state = 'completed' AND concurrency_key = 'customer:2'",
+        )
+        .await;
+        if small_done == 10 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the small tenant starved"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let big_done = scalar(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE state = 'completed' AND concurrency_key = 'customer:1'",
+    )
+    .await;
+    assert!(
+        big_done < 150,
+        "the small tenant waited for half the big backlog ({big_done})"
+    );
+    wait_all_completed(&client, 310, Duration::from_secs(120)).await;
+    done.store(true, Ordering::SeqCst);
+    let max = sample.await.expect("sampler");
+    stop(racing).await;
+    assert!(
+        max <= 2,
+        "{max} jobs of one key ran at once, over key_limit 2"
+    );
+    assert_eq!(max, 2, "the limit was used");
+}
+
+#[tokio::test]
+async fn a_rate_limit_spaces_starts_across_workers() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate: Some(Some((10, Duration::from_secs(1)))),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rate");
+    client.insert_many(&naps(30, 1)).await.expect("enqueue");
+    let racing = workers(&client, 4, &["limited"]);
+    wait_all_completed(&client, 30, Duration::from_secs(30)).await;
+    stop(racing).await;
+    // a bucket of 10 that refills 10 a second: at most 20 starts in any second, and 30
+    // starts take at least 2 s
+    let conn = client.database().conn().await.expect("conn");
+    let starts: Vec<chrono::DateTime<chrono::Utc>> = conn
+        .query(
+            "SELECT started_at FROM remuda.jobs ORDER BY started_at",
+            &[],
+        )
+        .await
+        .expect("starts")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    for (i, t) in starts.iter().enumerate() {
+        let within = starts[i..]
+            .iter()
+            .take_while(|u| **u - *t < chrono::Duration::seconds(1))
+            .count();
+        assert!(within <= 20, "{within} starts within a second of {t}");
+    }
+    let spread = starts[starts.len() - 1] - starts[0];
+    assert!(
+        spread >= chrono::Duration::milliseconds(1800),
+        "30 starts at 10/s took only {spread}"
+    );
+}
+
+#[tokio::test]
+async fn a_paused_queue_keeps_its_jobs_until_resumed() {
+    let (_db, client) = setup().await;
+    let racing = workers(&client, 2, &["limited"]);
+    client.pause_queue("limited").await.expect("pause");
+    // a worker sees the pause within a second (here: at once, by notification)
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let id = client
+        .insert(NewJob::for_task::<Nap>(&1).expect("job"))
+        .await
+        .expect("enqueue");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let job = client.job(id).await.expect("get").expect("exists");
+    assert_eq!(
+        job.state,
+        remuda::JobState::Available,
+        "paused: not claimed"
+    );
+    assert!(client.queue("limited").await.expect("show").paused);
+    client.resume_queue("limited").await.expect("resume");
+    let job = client
+        .wait(id, Duration::from_secs(5))
+        .await
+        .expect("ran after resume");
+    assert_eq!(job.state, remuda::JobState::Completed);
+    stop(racing).await;
+}
+
+#[tokio::test]
+async fn an_enqueue_over_max_depth_is_refused_whole() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                max_depth: Some(Some(5)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("depth");
+    client.insert_many(&naps(4, 1)).await.expect("four fit");
+    let err = client
+        .insert_many(&naps(2, 1))
+        .await
+        .expect_err("six do not");
+    assert!(matches!(err, remuda::Error::QueueFull(_)), "{err:?}");
+    assert!(err.to_string().contains("max_depth of 5"), "{err}");
+    let err = client
+        .insert_bulk(&naps(3, 1))
+        .await
+        .expect_err("nor by COPY");
+    assert!(matches!(err, remuda::Error::QueueFull(_)), "{err:?}");
+    assert_eq!(
+        scalar(&client, "SELECT count(*) FROM remuda.jobs").await,
+        4,
+        "all or none"
+    );
+    // racing enqueuers never push it over
+    let racers: Vec<_> = (0..8)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let mut ok = 0;
+                for _ in 0..5 {
+                    if client
+                        .insert(NewJob::for_task::<Nap>(&1).expect("job"))
+                        .await
+                        .is_ok()
+                    {
+                        ok += 1;
+                    }
+                }
+                ok
+            })
+        })
+        .collect();
+    let mut accepted = 0;
+    for r in racers {
+        accepted += r.await.expect("join");
+    }
+    assert_eq!(accepted, 1, "one more fit");
+    assert_eq!(scalar(&client, "SELECT count(*) FROM remuda.jobs").await, 5);
+    // other queues are not affected
+    client
+        .insert_many(
+            &naps(10, 1)
+                .into_iter()
+                .map(|j| j.queue("free"))
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .expect("no limit there");
+}
+
+#[tokio::test]
+async fn strict_queue_order_runs_the_first_queue_first() {
+    let (_db, client) = setup().await;
+    let mut jobs: Vec<NewJob> = naps(20, 5).into_iter().map(|j| j.queue("low")).collect();
+    jobs.extend(naps(20, 5).into_iter().map(|j| j.queue("high")));
+    client.insert_many(&jobs).await.expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: 2,
+                claim_batch: 2,
+                queues: vec!["high".into(), "low".into()],
+                queue_order: remuda::worker::QueueOrder::Strict,
+                ..fast_config()
+            })
+            .register(Nap),
+    );
+    wait_all_completed(&client, 40, Duration::from_secs(30)).await;
+    worker.shutdown().await;
+    let last_high: chrono::DateTime<chrono::Utc> = client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "SELECT max(started_at) FROM remuda.jobs WHERE queue = 'high'",
+            &[],
+        )
+        .await
+        .expect("q")
+        .get(0);
+    let first_low: chrono::DateTime<chrono::Utc> = client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "SELECT min(started_at) FROM remuda.jobs WHERE queue = 'low'",
+            &[],
+        )
+        .await
+        .expect("q")
+        .get(0);
+    assert!(
+        last_high <= first_low,
+        "a low job started before the high queue was empty"
+    );
+}
