@@ -102,6 +102,12 @@ pub struct JobOptions {
     /// Deadline to start, from now (10m, 1h).
     #[arg(long, value_parser = parse_duration, alias = "expires-in", allow_hyphen_values = true)]
     pub deadline_in: Option<std::time::Duration>,
+    /// Only the worker with this name ([worker] name) may run the job.
+    #[arg(long)]
+    pub target_worker: Option<String>,
+    /// Only workers with all these capabilities ([worker] capabilities) may run the job.
+    #[arg(long, value_delimiter = ',')]
+    pub requires: Option<Vec<String>>,
     /// Concurrency key (e.g. customer:42): a queue's --key-limit caps running jobs per key.
     #[arg(long)]
     pub concurrency_key: Option<String>,

@@ -48,6 +48,8 @@ pub struct WorkerSection {
     pub name: Option<String>,
     /// Queues to claim from (default: every queue the tasks name).
     pub queues: Option<Vec<String>>,
+    /// What this worker can do (jobs enqueued with --requires need all of theirs).
+    pub capabilities: Option<Vec<String>>,
     /// How the queues share free slots: "round_robin" (default) or "strict" (in order).
     pub queue_order: Option<QueueOrderName>,
     /// Jobs run at once.

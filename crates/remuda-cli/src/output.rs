@@ -89,6 +89,7 @@ pub fn queues_json(stats: &[QueueStats]) -> Value {
                 for state in JobState::ALL {
                     object.insert(state.as_str().into(), json!(s.count(state)));
                 }
+                object.insert("unroutable".into(), json!(s.unroutable));
                 Value::Object(object)
             })
             .collect(),
@@ -101,13 +102,13 @@ pub fn print_queues(stats: &[QueueStats]) {
     for state in JobState::ALL {
         print!("  {:>10}", state.as_str().to_uppercase());
     }
-    println!();
+    println!("  {:>10}", "UNROUTABLE");
     for s in stats {
         print!("{:<16}", s.queue);
         for state in JobState::ALL {
             print!("  {:>10}", s.count(state));
         }
-        println!();
+        println!("  {:>10}", s.unroutable);
     }
 }
 

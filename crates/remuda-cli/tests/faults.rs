@@ -76,7 +76,16 @@ async fn enqueue_batch(conninfo: &str, kind: &str, n: usize) {
     client.insert_bulk(&jobs).await.expect("enqueue");
 }
 
-fn worker_config(dir: &TempDir, log: &Path, rescue_after: &str, extra: &str) -> std::path::PathBuf {
+/// A worker config recording each execution in `log`. Random kills are not the job's fault:
+/// `crash_loop_limit` is set high where workers are killed at random (a job could be caught by
+/// three kills in a row and be quarantined, rightly by the rule but not what those tests test).
+fn worker_config(
+    dir: &TempDir,
+    log: &Path,
+    rescue_after: &str,
+    crash_loop_limit: u32,
+    extra: &str,
+) -> std::path::PathBuf {
     let log = log.to_str().expect("path");
     dir.write(
         "remuda.toml",
@@ -90,6 +99,7 @@ rescue_after = "{rescue_after}"
 maintenance_interval = "250ms"
 promote_interval = "100ms"
 shutdown_timeout = "3s"
+crash_loop_limit = {crash_loop_limit}
 
 [tasks.record]
 command = ["sh", "-c", "cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep 0.02"]
@@ -110,7 +120,7 @@ async fn workers_killed_at_random_lose_no_job() {
     let client = sql(db.conninfo()).await;
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
-    let config = worker_config(&dir, &log, "1s", "");
+    let config = worker_config(&dir, &log, "1s", 1000, "");
     let n = 2000;
     enqueue_batch(db.conninfo(), "record", n).await;
     let mut workers: Vec<WorkerProcess> =
@@ -171,6 +181,7 @@ async fn a_job_that_kills_its_workers_is_quarantined() {
         &dir,
         &log,
         "1s",
+        3,
         r#"
 [tasks.crash]
 queue = "crashy"
@@ -525,6 +536,7 @@ async fn soak() {
         &dir,
         &log,
         "10s",
+        1000,
         &format!(
             r#"
 [tasks.slow]
@@ -647,6 +659,28 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
     println!(
         "soak {secs} s: jobs {jobs}, executions {runs}, duplicates {duplicates}, lost {lost}, stuck {stuck}, rejected stale writes {rejected}, worker kills {kills} (holding {held_at_kills} jobs), database crashes 1"
     );
+    if lost > 0 {
+        let conn = client.database().conn().await.expect("conn");
+        for row in conn
+            .query(
+                "SELECT id, kind, state::text, attempt, result::text, errors::text FROM remuda.jobs
+                 WHERE state <> 'completed' LIMIT 20",
+                &[],
+            )
+            .await
+            .expect("lost jobs")
+        {
+            eprintln!(
+                "not completed: job {} {} {} attempt {} result {:?} errors {:?}",
+                row.get::<_, i64>(0),
+                row.get::<_, String>(1),
+                row.get::<_, String>(2),
+                row.get::<_, i32>(3),
+                row.get::<_, Option<String>>(4),
+                row.get::<_, String>(5)
+            );
+        }
+    }
     assert!(jobs > 0);
     assert_eq!(lost, 0, "lost jobs");
     assert_eq!(stuck, 0, "stuck jobs");

@@ -182,6 +182,12 @@ pub struct Job {
     pub unique_key: Option<String>,
     /// Its concurrency key, if any.
     pub concurrency_key: Option<String>,
+    /// The worker it is routed to by name, if any.
+    pub target_worker: Option<String>,
+    /// Capabilities a worker needs to run it, if any.
+    pub requires: Option<Vec<String>>,
+    /// The name of the worker that ran (or runs) its latest attempt.
+    pub worker: Option<String>,
 }
 
 impl Job {
@@ -210,13 +216,32 @@ impl Job {
             errors: serde_json::from_value(errors)?,
             unique_key: row.try_get("unique_key")?,
             concurrency_key: row.try_get("concurrency_key")?,
+            target_worker: row.try_get("target_worker")?,
+            requires: row.try_get("requires")?,
+            worker: row
+                .try_get::<_, Option<String>>("worker_id")?
+                .as_deref()
+                .map(worker_name),
         })
     }
+}
+
+/// The name part of a worker id (`<name>-<pid>-<random>`, see `Worker::run`).
+fn worker_name(id: &str) -> String {
+    let mut parts = id.rsplitn(3, '-');
+    let (_, _, name) = (parts.next(), parts.next(), parts.next());
+    name.unwrap_or(id).to_string()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_worker_name_is_read_from_its_id() {
+        assert_eq!(worker_name("gpu-1-4242-0a1b2c3d"), "gpu-1");
+        assert_eq!(worker_name("odd"), "odd");
+    }
 
     #[test]
     fn result_is_a_tagged_union() {

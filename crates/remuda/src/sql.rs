@@ -4,7 +4,7 @@
 
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
-/// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5: …
+/// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5 …
 pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/claim_limited.sql");
 /// Serialise limited claims: per queue ($1), or cluster-wide when the cluster has a cap ($2), …
 pub(crate) const CLAIM_LOCK: &str = include_str!("sql/claim_lock.sql");
@@ -60,6 +60,8 @@ pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
 pub(crate) const UNIQUE_ARGS_KEYS: &str = include_str!("sql/unique_args_keys.sql");
 /// The jobs that hold the unique keys $1 (in their unique states): the existing jobs a …
 pub(crate) const UNIQUE_LOOKUP: &str = include_str!("sql/unique_lookup.sql");
+/// Per queue, the available jobs that no live worker can take: none serving the queue and the …
+pub(crate) const UNROUTABLE: &str = include_str!("sql/unroutable.sql");
 /// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
 /// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
@@ -102,6 +104,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("running_lost", RUNNING_LOST),
     ("unique_args_keys", UNIQUE_ARGS_KEYS),
     ("unique_lookup", UNIQUE_LOOKUP),
+    ("unroutable", UNROUTABLE),
     ("wait_mark", WAIT_MARK),
     ("worker_deregister", WORKER_DEREGISTER),
     ("worker_heartbeat", WORKER_HEARTBEAT),

@@ -416,3 +416,79 @@ async fn strict_queue_order_runs_the_first_queue_first() {
         "a low job started before the high queue was empty"
     );
 }
+
+#[tokio::test]
+async fn jobs_run_only_on_the_named_worker_or_one_with_every_capability() {
+    let (_db, client) = setup().await;
+    let worker = |name: &str, caps: &[&str]| {
+        start(
+            Worker::new(client.clone())
+                .config(WorkerConfig {
+                    name: Some(name.into()),
+                    capabilities: caps.iter().map(|c| c.to_string()).collect(),
+                    queues: vec!["limited".into()],
+                    maintenance: true,
+                    ..fast_config()
+                })
+                .register(Nap),
+        )
+    };
+    let racing = vec![
+        worker("gpu-1", &["gpu", "ffmpeg"]),
+        worker("gpu-2", &["gpu"]),
+        worker("cpu-1", &[]),
+        worker("cpu-2", &["ffmpeg"]),
+    ];
+    let nap = || NewJob::for_task::<Nap>(&2).expect("job");
+    let mut jobs = Vec::new();
+    for _ in 0..10 {
+        jobs.push(nap().target_worker("gpu-1"));
+        jobs.push(nap().requires(["gpu"]));
+        jobs.push(nap().requires(["gpu", "ffmpeg"]));
+        jobs.push(nap());
+    }
+    let ids = client.insert_many(&jobs).await.expect("enqueue");
+    let nobody = client
+        .insert_many(&[
+            nap().requires(["tpu"]),
+            nap().target_worker("gpu-9"),
+            nap()
+                .requires(["tpu"])
+                .expires_at(chrono::Utc::now() + chrono::Duration::milliseconds(300)),
+        ])
+        .await
+        .expect("enqueue");
+    wait_all_completed(&client, 40, Duration::from_secs(30)).await;
+    for (i, id) in ids.iter().enumerate() {
+        let job = client.job(*id).await.expect("get").expect("exists");
+        let ran_on = job.worker.as_deref().unwrap_or("?");
+        match i % 4 {
+            0 => assert_eq!(ran_on, "gpu-1", "{job:?}"),
+            1 => assert!(ran_on.starts_with("gpu-"), "{job:?}"),
+            2 => assert_eq!(ran_on, "gpu-1", "only gpu-1 has both: {job:?}"),
+            _ => {}
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let expired = client.job(nobody[2]).await.expect("get").expect("exists");
+        if expired.state == remuda::JobState::Expired {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the unroutable job's deadline expires it"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let stats = client.queue_stats().await.expect("stats");
+    let limited = stats.iter().find(|s| s.queue == "limited").expect("queue");
+    assert_eq!(limited.unroutable, 2, "visible as nobody's: {stats:?}");
+    for id in &nobody[..2] {
+        let job = client.job(*id).await.expect("get").expect("exists");
+        assert_eq!(job.state, remuda::JobState::Available);
+    }
+    stop(racing).await;
+    let job = client.job(nobody[0]).await.expect("get").expect("exists");
+    assert_eq!(job.requires, Some(vec!["tpu".to_string()]));
+}

@@ -25,6 +25,12 @@ fn apply(
     if let Some(queue) = &options.queue {
         job.queue = queue.clone();
     }
+    if let Some(name) = &options.target_worker {
+        job = job.target_worker(name.clone());
+    }
+    if let Some(caps) = &options.requires {
+        job = job.requires(caps.iter().map(|c| c.trim().to_string()));
+    }
     if let Some(key) = &options.concurrency_key {
         job = job.concurrency_key(key.clone());
     }

@@ -54,6 +54,7 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         exit_when_drained: args.once,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),
+        capabilities: w.capabilities.clone().unwrap_or_default(),
         ..defaults
     };
     if settings.concurrency == 0 {

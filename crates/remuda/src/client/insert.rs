@@ -34,6 +34,10 @@ pub struct NewJob {
     /// Concurrency key (e.g. `customer:42`): a queue with a `key_limit` runs at most that many
     /// jobs of one key at once, and keys take turns.
     pub concurrency_key: Option<String>,
+    /// Only the worker with this name may run it (`[worker] name`).
+    pub target_worker: Option<String>,
+    /// Only a worker with every one of these capabilities may run it.
+    pub requires: Option<Vec<String>>,
     /// Uniqueness: enqueueing a job whose key another job holds (in one of the unique states)
     /// returns that job instead of inserting.
     pub unique: Option<Unique>,
@@ -114,6 +118,8 @@ impl NewJob {
             expires_at: None,
             timeout: None,
             concurrency_key: None,
+            target_worker: None,
+            requires: None,
             unique: None,
         }
     }
@@ -174,6 +180,20 @@ impl NewJob {
         self.concurrency_key = Some(key.into());
         self
     }
+    /// Routes the job to the worker named `name`.
+    pub fn target_worker(mut self, name: impl Into<String>) -> Self {
+        self.target_worker = Some(name.into());
+        self
+    }
+    /// Routes the job to workers that have all of these capabilities.
+    pub fn requires<I: IntoIterator<Item = S>, S: Into<String>>(mut self, capabilities: I) -> Self {
+        self.requires = Some(capabilities.into_iter().map(Into::into).collect());
+        self
+    }
+    /// `requires` as one PostgreSQL array literal (a batch passes one per job).
+    fn requires_literal(&self) -> Option<String> {
+        self.requires.as_ref().map(|caps| array_literal(caps))
+    }
     /// Makes the job unique by `key`: while a job with this key is in one of the unique states
     /// (see [`Unique`]), enqueueing another returns that job instead.
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
@@ -233,6 +253,24 @@ impl NewJob {
         }
         if matches!(self.timeout, Some(t) if t.is_zero()) {
             return bad(format!("job {}: timeout must be more than zero", self.kind));
+        }
+        for (what, value) in [
+            ("concurrency key", &self.concurrency_key),
+            ("target worker", &self.target_worker),
+        ] {
+            if let Some(v) = value {
+                if v.is_empty() || v.len() > MAX_UNIQUE_KEY {
+                    return bad(format!(
+                        "job {}: the {what} must be 1 to {MAX_UNIQUE_KEY} bytes",
+                        self.kind
+                    ));
+                }
+            }
+        }
+        if let Some(caps) = &self.requires {
+            if caps.iter().any(|c| c.trim().is_empty()) {
+                return bad(format!("job {}: a required capability is empty", self.kind));
+            }
         }
         if let Some(unique) = &self.unique {
             if !unique.by_args && unique.key.as_deref().is_none_or(|k| k.is_empty()) {
@@ -313,8 +351,12 @@ pub(crate) async fn insert_many<C: GenericClient>(
     let mut timeouts = Vec::with_capacity(n);
     let mut args = Vec::with_capacity(n);
     let mut concurrency_keys = Vec::with_capacity(n);
+    let mut targets = Vec::with_capacity(n);
+    let mut requires = Vec::with_capacity(n);
     for job in jobs {
         concurrency_keys.push(job.concurrency_key.as_deref());
+        targets.push(job.target_worker.as_deref());
+        requires.push(job.requires_literal());
         queues.push(job.queue.as_str());
         kinds.push(job.kind.as_str());
         priorities.push(job.priority);
@@ -337,6 +379,8 @@ pub(crate) async fn insert_many<C: GenericClient>(
                 &timeouts,
                 &args,
                 &concurrency_keys,
+                &targets,
+                &requires,
             ],
         )
         .await?;
@@ -398,9 +442,13 @@ async fn insert_unique<C: GenericClient>(
         let mut unique_keys = Vec::with_capacity(n);
         let mut states = Vec::with_capacity(n);
         let mut concurrency_keys = Vec::with_capacity(n);
+        let mut targets = Vec::with_capacity(n);
+        let mut requires = Vec::with_capacity(n);
         for &i in &pending {
             let job = &jobs[i];
             concurrency_keys.push(job.concurrency_key.as_deref());
+            targets.push(job.target_worker.as_deref());
+            requires.push(job.requires_literal());
             queues.push(job.queue.as_str());
             kinds.push(job.kind.as_str());
             priorities.push(job.priority);
@@ -427,6 +475,8 @@ async fn insert_unique<C: GenericClient>(
                     &unique_keys,
                     &states,
                     &concurrency_keys,
+                    &targets,
+                    &requires,
                 ],
             )
             .await?;
@@ -519,6 +569,8 @@ pub(crate) async fn insert_bulk(
                 Type::INT8,
                 Type::JSONB,
                 Type::TEXT,
+                Type::TEXT,
+                Type::TEXT_ARRAY,
             ],
         );
         pin_mut!(writer);
@@ -535,12 +587,23 @@ pub(crate) async fn insert_bulk(
                     &timeout,
                     &job.args,
                     &job.concurrency_key,
+                    &job.target_worker,
+                    &job.requires,
                 ])
                 .await?;
         }
         inserted += writer.finish().await?;
     }
     Ok(inserted)
+}
+
+/// A PostgreSQL array literal of text elements, each quoted.
+fn array_literal(items: &[String]) -> String {
+    let quoted: Vec<String> = items
+        .iter()
+        .map(|i| format!("\"{}\"", i.replace('\\', "\\\\").replace('"', "\\\"")))
+        .collect();
+    format!("{{{}}}", quoted.join(","))
 }
 
 /// Prepares (uncached: on the caller's connection) the statements a batch needs.
@@ -579,6 +642,10 @@ mod tests {
         assert_eq!(
             Unique::default().states_literal(),
             "{scheduled,available,running,completed}"
+        );
+        assert_eq!(
+            array_literal(&["gpu".into(), "a\"b,c\\".into()]),
+            r#"{"gpu","a\"b,c\\"}"#
         );
     }
 }

@@ -79,6 +79,9 @@ pub struct QueueStats {
     pub queue: String,
     /// Counts in the order of [`JobState::ALL`].
     pub counts: [i64; 7],
+    /// Available jobs that no live worker can take (routed to a worker name or needing
+    /// capabilities that none serving the queue has).
+    pub unroutable: i64,
 }
 
 impl QueueStats {
@@ -350,6 +353,7 @@ impl Client {
                 stats.push(QueueStats {
                     queue,
                     counts: [0; 7],
+                    unroutable: 0,
                 });
             }
             if let (Some(last), Some(i)) = (
@@ -357,6 +361,13 @@ impl Client {
                 JobState::ALL.iter().position(|s| *s == state),
             ) {
                 last.counts[i] = count;
+            }
+        }
+        let statement = conn.prepare_cached(sql::UNROUTABLE).await?;
+        for row in conn.query(&statement, &[]).await? {
+            let queue: String = row.try_get("queue")?;
+            if let Some(s) = stats.iter_mut().find(|s| s.queue == queue) {
+                s.unroutable = row.try_get("jobs")?;
             }
         }
         Ok(stats)

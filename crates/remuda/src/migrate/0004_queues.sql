@@ -76,3 +76,11 @@ CREATE TABLE remuda.rate_buckets (
     tokens        double precision NOT NULL,
     refreshed_at  timestamptz NOT NULL
 );
+
+-- Routing: a job may name the worker that must run it, or capabilities the worker must all
+-- have; workers register their capabilities. Claims filter on both (NULL: anyone).
+ALTER TABLE remuda.jobs
+    ADD COLUMN target_worker text,
+    ADD COLUMN requires text[];
+ALTER TABLE remuda.workers
+    ADD COLUMN capabilities text[] NOT NULL DEFAULT '{}';

@@ -1,5 +1,5 @@
 -- Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order,
--- and mark them running for worker $5, in one round trip.
+-- and mark them running for worker $5 (named $6, with capabilities $7), in one round trip.
 -- The ids are picked by an ARRAY(...) subquery, evaluated once (LIMIT ... FOR UPDATE SKIP
 -- LOCKED walks jobs_available_idx in order), and the rows are then found by primary key
 -- (`id = ANY(...)`). Joined to a CTE instead, the planner chose a hash join over a sequential
@@ -21,6 +21,9 @@ WHERE j.id = ANY(ARRAY(
     WHERE state = 'available'
       AND queue = $1
       AND kind = ANY($2::text[])
+      -- routing: a job for another worker, or needing a capability this one lacks, is passed by
+      AND (target_worker IS NULL OR target_worker = $6)
+      AND (requires IS NULL OR requires <@ $7::text[])
       -- past its deadline to start: left to the expirer, unless it has started before
       AND (expires_at IS NULL OR expires_at > now() OR started_at IS NOT NULL)
     ORDER BY priority, run_at, id

@@ -1,4 +1,5 @@
--- Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5:
+-- Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5
+-- (named $7, with capabilities $8: routing as in claim.sql):
 -- at most $4 (free slots), and no more than max_running minus its running jobs, the
 -- cluster's cap minus all running jobs, and the rate limit's tokens allow. With a key_limit,
 -- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
@@ -62,6 +63,8 @@ WITH RECURSIVE cfg AS (
         SELECT j.id, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
         WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
           AND j.kind = ANY($2::text[])
+          AND (j.target_worker IS NULL OR j.target_worker = $7)
+          AND (j.requires IS NULL OR j.requires <@ $8::text[])
           AND (j.expires_at IS NULL OR j.expires_at > now() OR j.started_at IS NOT NULL)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT (SELECT key_limit FROM quota)
@@ -71,12 +74,15 @@ WITH RECURSIVE cfg AS (
     FROM remuda.jobs j
     WHERE j.id = ANY(ARRAY(
         SELECT w.id FROM (
-            SELECT h.id, h.concurrency_key, h.kind, h.expires_at, h.started_at FROM remuda.jobs h
+            SELECT h.id, h.concurrency_key, h.kind, h.expires_at, h.started_at, h.target_worker, h.requires
+            FROM remuda.jobs h
             WHERE h.state = 'available' AND h.queue = $1
             ORDER BY h.priority, h.run_at, h.id
             LIMIT CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN (SELECT n FROM quota) ELSE 1000 END) w
         WHERE (w.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
           AND w.kind = ANY($2::text[])
+          AND (w.target_worker IS NULL OR w.target_worker = $7)
+          AND (w.requires IS NULL OR w.requires <@ $8::text[])
           AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)))
       AND j.state = 'available'
     FOR UPDATE OF j SKIP LOCKED

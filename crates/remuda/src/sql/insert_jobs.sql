@@ -1,11 +1,13 @@
 -- Insert any number of jobs in one statement from parallel arrays (one element per job).
 -- Rows due now start `available`; rows with a future run_at start `scheduled`.
 -- The statement trigger jobs_notify_insert sends one notification per queue.
-INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key)
+INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key,
+                         target_worker, requires)
 SELECT CASE WHEN u.run_at > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
        u.queue, u.kind, u.priority, u.max_attempts, COALESCE(u.run_at, now()), u.expires_at, u.timeout_ms, u.args,
-       u.concurrency_key
+       u.concurrency_key, u.target_worker, NULLIF(u.requires, '')::text[]
 FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::jsonb[],
-            $9::text[])
-    AS u(queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key)
+            $9::text[], $10::text[], $11::text[])
+    AS u(queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key, target_worker,
+         requires)
 RETURNING id

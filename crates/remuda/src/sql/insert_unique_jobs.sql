@@ -4,13 +4,14 @@
 -- order (id and key of each inserted row); the caller finds the duplicates' ids with
 -- unique_lookup.sql. Jobs without a key ($9 NULL) are always inserted.
 INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args,
-                         unique_key, unique_states, concurrency_key)
+                         unique_key, unique_states, concurrency_key, target_worker, requires)
 SELECT CASE WHEN u.run_at > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
        u.queue, u.kind, u.priority, u.max_attempts, COALESCE(u.run_at, now()), u.expires_at, u.timeout_ms, u.args,
-       u.unique_key, u.unique_states::remuda.job_state[], u.concurrency_key
+       u.unique_key, u.unique_states::remuda.job_state[], u.concurrency_key, u.target_worker,
+       NULLIF(u.requires, '')::text[]
 FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::jsonb[],
-            $9::text[], $10::text[], $11::text[])
+            $9::text[], $10::text[], $11::text[], $12::text[], $13::text[])
     AS u(queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, unique_key, unique_states,
-         concurrency_key)
+         concurrency_key, target_worker, requires)
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING
 RETURNING id, unique_key

@@ -34,6 +34,7 @@ pub(crate) struct Registration {
     pub concurrency: i32,
     pub rescue_after_ms: i64,
     pub crash_loop_limit: i32,
+    pub capabilities: Vec<String>,
 }
 
 pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
@@ -51,6 +52,7 @@ pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
             &r.concurrency,
             &r.rescue_after_ms,
             &r.crash_loop_limit,
+            &r.capabilities,
         ],
     )
     .await?;

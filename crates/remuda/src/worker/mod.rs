@@ -54,8 +54,12 @@ const WORKER_POOL_SIZE: usize = 6;
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
-    /// Name shown in `remuda workers` (default: the host name).
+    /// Name shown in `remuda workers` (default: the host name); jobs routed to a worker by
+    /// name (`NewJob::target_worker`) run only on workers with this name.
     pub name: Option<String>,
+    /// What this worker can do: jobs that `require` capabilities run only on workers that
+    /// have them all.
+    pub capabilities: Vec<String>,
     /// Queues to claim from, in order of preference when slots are scarce.
     pub queues: Vec<String>,
     /// Jobs run at once, at most.
@@ -96,6 +100,7 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             name: None,
+            capabilities: Vec::new(),
             queues: vec!["default".into()],
             concurrency: 32,
             claim_batch: 1000,
@@ -206,6 +211,8 @@ pub(crate) struct Shared {
     fenced: std::sync::atomic::AtomicBool,
     /// Bumped at each fencing: jobs claimed before it are not started.
     epoch: AtomicU64,
+    /// The name jobs are routed by.
+    name: String,
     /// Settings of this worker's queues and of the cluster, refreshed every second and on
     /// `remuda_queue` notifications (see `settings.rs`).
     settings: settings::Cache,
@@ -362,6 +369,7 @@ impl Worker {
             concurrency: i32::try_from(config.concurrency).unwrap_or(i32::MAX),
             rescue_after_ms: i64::try_from(config.rescue_after.as_millis()).unwrap_or(i64::MAX),
             crash_loop_limit: i32::try_from(config.crash_loop_limit).unwrap_or(i32::MAX),
+            capabilities: config.capabilities.clone(),
         };
         let registered = std::time::Instant::now();
         heartbeat::register(&db, &registration).await?;
@@ -392,6 +400,7 @@ impl Worker {
             fenced: Default::default(),
             epoch: AtomicU64::new(0),
             settings: settings::Cache::default(),
+            name: registration.name.clone(),
             stop_all: CancellationToken::new(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),

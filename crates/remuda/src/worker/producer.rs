@@ -327,6 +327,8 @@ async fn claim_limited(
                 &limit,
                 &&*shared.worker_id,
                 &cursor,
+                &shared.name,
+                &shared.config.capabilities,
             ],
         )
         .await?;
@@ -369,7 +371,15 @@ async fn claim(
     let rows = conn
         .query(
             &statement,
-            &[&queue, &kinds, &defaults, &limit, &&*shared.worker_id],
+            &[
+                &queue,
+                &kinds,
+                &defaults,
+                &limit,
+                &&*shared.worker_id,
+                &shared.name,
+                &shared.config.capabilities,
+            ],
         )
         .await?;
     rows.iter().map(|row| claimed(row, queue)).collect()
