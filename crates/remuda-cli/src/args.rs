@@ -233,6 +233,10 @@ pub struct QueueSetArgs {
     /// Most starts per period, shared by all workers: N/PERIOD, e.g. 100/1s.
     #[arg(long, value_parser = parse_rate, allow_hyphen_values = true)]
     pub rate: Option<Rate>,
+    /// What --rate counts: starts of the whole queue (default), of each kind, or of each
+    /// concurrency key.
+    #[arg(long, requires = "rate")]
+    pub rate_per: Option<remuda::RatePer>,
     /// Most jobs waiting; an enqueue beyond it is refused (exit 2).
     #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
     pub max_depth: Option<Limit>,

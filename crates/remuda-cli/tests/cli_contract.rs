@@ -303,6 +303,44 @@ async fn queue_and_cluster_settings_from_the_command_line() {
     assert_eq!(set["key_limit"], 2);
     assert_eq!(set["rate"], "100/1s");
     assert_eq!(set["max_depth"], 3);
+    assert_eq!(set["rate_per"], "queue");
+    let per_kind = remuda(
+        &db,
+        &[
+            "queue",
+            "set",
+            "mail",
+            "--rate",
+            "10/1m",
+            "--rate-per",
+            "kind",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&per_kind), 0, "{}", stderr(&per_kind));
+    let per_kind = json(&per_kind);
+    assert_eq!(per_kind["rate"], "10/1m");
+    assert_eq!(per_kind["rate_per"], "kind");
+    let bad = remuda(
+        &db,
+        &[
+            "queue",
+            "set",
+            "mail",
+            "--rate",
+            "1/1s",
+            "--rate-per",
+            "tenant",
+        ],
+    )
+    .await;
+    assert_eq!(code(&bad), 2);
+    assert!(
+        stderr(&bad).contains("per queue, kind or key"),
+        "{}",
+        stderr(&bad)
+    );
     let cleared = json(&remuda(&db, &["queue", "set", "mail", "--rate", "none", "--json"]).await);
     assert_eq!(cleared["rate"], serde_json::Value::Null);
     assert_eq!(cleared["max_running"], 5);

@@ -48,7 +48,7 @@ pub mod worker;
 
 pub use client::{
     Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueSettings, QueueStats,
-    Unique, WorkerInfo,
+    RatePer, Unique, WorkerInfo,
 };
 pub use db::{Database, Jsonb};
 pub use error::{Error, Result};

@@ -492,3 +492,70 @@ async fn jobs_run_only_on_the_named_worker_or_one_with_every_capability() {
     let job = client.job(nobody[0]).await.expect("get").expect("exists");
     assert_eq!(job.requires, Some(vec!["tpu".to_string()]));
 }
+
+#[tokio::test]
+async fn a_rate_per_key_gives_each_key_its_own_bucket() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate: Some(Some((5, Duration::from_secs(1)))),
+                rate_per: Some(remuda::RatePer::Key),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rate");
+    let mut jobs = Vec::new();
+    for key in ["a", "b"] {
+        jobs.extend(naps(12, 1).into_iter().map(|j| j.concurrency_key(key)));
+    }
+    client.insert_many(&jobs).await.expect("enqueue");
+    let racing = workers(&client, 4, &["limited"]);
+    wait_all_completed(&client, 24, Duration::from_secs(30)).await;
+    stop(racing).await;
+    let conn = client.database().conn().await.expect("conn");
+    let mut first_second_total = 0;
+    let all_first: chrono::DateTime<chrono::Utc> = conn
+        .query_one("SELECT min(started_at) FROM remuda.jobs", &[])
+        .await
+        .expect("q")
+        .get(0);
+    for key in ["a", "b"] {
+        let starts: Vec<chrono::DateTime<chrono::Utc>> = conn
+            .query(
+                "SELECT started_at FROM remuda.jobs WHERE concurrency_key = $1 ORDER BY started_at",
+                &[&key],
+            )
+            .await
+            .expect("starts")
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        for (i, t) in starts.iter().enumerate() {
+            let within = starts[i..]
+                .iter()
+                .take_while(|u| **u - *t < chrono::Duration::seconds(1))
+                .count();
+            assert!(
+                within <= 10,
+                "key {key}: {within} starts within a second of {t}"
+            );
+        }
+        assert!(
+            starts[starts.len() - 1] - starts[0] >= chrono::Duration::milliseconds(900),
+            "key {key}: 12 starts at 5/s need more than a second"
+        );
+        first_second_total += starts
+            .iter()
+            .filter(|t| **t - all_first < chrono::Duration::milliseconds(500))
+            .count();
+    }
+    assert!(
+        first_second_total >= 8,
+        "both keys started their bursts at once ({first_second_total} in the first half second): one bucket per key, not one for the queue"
+    );
+    let shown = client.queue("limited").await.expect("show");
+    assert_eq!(shown.rate_per, remuda::RatePer::Key);
+}

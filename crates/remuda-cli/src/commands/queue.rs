@@ -17,6 +17,7 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
                 max_running: args.max_running.map(|l| l.0),
                 key_limit: args.key_limit.map(|l| l.0),
                 rate: args.rate.map(|r| r.0),
+                rate_per: args.rate_per,
                 max_depth: args.max_depth.map(|l| l.0),
             };
             if change == QueueChange::default() {
@@ -69,7 +70,11 @@ fn print_settings(s: &QueueSettings) {
         "rate          {}",
         s.rate.map_or_else(
             || "none".to_string(),
-            |(n, p)| format!("{n}/{}", remuda::duration::format(p))
+            |(n, p)| format!(
+                "{n}/{} per {}",
+                remuda::duration::format(p),
+                s.rate_per.as_str()
+            )
         )
     );
     println!("max_depth     {}", limit(s.max_depth));

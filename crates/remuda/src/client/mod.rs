@@ -16,7 +16,7 @@ mod queues;
 mod wait;
 
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
-pub use queues::{ClusterSettings, QueueChange, QueueSettings};
+pub use queues::{ClusterSettings, QueueChange, QueueSettings, RatePer};
 
 use crate::db::listener::Listener;
 use crate::db::{Database, DEFAULT_POOL_SIZE};

@@ -21,6 +21,8 @@ pub struct QueueSettings {
     /// Most starts per period, shared by all workers: (starts, period).
     #[serde(serialize_with = "rate_json")]
     pub rate: Option<(i32, Duration)>,
+    /// What the rate applies to: the queue as a whole, each kind, or each concurrency key.
+    pub rate_per: RatePer,
     /// Most jobs waiting (available or scheduled); an enqueue beyond it is refused.
     pub max_depth: Option<i32>,
     /// When the settings last changed (`None`: never configured).
@@ -46,6 +48,7 @@ impl QueueSettings {
             max_running: None,
             key_limit: None,
             rate: None,
+            rate_per: RatePer::Queue,
             max_depth: None,
             updated_at: None,
         }
@@ -67,9 +70,51 @@ impl QueueSettings {
             rate: rate_limit
                 .zip(period_ms)
                 .map(|(n, ms)| (n, Duration::from_millis(u64::try_from(ms).unwrap_or(1)))),
+            rate_per: row
+                .try_get::<_, String>("rate_per")?
+                .parse()
+                .map_err(Error::InvalidInput)?,
             max_depth: row.try_get("max_depth")?,
             updated_at: Some(row.try_get("updated_at")?),
         })
+    }
+}
+
+/// What a rate limit counts starts of.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RatePer {
+    /// One bucket for the whole queue.
+    #[default]
+    Queue,
+    /// One bucket per kind in the queue.
+    Kind,
+    /// One bucket per concurrency key in the queue (jobs without a key share one).
+    Key,
+}
+
+impl RatePer {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RatePer::Queue => "queue",
+            RatePer::Kind => "kind",
+            RatePer::Key => "key",
+        }
+    }
+}
+
+impl std::str::FromStr for RatePer {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "queue" => Ok(RatePer::Queue),
+            "kind" => Ok(RatePer::Kind),
+            "key" => Ok(RatePer::Key),
+            other => Err(format!(
+                "a rate applies per queue, kind or key, not {other:?}"
+            )),
+        }
     }
 }
 
@@ -85,6 +130,8 @@ pub struct QueueChange {
     pub key_limit: Option<Option<i32>>,
     /// Most starts per period.
     pub rate: Option<Option<(i32, Duration)>>,
+    /// What a rate set now applies to (default: the whole queue).
+    pub rate_per: Option<RatePer>,
     /// Most jobs waiting.
     pub max_depth: Option<Option<i32>>,
 }
@@ -192,6 +239,7 @@ impl Client {
                     &rate.map(|r| i64::try_from(r.1.as_millis()).unwrap_or(i64::MAX)),
                     &change.max_depth.is_some(),
                     &change.max_depth.flatten(),
+                    &change.rate_per.unwrap_or_default().as_str(),
                 ],
             )
             .await?;

@@ -13,6 +13,8 @@ CREATE TABLE remuda.queues (
     -- most starts per rate_period_ms (a token bucket shared by all workers)
     rate_limit      integer CHECK (rate_limit IS NULL OR rate_limit >= 1),
     rate_period_ms  bigint CHECK (rate_period_ms IS NULL OR rate_period_ms >= 1),
+    -- what the rate applies to: the whole queue, each kind, or each concurrency key
+    rate_per        text NOT NULL DEFAULT 'queue' CHECK (rate_per IN ('queue', 'kind', 'key')),
     -- most jobs waiting (available or scheduled); an enqueue beyond it is refused
     max_depth       integer CHECK (max_depth IS NULL OR max_depth >= 0),
     updated_at      timestamptz NOT NULL DEFAULT now(),
@@ -70,7 +72,8 @@ CREATE INDEX jobs_counted_running_idx ON remuda.jobs (queue, concurrency_key)
 CREATE INDEX jobs_keyed_available_idx ON remuda.jobs (queue, concurrency_key, priority, run_at, id)
     WHERE state = 'available' AND concurrency_key IS NOT NULL;
 
--- Token buckets of rate limits (scope 'queue:<name>'), shared by all workers.
+-- Token buckets of rate limits, shared by all workers: one per queue, or per kind or key of
+-- the queue (scope '<queue>|<kind or key>').
 CREATE TABLE remuda.rate_buckets (
     scope         text PRIMARY KEY,
     tokens        double precision NOT NULL,

@@ -1,7 +1,8 @@
 -- Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5
 -- (named $7, with capabilities $8: routing as in claim.sql):
 -- at most $4 (free slots), and no more than max_running minus its running jobs, the
--- cluster's cap minus all running jobs, and the rate limit's tokens allow. With a key_limit,
+-- cluster's cap minus all running jobs, and the rate limit's tokens allow (one bucket for the
+-- queue, or with rate_per 'kind' / 'key' one per kind or concurrency key of the queue). With a key_limit,
 -- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
 -- waiting job of every key comes before the second of any, walking the keys from the cursor
 -- $6 (the last key this worker served) so no tenant starves another. The jobs claimed are
@@ -9,25 +10,26 @@
 -- Jobs without a key in a key-limited queue are not limited by key; they are found among the
 -- first 1 000 waiting jobs of the queue.
 WITH RECURSIVE cfg AS (
-    SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, c.max_running AS cluster_max
+    SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, coalesce(q.rate_per, 'queue') AS rate_per,
+           c.max_running AS cluster_max
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), counts AS (
     SELECT (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
            CASE WHEN (SELECT cluster_max FROM cfg) IS NULL THEN 0
                 ELSE (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted) END AS in_cluster
 ), bucket AS (
-    SELECT CASE WHEN cfg.rate_limit IS NULL THEN NULL
+    SELECT CASE WHEN cfg.rate_limit IS NULL OR cfg.rate_per <> 'queue' THEN NULL
                 ELSE least(cfg.rate_limit::float8,
                            coalesce(b.tokens, cfg.rate_limit::float8)
                            + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
-    FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = 'queue:' || $1
+    FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = $1
 ), quota AS (
     SELECT greatest(0, least($4::bigint,
                              coalesce(cfg.max_running - counts.in_queue, $4::bigint),
                              coalesce(cfg.cluster_max - counts.in_cluster, $4::bigint),
                              coalesce(floor(bucket.tokens)::bigint, $4::bigint))) AS n,
-           cfg.key_limit
+           cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
@@ -54,13 +56,13 @@ WITH RECURSIVE cfg AS (
 ), keyed AS (
     -- up to key_limit waiting jobs per key (LIMIT takes no per-key value: the jobs over the
     -- key's room are dropped in `picked`)
-    SELECT c.id, c.concurrency_key, c.priority, c.run_at, ks.turn, run.n AS key_running
+    SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, ks.turn, run.n AS key_running
     FROM keys ks
     CROSS JOIN LATERAL (
         SELECT count(*) AS n FROM remuda.jobs r
         WHERE r.state = 'running' AND r.counted AND r.queue = $1 AND r.concurrency_key = ks.key) run
     CROSS JOIN LATERAL (
-        SELECT j.id, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
+        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
         WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
           AND j.kind = ANY($2::text[])
           AND (j.target_worker IS NULL OR j.target_worker = $7)
@@ -70,7 +72,7 @@ WITH RECURSIVE cfg AS (
         LIMIT (SELECT key_limit FROM quota)
         FOR UPDATE OF j SKIP LOCKED) c
 ), unkeyed AS (
-    SELECT j.id, j.concurrency_key, j.priority, j.run_at
+    SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at
     FROM remuda.jobs j
     WHERE j.id = ANY(ARRAY(
         SELECT w.id FROM (
@@ -78,7 +80,8 @@ WITH RECURSIVE cfg AS (
             FROM remuda.jobs h
             WHERE h.state = 'available' AND h.queue = $1
             ORDER BY h.priority, h.run_at, h.id
-            LIMIT CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN (SELECT n FROM quota) ELSE 1000 END) w
+            LIMIT CASE WHEN (SELECT key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
+                       THEN (SELECT n FROM quota) ELSE 1000 END) w
         WHERE (w.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
           AND w.kind = ANY($2::text[])
           AND (w.target_worker IS NULL OR w.target_worker = $7)
@@ -86,16 +89,35 @@ WITH RECURSIVE cfg AS (
           AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)))
       AND j.state = 'available'
     FOR UPDATE OF j SKIP LOCKED
-), picked AS (
-    SELECT id FROM (
-        SELECT r.id, r.priority, r.run_at, r.round
-        FROM (SELECT k.id, k.priority, k.run_at, k.key_running,
+), candidates AS (
+    SELECT c.*, CASE (SELECT rate_per FROM quota) WHEN 'kind' THEN c.kind
+                                                  WHEN 'key' THEN coalesce(c.concurrency_key, '') END AS grp
+    FROM (
+        SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, r.round
+        FROM (SELECT k.id, k.kind, k.concurrency_key, k.priority, k.run_at, k.key_running,
                      row_number() OVER (PARTITION BY k.turn ORDER BY k.priority, k.run_at, k.id) AS round
               FROM keyed k) r
         WHERE r.round + r.key_running <= (SELECT key_limit FROM quota)
         UNION ALL
-        SELECT u.id, u.priority, u.run_at, 1 AS round FROM unkeyed u) c
-    ORDER BY c.round, c.priority, c.run_at, c.id
+        SELECT u.id, u.kind, u.concurrency_key, u.priority, u.run_at, 1 AS round FROM unkeyed u) c
+), group_tokens AS (
+    -- rate per kind or key: the tokens of each group among the candidates
+    SELECT g.grp,
+           least(q.rate_limit::float8,
+                 coalesce(b.tokens, q.rate_limit::float8)
+                 + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
+                   * q.rate_limit / q.rate_period_ms) AS tokens
+    FROM (SELECT DISTINCT grp FROM candidates WHERE grp IS NOT NULL) g
+    CROSS JOIN quota q
+    LEFT JOIN remuda.rate_buckets b ON b.scope = $1 || '|' || g.grp
+    WHERE q.rate_limit IS NOT NULL AND q.rate_per <> 'queue'
+), picked AS (
+    SELECT g.id, g.grp FROM (
+        SELECT c.*, row_number() OVER (PARTITION BY c.grp ORDER BY c.round, c.priority, c.run_at, c.id) AS nth
+        FROM candidates c) g
+    LEFT JOIN group_tokens t ON t.grp = g.grp
+    WHERE t.tokens IS NULL OR g.nth <= floor(t.tokens)
+    ORDER BY g.round, g.priority, g.run_at, g.id
     LIMIT (SELECT n FROM quota)
 ), claimed AS (
     UPDATE remuda.jobs j
@@ -111,8 +133,11 @@ WITH RECURSIVE cfg AS (
     RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
-    SELECT 'queue:' || $1, bucket.tokens - (SELECT count(*) FROM claimed), now()
+    SELECT $1, bucket.tokens - (SELECT count(*) FROM claimed), now()
     FROM bucket WHERE bucket.tokens IS NOT NULL
+    UNION ALL
+    SELECT $1 || '|' || t.grp, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), now()
+    FROM group_tokens t
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
 SELECT id, kind, attempt, max_attempts, timeout_ms, args, started_at, concurrency_key FROM claimed

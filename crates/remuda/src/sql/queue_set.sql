@@ -1,21 +1,25 @@
 -- Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a
--- flag says whether to change it ($2 paused, $4 max_running, $6 key_limit, $8 rate, $11
--- max_depth) and the value follows (NULL clears a limit). Returns the settings as they are now.
+-- flag says whether to change it ($2 paused, $4 max_running, $6 key_limit, $8 rate (and $13
+-- what it applies to), $11 max_depth) and the value follows (NULL clears a limit). Returns the settings as they are now.
 WITH saved AS (
-    INSERT INTO remuda.queues AS q (name, paused, max_running, key_limit, rate_limit, rate_period_ms, max_depth)
+    INSERT INTO remuda.queues AS q (name, paused, max_running, key_limit, rate_limit, rate_period_ms, max_depth,
+                                    rate_per)
     VALUES ($1, CASE WHEN $2::boolean THEN $3::boolean ELSE false END, CASE WHEN $4::boolean THEN $5::int END,
             CASE WHEN $6::boolean THEN $7::int END, CASE WHEN $8::boolean THEN $9::int END,
-            CASE WHEN $8::boolean THEN $10::bigint END, CASE WHEN $11::boolean THEN $12::int END)
+            CASE WHEN $8::boolean THEN $10::bigint END, CASE WHEN $11::boolean THEN $12::int END,
+            CASE WHEN $8::boolean THEN $13::text ELSE 'queue' END)
     ON CONFLICT (name) DO UPDATE
     SET paused = CASE WHEN $2 THEN $3 ELSE q.paused END,
         max_running = CASE WHEN $4 THEN $5 ELSE q.max_running END,
         key_limit = CASE WHEN $6 THEN $7 ELSE q.key_limit END,
         rate_limit = CASE WHEN $8 THEN $9 ELSE q.rate_limit END,
         rate_period_ms = CASE WHEN $8 THEN $10 ELSE q.rate_period_ms END,
+        rate_per = CASE WHEN $8 THEN $13 ELSE q.rate_per END,
         max_depth = CASE WHEN $11 THEN $12 ELSE q.max_depth END,
         updated_at = now()
     RETURNING q.*
 )
-SELECT s.name, s.paused, s.max_running, s.key_limit, s.rate_limit, s.rate_period_ms, s.max_depth, s.updated_at,
+SELECT s.name, s.paused, s.max_running, s.key_limit, s.rate_limit, s.rate_period_ms, s.rate_per, s.max_depth,
+       s.updated_at,
        pg_notify('remuda_queue', s.name) IS NULL AS notified
 FROM saved s
