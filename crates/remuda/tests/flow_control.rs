@@ -559,3 +559,33 @@ async fn a_rate_per_key_gives_each_key_its_own_bucket() {
     let shown = client.queue("limited").await.expect("show");
     assert_eq!(shown.rate_per, remuda::RatePer::Key);
 }
+
+#[tokio::test]
+async fn jobs_nobody_can_run_at_the_head_of_a_limited_queue_do_not_block_it() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                max_running: Some(Some(2)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("limit");
+    let stuck: Vec<NewJob> = naps(20, 1)
+        .into_iter()
+        .map(|j| j.target_worker("offline"))
+        .collect();
+    client.insert_many(&stuck).await.expect("enqueue");
+    let others = client.insert_many(&naps(5, 1)).await.expect("enqueue");
+    let racing = workers(&client, 2, &["limited"]);
+    for id in others {
+        let job = client
+            .wait(id, Duration::from_secs(10))
+            .await
+            .expect("ran past the jobs nobody can take");
+        assert_eq!(job.state, remuda::JobState::Completed);
+    }
+    stop(racing).await;
+}

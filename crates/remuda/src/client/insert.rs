@@ -289,9 +289,16 @@ impl NewJob {
                     self.kind
                 ));
             }
-            if unique.states.is_empty() {
+            // a job must hold its key in every state a worker moves it between (scheduled,
+            // available, running): otherwise a promotion, claim or retry could run into
+            // another job's key and fail (River requires the same)
+            use crate::JobState::{Available, Running, Scheduled};
+            if ![Scheduled, Available, Running]
+                .iter()
+                .all(|s| unique.states.contains(s))
+            {
                 return bad(format!(
-                    "job {}: a unique job needs at least one state in which it holds its key",
+                    "job {}: unique states must include scheduled, available and running (add completed, failed, cancelled or expired to keep the key longer)",
                     self.kind
                 ));
             }

@@ -198,18 +198,26 @@ impl Client {
     /// [`Client::insert_many`], saying for each job whether it was a duplicate of an
     /// existing unique job (whose id is returned) or inserted.
     pub async fn insert_each(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
-        let conn = self.inner.db.conn().await?;
+        let mut conn = self.inner.db.conn().await?;
+        if insert::any_unique(jobs) {
+            // the unique path may take several statements: all or none, in one transaction
+            let tx = conn.transaction().await?;
+            let statements = insert::Statements {
+                plain: tx.prepare_cached(sql::INSERT_JOBS).await?,
+                unique: Some([
+                    tx.prepare_cached(sql::INSERT_UNIQUE_JOBS).await?,
+                    tx.prepare_cached(sql::UNIQUE_LOOKUP).await?,
+                    tx.prepare_cached(sql::UNIQUE_ARGS_KEYS).await?,
+                ]),
+            };
+            let inserted =
+                insert::insert_many(&*tx, &statements, jobs, self.inner.max_payload).await?;
+            tx.commit().await?;
+            return Ok(inserted);
+        }
         let statements = insert::Statements {
             plain: conn.prepare_cached(sql::INSERT_JOBS).await?,
-            unique: if insert::any_unique(jobs) {
-                Some([
-                    conn.prepare_cached(sql::INSERT_UNIQUE_JOBS).await?,
-                    conn.prepare_cached(sql::UNIQUE_LOOKUP).await?,
-                    conn.prepare_cached(sql::UNIQUE_ARGS_KEYS).await?,
-                ])
-            } else {
-                None
-            },
+            unique: None,
         };
         insert::insert_many(&**conn, &statements, jobs, self.inner.max_payload).await
     }

@@ -43,6 +43,7 @@ BEGIN
         SELECT s.name, s.max_depth
         FROM remuda.queues s
         WHERE s.max_depth IS NOT NULL AND s.name IN (SELECT DISTINCT n.queue FROM new_jobs n)
+        ORDER BY s.name  -- one lock order for every statement: no deadlock between two
     LOOP
         PERFORM pg_advisory_xact_lock(hashtextextended('remuda.depth:' || q.name, 0));
         SELECT count(*) INTO depth FROM remuda.jobs j

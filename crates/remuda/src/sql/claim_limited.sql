@@ -11,7 +11,7 @@
 -- first 1 000 waiting jobs of the queue.
 WITH RECURSIVE cfg AS (
     SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, coalesce(q.rate_per, 'queue') AS rate_per,
-           c.max_running AS cluster_max
+           c.max_running AS cluster_max, coalesce(q.paused, false) AS paused
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), counts AS (
     SELECT (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
@@ -23,12 +23,12 @@ WITH RECURSIVE cfg AS (
                            coalesce(b.tokens, cfg.rate_limit::float8)
                            + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
-    FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = $1
+    FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text)::text
 ), quota AS (
-    SELECT greatest(0, least($4::bigint,
+    SELECT CASE WHEN cfg.paused THEN 0 ELSE greatest(0, least($4::bigint,
                              coalesce(cfg.max_running - counts.in_queue, $4::bigint),
                              coalesce(cfg.cluster_max - counts.in_cluster, $4::bigint),
-                             coalesce(floor(bucket.tokens)::bigint, $4::bigint))) AS n,
+                             coalesce(floor(bucket.tokens)::bigint, $4::bigint))) END AS n,
            cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
@@ -47,20 +47,23 @@ WITH RECURSIVE cfg AS (
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
     FROM from_start k WHERE k.key IS NOT NULL AND k.key <= $6
-), keys AS (
-    SELECT key, row_number() OVER () AS turn
-    FROM (SELECT key FROM (SELECT key FROM after_cursor WHERE key IS NOT NULL LIMIT 200) a
+), key_room AS (
+    -- keys with waiting jobs, from the cursor round to it, with their running jobs; keys at
+    -- their limit are passed over (they would take no turn)
+    SELECT w.key, w.ord, (SELECT count(*) FROM remuda.jobs r
+                          WHERE r.state = 'running' AND r.counted AND r.queue = $1
+                            AND r.concurrency_key = w.key) AS running
+    FROM (SELECT key, 1 AS ord FROM after_cursor WHERE key IS NOT NULL
           UNION ALL
-          SELECT key FROM (SELECT key FROM from_start WHERE key IS NOT NULL AND key <= $6 LIMIT 200) b) all_keys
-    LIMIT 200
+          SELECT key, 2 AS ord FROM from_start WHERE key IS NOT NULL AND key <= $6) w
+), keys AS (
+    SELECT key, running, row_number() OVER () AS turn
+    FROM (SELECT key, running FROM key_room WHERE running < (SELECT key_limit FROM quota) LIMIT 200) open_keys
 ), keyed AS (
     -- up to key_limit waiting jobs per key (LIMIT takes no per-key value: the jobs over the
     -- key's room are dropped in `picked`)
-    SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, ks.turn, run.n AS key_running
+    SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, ks.turn, ks.running AS key_running
     FROM keys ks
-    CROSS JOIN LATERAL (
-        SELECT count(*) AS n FROM remuda.jobs r
-        WHERE r.state = 'running' AND r.counted AND r.queue = $1 AND r.concurrency_key = ks.key) run
     CROSS JOIN LATERAL (
         SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
         WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
@@ -75,31 +78,32 @@ WITH RECURSIVE cfg AS (
     SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at
     FROM remuda.jobs j
     WHERE j.id = ANY(ARRAY(
-        SELECT w.id FROM (
-            SELECT h.id, h.concurrency_key, h.kind, h.expires_at, h.started_at, h.target_worker, h.requires
-            FROM remuda.jobs h
-            WHERE h.state = 'available' AND h.queue = $1
-            ORDER BY h.priority, h.run_at, h.id
-            LIMIT CASE WHEN (SELECT key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
-                       THEN (SELECT n FROM quota) ELSE 1000 END) w
-        WHERE (w.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
-          AND w.kind = ANY($2::text[])
-          AND (w.target_worker IS NULL OR w.target_worker = $7)
-          AND (w.requires IS NULL OR w.requires <@ $8::text[])
-          AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)))
+        SELECT h.id FROM remuda.jobs h
+        WHERE h.state = 'available' AND h.queue = $1
+          AND (h.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
+          AND h.kind = ANY($2::text[])
+          AND (h.target_worker IS NULL OR h.target_worker = $7)
+          AND (h.requires IS NULL OR h.requires <@ $8::text[])
+          AND (h.expires_at IS NULL OR h.expires_at > now() OR h.started_at IS NOT NULL)
+        ORDER BY h.priority, h.run_at, h.id
+        -- with a rate per kind or key, look further than the quota: some groups may have no tokens
+        LIMIT CASE WHEN (SELECT rate_limit IS NULL OR rate_per = 'queue' FROM quota)
+                   THEN (SELECT n FROM quota) ELSE 1000 END))
       AND j.state = 'available'
     FOR UPDATE OF j SKIP LOCKED
 ), candidates AS (
     SELECT c.*, CASE (SELECT rate_per FROM quota) WHEN 'kind' THEN c.kind
                                                   WHEN 'key' THEN coalesce(c.concurrency_key, '') END AS grp
     FROM (
-        SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, r.round
-        FROM (SELECT k.id, k.kind, k.concurrency_key, k.priority, k.run_at, k.key_running,
+        -- a key's next job takes the round after its running ones: keys with fewer running
+        -- go first, then in turn from the cursor
+        SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, r.round + r.key_running AS round, r.turn
+        FROM (SELECT k.id, k.kind, k.concurrency_key, k.priority, k.run_at, k.key_running, k.turn,
                      row_number() OVER (PARTITION BY k.turn ORDER BY k.priority, k.run_at, k.id) AS round
               FROM keyed k) r
         WHERE r.round + r.key_running <= (SELECT key_limit FROM quota)
         UNION ALL
-        SELECT u.id, u.kind, u.concurrency_key, u.priority, u.run_at, 1 AS round FROM unkeyed u) c
+        SELECT u.id, u.kind, u.concurrency_key, u.priority, u.run_at, 1 AS round, 0 AS turn FROM unkeyed u) c
 ), group_tokens AS (
     -- rate per kind or key: the tokens of each group among the candidates
     SELECT g.grp,
@@ -109,15 +113,15 @@ WITH RECURSIVE cfg AS (
                    * q.rate_limit / q.rate_period_ms) AS tokens
     FROM (SELECT DISTINCT grp FROM candidates WHERE grp IS NOT NULL) g
     CROSS JOIN quota q
-    LEFT JOIN remuda.rate_buckets b ON b.scope = $1 || '|' || g.grp
+    LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text, g.grp)::text
     WHERE q.rate_limit IS NOT NULL AND q.rate_per <> 'queue'
 ), picked AS (
-    SELECT g.id, g.grp FROM (
+    SELECT g.id, g.grp, g.turn FROM (
         SELECT c.*, row_number() OVER (PARTITION BY c.grp ORDER BY c.round, c.priority, c.run_at, c.id) AS nth
         FROM candidates c) g
     LEFT JOIN group_tokens t ON t.grp = g.grp
     WHERE t.tokens IS NULL OR g.nth <= floor(t.tokens)
-    ORDER BY g.round, g.priority, g.run_at, g.id
+    ORDER BY g.round, g.turn, g.priority, g.run_at, g.id
     LIMIT (SELECT n FROM quota)
 ), claimed AS (
     UPDATE remuda.jobs j
@@ -133,11 +137,12 @@ WITH RECURSIVE cfg AS (
     RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
-    SELECT $1, bucket.tokens - (SELECT count(*) FROM claimed), now()
+    SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()
     FROM bucket WHERE bucket.tokens IS NOT NULL
     UNION ALL
-    SELECT $1 || '|' || t.grp, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), now()
+    SELECT jsonb_build_array($1::text, t.grp)::text, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), now()
     FROM group_tokens t
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
-SELECT id, kind, attempt, max_attempts, timeout_ms, args, started_at, concurrency_key FROM claimed
+SELECT c.id, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.concurrency_key, p.turn
+FROM claimed c JOIN picked p ON p.id = c.id

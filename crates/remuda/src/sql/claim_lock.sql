@@ -1,4 +1,9 @@
--- Serialise limited claims: per queue ($1), or cluster-wide when the cluster has a cap ($2),
--- for the rest of the transaction (claim_limited.sql runs next, in a new snapshot).
-SELECT pg_advisory_xact_lock(CASE WHEN $2 THEN hashtextextended('remuda.claim:*', 0)
-                                  ELSE hashtextextended('remuda.claim:' || $1, 0) END)
+-- Serialise limited claims: the lock of queue $1 and, when the cluster has a cap, first the
+-- cluster-wide one, for the rest of the transaction (claim_limited.sql runs next, in a new
+-- snapshot). Which locks is decided here, from the settings as committed, not from a
+-- worker's cache, so every claimer of a capped cluster takes the same lock.
+SELECT count(pg_advisory_xact_lock(l.key))
+FROM (SELECT 1 AS ord, hashtextextended('remuda.claim:*', 0) AS key
+      WHERE (SELECT max_running FROM remuda.cluster) IS NOT NULL
+      UNION ALL
+      SELECT 2, hashtextextended('remuda.claim:' || $1, 0)) l

@@ -118,16 +118,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             let claiming = async {
                 if limited {
                     let cursor = cursors.get(queue).map_or("", String::as_str);
-                    let (jobs, last_key) = claim_limited(
-                        &shared,
-                        queue,
-                        &kinds,
-                        &defaults,
-                        free as i64,
-                        cluster_cap,
-                        cursor,
-                    )
-                    .await?;
+                    let (jobs, last_key) =
+                        claim_limited(&shared, queue, &kinds, &defaults, free as i64, cursor)
+                            .await?;
                     Ok::<_, crate::Error>((jobs, last_key))
                 } else {
                     Ok((
@@ -301,7 +294,7 @@ async fn release_orphans(shared: &Shared) -> Result<i64> {
 }
 
 /// A claim under the queue's limits (`claim_lock.sql` then `claim_limited.sql`, in one
-/// transaction). Returns the jobs and the greatest concurrency key among them (the cursor
+/// transaction). Returns the jobs and the concurrency key served last in turn (the cursor
 /// from which keys take turns next time).
 async fn claim_limited(
     shared: &Shared,
@@ -309,13 +302,12 @@ async fn claim_limited(
     kinds: &[String],
     defaults: &[i32],
     limit: i64,
-    cluster_cap: bool,
     cursor: &str,
 ) -> Result<(Vec<Claimed>, Option<String>)> {
     let mut conn = shared.db.conn().await?;
     let tx = conn.transaction().await?;
     let lock = tx.prepare_cached(sql::CLAIM_LOCK).await?;
-    tx.query(&lock, &[&queue, &cluster_cap]).await?;
+    tx.query(&lock, &[&queue]).await?;
     let statement = tx.prepare_cached(sql::CLAIM_LIMITED).await?;
     let rows = tx
         .query(
@@ -333,17 +325,19 @@ async fn claim_limited(
         )
         .await?;
     tx.commit().await?;
-    let mut last_key: Option<String> = None;
+    // the cursor moves to the key served last in turn (turns count from the old cursor)
+    let mut last: Option<(i64, String)> = None;
     let mut jobs = Vec::with_capacity(rows.len());
     for row in &rows {
+        let turn: i64 = row.try_get("turn")?;
         if let Some(key) = row.try_get::<_, Option<String>>("concurrency_key")? {
-            if last_key.as_ref().is_none_or(|k| *k < key) {
-                last_key = Some(key);
+            if turn > 0 && last.as_ref().is_none_or(|(t, _)| *t < turn) {
+                last = Some((turn, key));
             }
         }
         jobs.push(claimed(row, queue)?);
     }
-    Ok((jobs, last_key))
+    Ok((jobs, last.map(|(_, key)| key)))
 }
 
 fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
