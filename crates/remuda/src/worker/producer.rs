@@ -136,12 +136,18 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 jobs
             }) {
                 Ok(jobs) => {
-                    if jobs.len() == free {
+                    let full = jobs.len() == free;
+                    if full {
                         more = true;
                     }
                     claimed += jobs.len();
                     for job in jobs {
                         start_job(&shared, job, epoch);
+                    }
+                    // strict order: a later queue is claimed from only once every earlier one
+                    // came back short (slots that free up meanwhile go to the first queue)
+                    if full && shared.config.queue_order == super::QueueOrder::Strict {
+                        break;
                     }
                 }
                 Err(e) => {
