@@ -164,9 +164,21 @@ async fn the_scope_of_states_and_the_period_decide_what_is_a_duplicate() {
         .expect("exists")
         .unique_key;
     assert!(stored.is_some_and(|k| k.starts_with("hourly@")));
-    // a manual retry of a job whose key is taken again is refused, not duplicated
+    // a manual retry of a job whose key is free again works; one whose key another job holds
+    // now is refused with a clear error, not duplicated
     let err = client.retry(second.id).await;
     assert!(err.is_ok(), "the key of 'live' is free: {err:?}");
+    let taken = client.insert(keyed("taken")).await.expect("insert");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'failed', finished_at = now() WHERE id = $1",
+        &[&taken],
+    )
+    .await
+    .expect("fail");
+    let holder = client.insert_each(&[keyed("taken")]).await.expect("insert")[0];
+    assert!(!holder.duplicate, "a failed job does not hold its key");
+    let err = client.retry(taken).await.expect_err("its key is held");
+    assert!(err.to_string().contains("holds its unique key"), "{err}");
 }
 
 #[tokio::test]

@@ -333,7 +333,14 @@ impl Client {
         let statement = conn.prepare_cached(statement).await?;
         let row = conn
             .query_opt(&statement, &[&id])
-            .await?
+            .await
+            .map_err(|e| match e.as_db_error() {
+                // retrying a unique job whose key another job took meanwhile
+                Some(db) if db.constraint() == Some("jobs_unique_idx") => Error::InvalidInput(format!(
+                    "cannot {action} job {id}: another job holds its unique key now (the retry would be a duplicate)"
+                )),
+                _ => Error::from(e),
+            })?
             .ok_or(Error::NotFound(id))?;
         let old: String = row.get("old_state");
         let changed: i64 = row.get("changed");
