@@ -325,6 +325,71 @@ pub(crate) struct Statements {
     pub unique: Option<[tokio_postgres::Statement; 3]>,
 }
 
+/// A batch as parallel arrays, one per column both insert statements take ($1 … $11, one
+/// element per job; `requires` as array literals, since arrays of arrays do not unnest).
+struct Columns<'a> {
+    queues: Vec<&'a str>,
+    kinds: Vec<&'a str>,
+    priorities: Vec<i32>,
+    max_attempts: Vec<Option<i32>>,
+    run_ats: Vec<Option<DateTime<Utc>>>,
+    expires: Vec<Option<DateTime<Utc>>>,
+    timeouts: Vec<Option<i64>>,
+    args: Vec<&'a Jsonb>,
+    concurrency_keys: Vec<Option<&'a str>>,
+    targets: Vec<Option<&'a str>>,
+    requires: Vec<Option<String>>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(jobs: impl ExactSizeIterator<Item = &'a NewJob>) -> Self {
+        let n = jobs.len();
+        let mut c = Columns {
+            queues: Vec::with_capacity(n),
+            kinds: Vec::with_capacity(n),
+            priorities: Vec::with_capacity(n),
+            max_attempts: Vec::with_capacity(n),
+            run_ats: Vec::with_capacity(n),
+            expires: Vec::with_capacity(n),
+            timeouts: Vec::with_capacity(n),
+            args: Vec::with_capacity(n),
+            concurrency_keys: Vec::with_capacity(n),
+            targets: Vec::with_capacity(n),
+            requires: Vec::with_capacity(n),
+        };
+        for job in jobs {
+            c.queues.push(job.queue.as_str());
+            c.kinds.push(job.kind.as_str());
+            c.priorities.push(job.priority);
+            c.max_attempts.push(job.max_attempts);
+            c.run_ats.push(job.run_at);
+            c.expires.push(job.expires_at);
+            c.timeouts.push(job.timeout_ms());
+            c.args.push(&job.args);
+            c.concurrency_keys.push(job.concurrency_key.as_deref());
+            c.targets.push(job.target_worker.as_deref());
+            c.requires.push(job.requires_literal());
+        }
+        c
+    }
+
+    fn params(&self) -> Vec<&(dyn tokio_postgres::types::ToSql + Sync)> {
+        vec![
+            &self.queues,
+            &self.kinds,
+            &self.priorities,
+            &self.max_attempts,
+            &self.run_ats,
+            &self.expires,
+            &self.timeouts,
+            &self.args,
+            &self.concurrency_keys,
+            &self.targets,
+            &self.requires,
+        ]
+    }
+}
+
 /// Whether any job of the batch asks for uniqueness.
 pub(crate) fn any_unique(jobs: &[NewJob]) -> bool {
     jobs.iter().any(|j| j.unique.is_some())
@@ -348,49 +413,8 @@ pub(crate) async fn insert_many<C: GenericClient>(
         return insert_unique(conn, unique, jobs).await;
     }
     let statement = &statements.plain;
-    let n = jobs.len();
-    let mut queues = Vec::with_capacity(n);
-    let mut kinds = Vec::with_capacity(n);
-    let mut priorities = Vec::with_capacity(n);
-    let mut max_attempts = Vec::with_capacity(n);
-    let mut run_ats = Vec::with_capacity(n);
-    let mut expires = Vec::with_capacity(n);
-    let mut timeouts = Vec::with_capacity(n);
-    let mut args = Vec::with_capacity(n);
-    let mut concurrency_keys = Vec::with_capacity(n);
-    let mut targets = Vec::with_capacity(n);
-    let mut requires = Vec::with_capacity(n);
-    for job in jobs {
-        concurrency_keys.push(job.concurrency_key.as_deref());
-        targets.push(job.target_worker.as_deref());
-        requires.push(job.requires_literal());
-        queues.push(job.queue.as_str());
-        kinds.push(job.kind.as_str());
-        priorities.push(job.priority);
-        max_attempts.push(job.max_attempts);
-        run_ats.push(job.run_at);
-        expires.push(job.expires_at);
-        timeouts.push(job.timeout_ms());
-        args.push(&job.args);
-    }
-    let rows = conn
-        .query(
-            statement,
-            &[
-                &queues,
-                &kinds,
-                &priorities,
-                &max_attempts,
-                &run_ats,
-                &expires,
-                &timeouts,
-                &args,
-                &concurrency_keys,
-                &targets,
-                &requires,
-            ],
-        )
-        .await?;
+    let columns = Columns::of(jobs.iter());
+    let rows = conn.query(statement, &columns.params()).await?;
     rows.iter()
         .map(|row| {
             Ok(Inserted {
@@ -437,56 +461,16 @@ async fn insert_unique<C: GenericClient>(
         if pending.is_empty() {
             break;
         }
-        let n = pending.len();
-        let mut queues = Vec::with_capacity(n);
-        let mut kinds = Vec::with_capacity(n);
-        let mut priorities = Vec::with_capacity(n);
-        let mut max_attempts = Vec::with_capacity(n);
-        let mut run_ats = Vec::with_capacity(n);
-        let mut expires = Vec::with_capacity(n);
-        let mut timeouts = Vec::with_capacity(n);
-        let mut args = Vec::with_capacity(n);
-        let mut unique_keys = Vec::with_capacity(n);
-        let mut states = Vec::with_capacity(n);
-        let mut concurrency_keys = Vec::with_capacity(n);
-        let mut targets = Vec::with_capacity(n);
-        let mut requires = Vec::with_capacity(n);
-        for &i in &pending {
-            let job = &jobs[i];
-            concurrency_keys.push(job.concurrency_key.as_deref());
-            targets.push(job.target_worker.as_deref());
-            requires.push(job.requires_literal());
-            queues.push(job.queue.as_str());
-            kinds.push(job.kind.as_str());
-            priorities.push(job.priority);
-            max_attempts.push(job.max_attempts);
-            run_ats.push(job.run_at);
-            expires.push(job.expires_at);
-            timeouts.push(job.timeout_ms());
-            args.push(&job.args);
-            unique_keys.push(keys[i].as_deref());
-            states.push(job.unique.as_ref().map(Unique::states_literal));
-        }
-        let rows = conn
-            .query(
-                insert,
-                &[
-                    &queues,
-                    &kinds,
-                    &priorities,
-                    &max_attempts,
-                    &run_ats,
-                    &expires,
-                    &timeouts,
-                    &args,
-                    &unique_keys,
-                    &states,
-                    &concurrency_keys,
-                    &targets,
-                    &requires,
-                ],
-            )
-            .await?;
+        let columns = Columns::of(pending.iter().map(|&i| &jobs[i]));
+        let unique_keys: Vec<Option<&str>> = pending.iter().map(|&i| keys[i].as_deref()).collect();
+        let states: Vec<Option<String>> = pending
+            .iter()
+            .map(|&i| jobs[i].unique.as_ref().map(Unique::states_literal))
+            .collect();
+        let mut params = columns.params();
+        params.push(&unique_keys);
+        params.push(&states);
+        let rows = conn.query(insert, &params).await?;
         // inserted rows come back in input order: match them, the rest are duplicates
         let mut returned = rows.iter().peekable();
         let mut duplicates: Vec<(usize, String)> = Vec::new();
