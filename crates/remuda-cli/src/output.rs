@@ -115,17 +115,22 @@ pub fn print_queues(stats: &[QueueStats]) {
 /// Workers as a table.
 pub fn print_workers(workers: &[WorkerInfo]) {
     println!(
-        "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<23}",
-        "ID", "HOST", "PID", "RUNNING/MAX", "QUEUES", "HEARTBEAT"
+        "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<20}  {:<23}",
+        "ID", "HOST", "PID", "RUNNING/MAX", "QUEUES", "CAPABILITIES", "HEARTBEAT"
     );
     for w in workers {
         println!(
-            "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<23}",
+            "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<20}  {:<23}",
             w.id,
             w.host,
             w.pid,
             format!("{}/{}", w.running, w.concurrency),
             w.queues.join(","),
+            if w.capabilities.is_empty() {
+                "-".to_string()
+            } else {
+                w.capabilities.join(",")
+            },
             time(Some(w.heartbeat_at))
         );
     }

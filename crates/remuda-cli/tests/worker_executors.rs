@@ -99,6 +99,8 @@ fn config(port: u16, dir: &TempDir) -> std::path::PathBuf {
         &format!(
             r#"
 [worker]
+name = "media-1"
+capabilities = ["ffmpeg"]
 queues = ["default", "media"]
 concurrency = 8
 shutdown_timeout = "5s"
@@ -246,6 +248,8 @@ async fn command_tasks_report_results_and_errors() {
         workers[0]["queues"],
         serde_json::json!(["default", "media"])
     );
+    assert_eq!(workers[0]["name"], "media-1");
+    assert_eq!(workers[0]["capabilities"], serde_json::json!(["ffmpeg"]));
     assert!(worker.stop().await.success());
     let workers = json(&remuda(&db, &["workers", "--json"]).await);
     assert_eq!(

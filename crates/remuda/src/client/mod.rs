@@ -109,6 +109,8 @@ pub struct WorkerInfo {
     pub queues: Vec<String>,
     /// Task kinds it runs.
     pub kinds: Vec<String>,
+    /// Capabilities it declared (for jobs that `require` some).
+    pub capabilities: Vec<String>,
     /// Jobs it runs at once at most.
     pub concurrency: i32,
     /// Jobs it is running now.
@@ -403,6 +405,7 @@ impl Client {
                     pid: row.try_get("pid")?,
                     queues: row.try_get("queues")?,
                     kinds: row.try_get("kinds")?,
+                    capabilities: row.try_get("capabilities")?,
                     concurrency: row.try_get("concurrency")?,
                     running: row.try_get("running")?,
                     started_at: row.try_get("started_at")?,
