@@ -52,6 +52,8 @@ pub struct WorkerSection {
     pub capabilities: Option<Vec<String>>,
     /// How the queues share free slots: "round_robin" (default) or "strict" (in order).
     pub queue_order: Option<QueueOrderName>,
+    /// Round-robin weights per queue (default 1): `{ high = 3 }`.
+    pub queue_weights: Option<BTreeMap<String, u32>>,
     /// Jobs run at once.
     pub concurrency: Option<usize>,
     /// Time running jobs get at shutdown.

@@ -589,3 +589,35 @@ async fn jobs_nobody_can_run_at_the_head_of_a_limited_queue_do_not_block_it() {
     }
     stop(racing).await;
 }
+
+#[tokio::test]
+async fn weighted_round_robin_gives_a_heavier_queue_more_turns() {
+    let (_db, client) = setup().await;
+    let mut jobs: Vec<NewJob> = naps(40, 1).into_iter().map(|j| j.queue("light")).collect();
+    jobs.extend(naps(40, 1).into_iter().map(|j| j.queue("heavy")));
+    client.insert_many(&jobs).await.expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: 1,
+                claim_batch: 1,
+                queues: vec!["light".into(), "heavy".into()],
+                queue_weights: [("heavy".to_string(), 3)].into_iter().collect(),
+                ..fast_config()
+            })
+            .register(Nap),
+    );
+    wait_all_completed(&client, 40, Duration::from_secs(30)).await;
+    worker.shutdown().await;
+    // of the first 40 starts, about three quarters went to the heavy queue
+    let heavy: i64 = scalar(
+        &client,
+        "SELECT count(*) FROM (SELECT queue FROM remuda.jobs WHERE started_at IS NOT NULL
+                               ORDER BY started_at, id LIMIT 40) f WHERE queue = 'heavy'",
+    )
+    .await;
+    assert!(
+        (26..=34).contains(&heavy),
+        "{heavy} of the first 40 starts were heavy"
+    );
+}

@@ -55,6 +55,12 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
         exit_when_drained: args.once,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),
         capabilities: w.capabilities.clone().unwrap_or_default(),
+        queue_weights: w
+            .queue_weights
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
         ..defaults
     };
     if settings.concurrency == 0 {

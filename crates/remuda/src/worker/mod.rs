@@ -91,6 +91,9 @@ pub struct WorkerConfig {
     /// How the queues share the free slots: in the order given (`Strict`: a later queue gets
     /// only what the earlier ones leave) or taking turns (`RoundRobin`, the default).
     pub queue_order: QueueOrder,
+    /// Weights of the queues in round robin (default 1 each): a queue of weight 3 starts three
+    /// claim rounds for every one of a queue of weight 1.
+    pub queue_weights: HashMap<String, u32>,
     /// Stop (gracefully) once its queues have no runnable job and nothing is running, like
     /// graphile-worker's `--once`: for batch runs and scripts.
     pub exit_when_drained: bool,
@@ -114,6 +117,7 @@ impl Default for WorkerConfig {
             promote_interval: Duration::from_secs(1),
             maintenance: true,
             queue_order: QueueOrder::RoundRobin,
+            queue_weights: HashMap::new(),
             exit_when_drained: false,
         }
     }
@@ -354,6 +358,15 @@ impl Worker {
         let worker_id: Arc<str> = format!("{name}-{pid}-{:08x}", fastrand::u32(..)).into();
         let mut kinds: Vec<String> = self.tasks.keys().cloned().collect();
         kinds.sort();
+        if let Some((queue, weight)) = config
+            .queue_weights
+            .iter()
+            .find(|(_, w)| !(1..=1000).contains(*w))
+        {
+            return Err(Error::InvalidInput(format!(
+                "the weight of queue {queue} is {weight}: weights are 1 to 1000"
+            )));
+        }
         if config.crash_loop_limit == 0 {
             return Err(Error::InvalidInput(
                 "crash_loop_limit must be at least 1".into(),

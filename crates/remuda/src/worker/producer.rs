@@ -30,6 +30,18 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         .map(|k| shared.tasks.get(k).map_or(1, |t| t.options.max_attempts))
         .collect();
     let queues = shared.config.queues.clone();
+    // round robin: the queue each round starts with, each queue as often as its weight
+    let rotation: Vec<usize> = (0..queues.len())
+        .flat_map(|i| {
+            let weight = shared
+                .config
+                .queue_weights
+                .get(&queues[i])
+                .copied()
+                .unwrap_or(1);
+            std::iter::repeat_n(i, weight.max(1) as usize)
+        })
+        .collect();
     let mut start = 0usize;
     let mut error_delay = Duration::from_millis(100);
     let mut more = true;
@@ -99,7 +111,11 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         let mut failed = false;
         let mut claimed = 0usize;
         for offset in 0..queues.len() {
-            let queue = &queues[(start + offset) % queues.len()];
+            let first = match shared.config.queue_order {
+                super::QueueOrder::Strict => 0,
+                super::QueueOrder::RoundRobin => rotation[start % rotation.len()],
+            };
+            let queue = &queues[(first + offset) % queues.len()];
             let free = shared
                 .slots
                 .available_permits()
