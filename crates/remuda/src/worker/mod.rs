@@ -26,6 +26,7 @@
 //! rest are stopped and released to `available` without counting the attempt; pending
 //! outcomes are written; the worker resigns leadership and leaves the registry.
 
+mod claim;
 mod completer;
 mod dispatch;
 mod executor;

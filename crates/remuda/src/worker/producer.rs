@@ -3,9 +3,9 @@
 //! while claims come back full; when a queue runs dry it sleeps until a `remuda_insert`
 //! notification for one of its queues, a reconnect of the listener, or the poll interval.
 
+use super::claim::{claim, claim_limited, release_orphans};
 use super::executor::{self, Claimed};
 use super::{lock, Running, Shared};
-use crate::{sql, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -288,115 +288,4 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
             })
             .await;
     });
-}
-
-/// After a failed claim: releases the jobs the database says this worker runs but that it
-/// does not know of. Every outcome queued before is written first, so a job missing from
-/// `running` is either finished or an orphan (`release_orphans.sql`). Returns how many.
-async fn release_orphans(shared: &Shared) -> Result<i64> {
-    let known: Vec<i64> = lock(&shared.running).keys().copied().collect();
-    let (done, written) = tokio::sync::oneshot::channel();
-    if shared
-        .completer
-        .send(super::completer::Outcome::Flush(done))
-        .await
-        .is_err()
-        || written.await.is_err()
-    {
-        return Err(crate::Error::WorkerFailed(
-            "the completer stopped before the orphan check".into(),
-        ));
-    }
-    let conn = shared.db.conn().await?;
-    let statement = conn.prepare_cached(sql::RELEASE_ORPHANS).await?;
-    let row = conn
-        .query_one(&statement, &[&&*shared.worker_id, &known])
-        .await?;
-    Ok(row.try_get("released")?)
-}
-
-/// A claim under the queue's limits (`claim_lock.sql` then `claim_limited.sql`, in one
-/// transaction). Returns the jobs and the concurrency key served last in turn (the cursor
-/// from which keys take turns next time).
-async fn claim_limited(
-    shared: &Shared,
-    queue: &str,
-    kinds: &[String],
-    defaults: &[i32],
-    limit: i64,
-    cursor: &str,
-) -> Result<(Vec<Claimed>, Option<String>)> {
-    let mut conn = shared.db.conn().await?;
-    let tx = conn.transaction().await?;
-    let lock = tx.prepare_cached(sql::CLAIM_LOCK).await?;
-    tx.query(&lock, &[&queue]).await?;
-    let statement = tx.prepare_cached(sql::CLAIM_LIMITED).await?;
-    let rows = tx
-        .query(
-            &statement,
-            &[
-                &queue,
-                &kinds,
-                &defaults,
-                &limit,
-                &&*shared.worker_id,
-                &cursor,
-                &shared.name,
-                &shared.config.capabilities,
-            ],
-        )
-        .await?;
-    tx.commit().await?;
-    // the cursor moves to the key served last in turn (turns count from the old cursor)
-    let mut last: Option<(i64, String)> = None;
-    let mut jobs = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let turn: i64 = row.try_get("turn")?;
-        if let Some(key) = row.try_get::<_, Option<String>>("concurrency_key")? {
-            if turn > 0 && last.as_ref().is_none_or(|(t, _)| *t < turn) {
-                last = Some((turn, key));
-            }
-        }
-        jobs.push(claimed(row, queue)?);
-    }
-    Ok((jobs, last.map(|(_, key)| key)))
-}
-
-fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
-    Ok(Claimed {
-        id: row.try_get("id")?,
-        kind: row.try_get("kind")?,
-        queue: queue.to_string(),
-        attempt: row.try_get("attempt")?,
-        max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
-        timeout_ms: row.try_get("timeout_ms")?,
-        args: row.try_get("args")?,
-        started_at: row.try_get("started_at")?,
-    })
-}
-
-async fn claim(
-    shared: &Shared,
-    queue: &str,
-    kinds: &[String],
-    defaults: &[i32],
-    limit: i64,
-) -> Result<Vec<Claimed>> {
-    let conn = shared.db.conn().await?;
-    let statement = conn.prepare_cached(sql::CLAIM).await?;
-    let rows = conn
-        .query(
-            &statement,
-            &[
-                &queue,
-                &kinds,
-                &defaults,
-                &limit,
-                &&*shared.worker_id,
-                &shared.name,
-                &shared.config.capabilities,
-            ],
-        )
-        .await?;
-    rows.iter().map(|row| claimed(row, queue)).collect()
 }
