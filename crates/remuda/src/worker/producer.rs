@@ -1,7 +1,10 @@
 //! The producer: claims jobs for free concurrency slots and starts them. One claim statement
-//! per queue fills up to the free slots (`claim.sql`, one round trip). It claims again at once
-//! while claims come back full; when a queue runs dry it sleeps until a `remuda_insert`
-//! notification for one of its queues, a reconnect of the listener, or the poll interval.
+//! per queue fills up to the free slots (`claim.sql`, one round trip; a queue with limits goes
+//! through `claim_limited.sql`, and a paused one is skipped). Queues take turns (weighted
+//! round robin) or go in order (strict). It claims again at once while claims come back full;
+//! when its queues run dry it sleeps until a `remuda_insert` notification for one of them, a
+//! reconnect of the listener, or the poll interval. It claims nothing while the worker is
+//! fenced, and after a failed claim it first releases jobs claimed without an answer.
 
 use super::claim::{claim, claim_limited, release_orphans};
 use super::executor::{self, Claimed};
