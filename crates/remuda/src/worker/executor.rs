@@ -234,6 +234,16 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
 fn snooze(shared: &Shared, job: &Claimed, error: &TaskError) -> Outcome {
     shared.stats.snoozed.fetch_add(1, Ordering::Relaxed);
     let delay = error.snooze.unwrap_or_default();
+    again_after(job, delay, ("snooze_available", "snooze_scheduled"), None)
+}
+
+/// The job waits `delay` (available at once when zero, else scheduled) for its next run.
+fn again_after(
+    job: &Claimed,
+    delay: Duration,
+    (now, later): (&'static str, &'static str),
+    error: Option<Jsonb>,
+) -> Outcome {
     let run_at = chrono::Duration::from_std(delay)
         .ok()
         .and_then(|d| Utc::now().checked_add_signed(d))
@@ -242,13 +252,9 @@ fn snooze(shared: &Shared, job: &Claimed, error: &TaskError) -> Outcome {
         id: job.id,
         attempt: job.attempt,
         started_at: job.started_at,
-        state: if delay.is_zero() {
-            "snooze_available"
-        } else {
-            "snooze_scheduled"
-        },
+        state: if delay.is_zero() { now } else { later },
         result: None,
-        error: None,
+        error,
         run_at: Some(run_at),
     }
 }
@@ -265,21 +271,6 @@ fn failure(
     }
     shared.stats.retried.fetch_add(1, Ordering::Relaxed);
     let delay = options.backoff.delay(job.attempt);
-    let run_at = chrono::Duration::from_std(delay)
-        .ok()
-        .and_then(|d| Utc::now().checked_add_signed(d))
-        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-    Outcome::Write {
-        id: job.id,
-        attempt: job.attempt,
-        started_at: job.started_at,
-        state: if delay.is_zero() {
-            "available"
-        } else {
-            "scheduled"
-        },
-        result: None,
-        error: Some(error_entry(shared, job, &error)),
-        run_at: Some(run_at),
-    }
+    let entry = error_entry(shared, job, &error);
+    again_after(job, delay, ("available", "scheduled"), Some(entry))
 }
