@@ -247,7 +247,7 @@ queue = "calm"
     assert!(leader.stop().await.success());
 }
 
-/// A digest of everything in the job and worker tables.
+/// A digest of everything in the job table.
 async fn digest(client: &remuda::Client) -> String {
     client
         .database()

@@ -1,11 +1,11 @@
 -- Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5
--- (named $7, with capabilities $8: routing as in claim.sql):
+-- (named $6, with capabilities $7: routing as in claim.sql):
 -- at most $4 (free slots), and no more than max_running minus its running jobs, the
 -- cluster's cap minus all running jobs, and the rate limit's tokens allow (one bucket for the
 -- queue, or with rate_per 'kind' / 'key' one per kind or concurrency key of the queue). With a key_limit,
 -- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
 -- waiting job of every key comes before the second of any, walking the keys from the cursor
--- $6 (the last key this worker served) so no tenant starves another. The jobs claimed are
+-- $8 (the last key this worker served) so no tenant starves another. The jobs claimed are
 -- flagged `counted`, which is how the counts find them (jobs_counted_running_idx).
 -- Jobs without a key in a key-limited queue are not limited by key; they are found among the
 -- first 1 000 waiting jobs of the queue.
@@ -33,7 +33,7 @@ WITH RECURSIVE cfg AS (
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
-            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > $6)
+            WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > $8)
     WHERE (SELECT key_limit FROM quota) IS NOT NULL
     UNION ALL
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
@@ -46,7 +46,7 @@ WITH RECURSIVE cfg AS (
     UNION ALL
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
-    FROM from_start k WHERE k.key IS NOT NULL AND k.key <= $6
+    FROM from_start k WHERE k.key IS NOT NULL AND k.key <= $8
 ), key_room AS (
     -- keys with waiting jobs, from the cursor round to it, with their running jobs; keys at
     -- their limit are passed over (they would take no turn)
@@ -55,7 +55,7 @@ WITH RECURSIVE cfg AS (
                             AND r.concurrency_key = w.key) AS running
     FROM (SELECT key, 1 AS ord FROM after_cursor WHERE key IS NOT NULL
           UNION ALL
-          SELECT key, 2 AS ord FROM from_start WHERE key IS NOT NULL AND key <= $6) w
+          SELECT key, 2 AS ord FROM from_start WHERE key IS NOT NULL AND key <= $8) w
 ), keys AS (
     SELECT key, running, row_number() OVER () AS turn
     FROM (SELECT key, running FROM key_room WHERE running < (SELECT key_limit FROM quota) LIMIT 200) open_keys
@@ -68,8 +68,8 @@ WITH RECURSIVE cfg AS (
         SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
         WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
           AND j.kind = ANY($2::text[])
-          AND (j.target_worker IS NULL OR j.target_worker = $7)
-          AND (j.requires IS NULL OR j.requires <@ $8::text[])
+          AND (j.target_worker IS NULL OR j.target_worker = $6)
+          AND (j.requires IS NULL OR j.requires <@ $7::text[])
           AND (j.expires_at IS NULL OR j.expires_at > now() OR j.started_at IS NOT NULL)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT (SELECT key_limit FROM quota)
@@ -82,8 +82,8 @@ WITH RECURSIVE cfg AS (
         WHERE h.state = 'available' AND h.queue = $1
           AND (h.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
           AND h.kind = ANY($2::text[])
-          AND (h.target_worker IS NULL OR h.target_worker = $7)
-          AND (h.requires IS NULL OR h.requires <@ $8::text[])
+          AND (h.target_worker IS NULL OR h.target_worker = $6)
+          AND (h.requires IS NULL OR h.requires <@ $7::text[])
           AND (h.expires_at IS NULL OR h.expires_at > now() OR h.started_at IS NOT NULL)
         ORDER BY h.priority, h.run_at, h.id
         -- with a rate per kind or key, look further than the quota: some groups may have no tokens

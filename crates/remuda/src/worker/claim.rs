@@ -47,19 +47,15 @@ pub(crate) async fn claim_limited(
     let lock = tx.prepare_cached(sql::CLAIM_LOCK).await?;
     tx.query(&lock, &[&queue]).await?;
     let statement = tx.prepare_cached(sql::CLAIM_LIMITED).await?;
+    let id: &str = &shared.worker_id;
     let rows = tx
         .query(
             &statement,
             &[
-                &queue,
-                &kinds,
-                &defaults,
-                &limit,
-                &&*shared.worker_id,
-                &cursor,
-                &shared.name,
-                &shared.config.capabilities,
-            ],
+                &common(shared, &id, &queue, &kinds, &defaults, &limit)[..],
+                &[&cursor],
+            ]
+            .concat(),
         )
         .await?;
     tx.commit().await?;
@@ -76,6 +72,29 @@ pub(crate) async fn claim_limited(
         jobs.push(claimed(row, queue)?);
     }
     Ok((jobs, last.map(|(_, key)| key)))
+}
+
+type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// The parameters both claims start with ($1 … $7): queue, kinds, their default attempts,
+/// how many, and the worker's id, name and capabilities.
+fn common<'a>(
+    shared: &'a Shared,
+    worker_id: &'a &str,
+    queue: &'a &str,
+    kinds: &'a &[String],
+    defaults: &'a &[i32],
+    limit: &'a i64,
+) -> [Param<'a>; 7] {
+    [
+        queue,
+        kinds,
+        defaults,
+        limit,
+        worker_id,
+        &shared.name,
+        &shared.config.capabilities,
+    ]
 }
 
 fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
@@ -100,18 +119,11 @@ pub(crate) async fn claim(
 ) -> Result<Vec<Claimed>> {
     let conn = shared.db.conn().await?;
     let statement = conn.prepare_cached(sql::CLAIM).await?;
+    let id: &str = &shared.worker_id;
     let rows = conn
         .query(
             &statement,
-            &[
-                &queue,
-                &kinds,
-                &defaults,
-                &limit,
-                &&*shared.worker_id,
-                &shared.name,
-                &shared.config.capabilities,
-            ],
+            &common(shared, &id, &queue, &kinds, &defaults, &limit),
         )
         .await?;
     rows.iter().map(|row| claimed(row, queue)).collect()
