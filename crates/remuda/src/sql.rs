@@ -14,6 +14,8 @@ pub(crate) const CLUSTER_GET: &str = include_str!("sql/cluster_get.sql");
 pub(crate) const CLUSTER_SET: &str = include_str!("sql/cluster_set.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
+/// Write many successful outcomes at once: the common case of complete_jobs.sql, without its …
+pub(crate) const COMPLETE_OK: &str = include_str!("sql/complete_ok.sql");
 /// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
 pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
 /// Move jobs whose start deadline passed before they started to `expired`, with a …
@@ -81,6 +83,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("cluster_get", CLUSTER_GET),
     ("cluster_set", CLUSTER_SET),
     ("complete_jobs", COMPLETE_JOBS),
+    ("complete_ok", COMPLETE_OK),
     ("copy_jobs", COPY_JOBS),
     ("expire", EXPIRE),
     ("insert_jobs", INSERT_JOBS),

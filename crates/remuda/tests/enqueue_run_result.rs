@@ -4,6 +4,7 @@ mod common;
 
 use common::{setup, start_with, Add, AddArgs};
 use remuda::{JobResult, JobState, NewJob};
+use std::sync::Arc;
 use std::time::Duration;
 
 #[tokio::test]
@@ -90,4 +91,77 @@ async fn args_over_the_size_limit_are_refused_and_nothing_is_written() {
         .await
         .expect("list")
         .is_empty());
+}
+
+/// Holds each job until the test lets it go.
+struct Gate {
+    started: Arc<tokio::sync::Notify>,
+    open: Arc<tokio::sync::Notify>,
+}
+
+impl remuda::Task for Gate {
+    const KIND: &'static str = "gate";
+    type Args = i64;
+    type Output = i64;
+
+    async fn run(&self, _ctx: remuda::JobContext, n: i64) -> Result<i64, remuda::TaskError> {
+        self.started.notify_one();
+        self.open.notified().await;
+        Ok(n)
+    }
+}
+
+/// The completer finds a finished job at the place its claim left the row; a job whose row
+/// moved while it ran (here: someone started waiting for it) is still completed, by id, and
+/// no outcome is counted as stale.
+#[tokio::test]
+async fn a_job_whose_row_moved_while_it_ran_is_still_completed() {
+    let (db, client) = setup().await;
+    let started = Arc::new(tokio::sync::Notify::new());
+    let open = Arc::new(tokio::sync::Notify::new());
+    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let worker = start_with(
+        &client,
+        Gate {
+            started: started.clone(),
+            open: open.clone(),
+        },
+    );
+    tokio::time::timeout(Duration::from_secs(10), started.notified())
+        .await
+        .expect("the job started");
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    let place = "SELECT ctid::text AS place, awaited FROM remuda.jobs WHERE id = $1";
+    let claimed: String = conn
+        .query_one(place, &[&id])
+        .await
+        .expect("row")
+        .get("place");
+    let waiter = {
+        let client = client.clone();
+        tokio::spawn(async move { client.wait(id, Duration::from_secs(20)).await })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let moved = loop {
+        let row = conn.query_one(place, &[&id]).await.expect("row");
+        if row.get::<_, bool>("awaited") {
+            break row.get::<_, String>("place");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "wait never marked the job"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_ne!(
+        claimed, moved,
+        "marking the job awaited wrote a new row version"
+    );
+    open.notify_one();
+    let job = waiter.await.expect("joined").expect("finished");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.result, Some(JobResult::Ok(serde_json::json!(7))));
+    let report = worker.shutdown().await;
+    assert_eq!((report.completed, report.rejected), (1, 0), "{report:?}");
 }

@@ -4,8 +4,10 @@
 mod jsonb;
 pub(crate) mod listener;
 pub mod setup;
+mod tid;
 
 pub use jsonb::Jsonb;
+pub(crate) use tid::Tid;
 
 use crate::{Error, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};

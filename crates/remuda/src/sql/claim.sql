@@ -1,9 +1,12 @@
 -- Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order,
 -- and mark them running for worker $5 (named $6, with capabilities $7), in one round trip.
--- The ids are picked by an ARRAY(...) subquery, evaluated once (LIMIT ... FOR UPDATE SKIP
--- LOCKED walks jobs_available_idx in order), and the rows are then found by primary key
--- (`id = ANY(...)`). Joined to a CTE instead, the planner chose a hash join over a sequential
--- scan of the whole table once the table had statistics: a full scan per claim.
+-- The rows are picked by an ARRAY(...) subquery, evaluated once (LIMIT ... FOR UPDATE SKIP
+-- LOCKED walks jobs_available_idx in order), and then found again by their place
+-- (`ctid = ANY(...)`, a TID scan: the locked versions cannot move before this statement
+-- updates them; by primary key instead, each row cost an index descent, ~1.5 µs a job here).
+-- Joined to a CTE instead, the planner chose a hash join over a sequential scan of the whole
+-- table once the table had statistics: a full scan per claim.
+-- The claim returns the place of the version it wrote (`ctid`): the completer's hint.
 -- started_at is the claim's token: with the attempt it guards every later write about this run
 -- (the attempt alone repeats after a snooze or a release gives it back).
 -- max_attempts left NULL by an untyped enqueue takes this worker's default for the kind ($3).
@@ -15,8 +18,8 @@ SET state = 'running',
     max_attempts = COALESCE(j.max_attempts,
         (SELECT d.max_attempts FROM unnest($2::text[], $3::int[]) AS d(kind, max_attempts)
          WHERE d.kind = j.kind LIMIT 1))
-WHERE j.id = ANY(ARRAY(
-    SELECT id
+WHERE j.ctid = ANY(ARRAY(
+    SELECT ctid
     FROM remuda.jobs
     WHERE state = 'available'
       AND queue = $1
@@ -37,4 +40,5 @@ WHERE j.id = ANY(ARRAY(
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ))
-RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at
+  AND j.state = 'available'
+RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at

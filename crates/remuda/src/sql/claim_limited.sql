@@ -134,7 +134,7 @@ WITH RECURSIVE cfg AS (
             (SELECT d.max_attempts FROM unnest($2::text[], $3::int[]) AS d(kind, max_attempts)
              WHERE d.kind = j.kind LIMIT 1))
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING j.id, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
+    RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()
@@ -144,5 +144,5 @@ WITH RECURSIVE cfg AS (
     FROM group_tokens t
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
-SELECT c.id, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.concurrency_key, p.turn
+SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.concurrency_key, p.turn
 FROM claimed c JOIN picked p ON p.id = c.id

@@ -107,6 +107,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
         timeout_ms: row.try_get("timeout_ms")?,
         args: row.try_get("args")?,
         started_at: row.try_get("started_at")?,
+        tid: row.try_get("tid")?,
     })
 }
 

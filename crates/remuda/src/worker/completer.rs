@@ -1,5 +1,7 @@
 //! The batching completer: executors hand it each attempt's outcome and it writes them many
-//! at a time with one `UPDATE … FROM unnest(…)` (`complete_jobs.sql`). While one write is in
+//! at a time with one `UPDATE … FROM unnest(…)`: successes, the bulk of the work, through the
+//! lean `complete_ok.sql`, which finds each row where its claim left it; everything else
+//! through `complete_jobs.sql`. While one write is in
 //! flight the next batch accumulates, so under load batches grow by themselves and when idle
 //! a lone completion is written at once (what `wait` needs). Writes that fail for a transient
 //! reason are retried; a batch the database refuses as data is written one outcome at a time,
@@ -8,7 +10,7 @@
 //! deadline (`give_up`); whatever is left is rescued once the worker is gone.
 
 use super::WorkerStats;
-use crate::db::{Database, Jsonb};
+use crate::db::{Database, Jsonb, Tid};
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
@@ -26,6 +28,8 @@ pub(crate) enum Outcome {
         attempt: i32,
         /// The claim's time (with the attempt, the guard of the write).
         started_at: DateTime<Utc>,
+        /// Where the claim left the row (a hint: see `complete_ok.sql`).
+        tid: Tid,
         state: &'static str,
         result: Option<Jsonb>,
         error: Option<Jsonb>,
@@ -194,6 +198,7 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
         id,
         attempt,
         started_at,
+        tid,
         ..
     } = outcome
     else {
@@ -205,6 +210,7 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
         id: *id,
         attempt: *attempt,
         started_at: *started_at,
+        tid: *tid,
         state: "failed",
         result: Some(Jsonb(result.to_string())),
         // not appended to `errors`: the refusal may have been about that very array
@@ -221,83 +227,192 @@ fn jittered(delay: Duration) -> Duration {
     delay + delay.mul_f64(fastrand::f64() / 4.0)
 }
 
+/// Writes one batch: successes through `complete_ok.sql` (found by their place), the rest and
+/// the successes it missed through `complete_jobs.sql` (found by id), releases through
+/// `release_jobs.sql`. Outcomes neither statement could write were stale, and are counted.
 async fn write(
     db: &Database,
     worker_id: &str,
     batch: &[Outcome],
     stats: &WorkerStats,
 ) -> Result<()> {
-    let n = batch.len();
-    let mut ids = Vec::with_capacity(n);
-    let mut attempts = Vec::with_capacity(n);
-    let mut states = Vec::with_capacity(n);
-    let mut results = Vec::with_capacity(n);
-    let mut errors = Vec::with_capacity(n);
-    let mut run_ats = Vec::with_capacity(n);
-    let mut released = Vec::new();
-    let mut released_attempts = Vec::new();
-    let mut started = Vec::with_capacity(n);
-    let mut released_started = Vec::new();
+    let mut ok = OkColumns::default();
+    let mut rest = WriteColumns::default();
+    let mut released = ReleaseColumns::default();
     for outcome in batch {
         match outcome {
             Outcome::Write {
                 id,
                 attempt,
                 started_at,
-                state,
+                tid,
+                state: "completed",
                 result,
-                error,
-                run_at,
-            } => {
-                ids.push(*id);
-                attempts.push(*attempt);
-                started.push(*started_at);
-                states.push(*state);
-                results.push(result.as_ref());
-                errors.push(error.as_ref());
-                run_ats.push(*run_at);
-            }
+                error: None,
+                run_at: None,
+            } => ok.push(*tid, *id, *attempt, *started_at, result.as_ref()),
+            Outcome::Write { .. } => rest.push(outcome),
             Outcome::Release {
                 id,
                 attempt,
                 started_at,
-            } => {
-                released.push(*id);
-                released_attempts.push(*attempt);
-                released_started.push(*started_at);
-            }
+            } => released.push(*id, *attempt, *started_at),
             Outcome::Stop | Outcome::Flush(_) => {}
         }
     }
     let conn = db.conn().await?;
-    if !ids.is_empty() {
-        let statement = conn.prepare_cached(sql::COMPLETE_JOBS).await?;
-        let written = conn
+    let mut sent = 0;
+    let mut written = 0;
+    if !ok.ids.is_empty() {
+        let statement = conn.prepare_cached(sql::COMPLETE_OK).await?;
+        let hit = conn
             .execute(
                 &statement,
                 &[
-                    &ids, &attempts, &states, &results, &errors, &run_ats, &worker_id, &started,
+                    &ok.tids,
+                    &ok.ids,
+                    &ok.attempts,
+                    &ok.started,
+                    &ok.results,
+                    &worker_id,
                 ],
             )
             .await?;
-        if written < ids.len() as u64 {
-            // stale: the job was cancelled, or rescued while this worker could not heartbeat
-            // (or an earlier try of this very write committed and its answer was lost)
-            let rejected = ids.len() as u64 - written;
-            stats.rejected.fetch_add(rejected, Ordering::Relaxed);
-            tracing::warn!(
-                "remuda completer: {rejected} of {} outcomes rejected as stale: those jobs were no longer this worker's at that attempt (cancelled, or rescued after this worker went silent)",
-                ids.len()
-            );
+        sent += ok.ids.len() as u64;
+        written += hit;
+        if hit < ok.ids.len() as u64 {
+            // some rows moved since their claim: write those by id (the rows written above
+            // are no longer running, so this statement cannot write them twice)
+            for i in 0..ok.ids.len() {
+                rest.push_completed(&ok, i);
+            }
+            sent -= ok.ids.len() as u64;
         }
     }
-    if !released.is_empty() {
+    if !rest.ids.is_empty() {
+        let statement = conn.prepare_cached(sql::COMPLETE_JOBS).await?;
+        let r = &rest;
+        written += conn
+            .execute(
+                &statement,
+                &[
+                    &r.ids,
+                    &r.attempts,
+                    &r.states,
+                    &r.results,
+                    &r.errors,
+                    &r.run_ats,
+                    &worker_id,
+                    &r.started,
+                ],
+            )
+            .await?;
+        sent += rest.ids.len() as u64;
+    }
+    if written < sent {
+        // stale: the job was cancelled, or rescued while this worker could not heartbeat
+        // (or an earlier try of this very write committed and its answer was lost)
+        let rejected = sent - written;
+        stats.rejected.fetch_add(rejected, Ordering::Relaxed);
+        tracing::warn!(
+            "remuda completer: {rejected} of {sent} outcomes rejected as stale: those jobs were no longer this worker's at that attempt (cancelled, or rescued after this worker went silent)"
+        );
+    }
+    if !released.ids.is_empty() {
         let statement = conn.prepare_cached(sql::RELEASE_JOBS).await?;
-        conn.execute(
-            &statement,
-            &[&released, &released_attempts, &worker_id, &released_started],
-        )
-        .await?;
+        let r = &released;
+        conn.execute(&statement, &[&r.ids, &r.attempts, &worker_id, &r.started])
+            .await?;
     }
     Ok(())
+}
+
+/// The parameters of `complete_ok.sql`, one element per successful outcome.
+#[derive(Default)]
+struct OkColumns<'a> {
+    tids: Vec<Tid>,
+    ids: Vec<i64>,
+    attempts: Vec<i32>,
+    started: Vec<DateTime<Utc>>,
+    results: Vec<Option<&'a Jsonb>>,
+}
+
+impl<'a> OkColumns<'a> {
+    fn push(
+        &mut self,
+        tid: Tid,
+        id: i64,
+        attempt: i32,
+        started_at: DateTime<Utc>,
+        result: Option<&'a Jsonb>,
+    ) {
+        self.tids.push(tid);
+        self.ids.push(id);
+        self.attempts.push(attempt);
+        self.started.push(started_at);
+        self.results.push(result);
+    }
+}
+
+/// The parameters of `complete_jobs.sql`, one element per outcome.
+#[derive(Default)]
+struct WriteColumns<'a> {
+    ids: Vec<i64>,
+    attempts: Vec<i32>,
+    started: Vec<DateTime<Utc>>,
+    states: Vec<&'static str>,
+    results: Vec<Option<&'a Jsonb>>,
+    errors: Vec<Option<&'a Jsonb>>,
+    run_ats: Vec<Option<DateTime<Utc>>>,
+}
+
+impl<'a> WriteColumns<'a> {
+    fn push(&mut self, outcome: &'a Outcome) {
+        if let Outcome::Write {
+            id,
+            attempt,
+            started_at,
+            state,
+            result,
+            error,
+            run_at,
+            ..
+        } = outcome
+        {
+            self.ids.push(*id);
+            self.attempts.push(*attempt);
+            self.started.push(*started_at);
+            self.states.push(state);
+            self.results.push(result.as_ref());
+            self.errors.push(error.as_ref());
+            self.run_ats.push(*run_at);
+        }
+    }
+
+    /// The `i`th success of `ok`, to be written by id.
+    fn push_completed(&mut self, ok: &OkColumns<'a>, i: usize) {
+        self.ids.push(ok.ids[i]);
+        self.attempts.push(ok.attempts[i]);
+        self.started.push(ok.started[i]);
+        self.states.push("completed");
+        self.results.push(ok.results[i]);
+        self.errors.push(None);
+        self.run_ats.push(None);
+    }
+}
+
+/// The parameters of `release_jobs.sql`.
+#[derive(Default)]
+struct ReleaseColumns {
+    ids: Vec<i64>,
+    attempts: Vec<i32>,
+    started: Vec<DateTime<Utc>>,
+}
+
+impl ReleaseColumns {
+    fn push(&mut self, id: i64, attempt: i32, started_at: DateTime<Utc>) {
+        self.ids.push(id);
+        self.attempts.push(attempt);
+        self.started.push(started_at);
+    }
 }

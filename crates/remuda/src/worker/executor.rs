@@ -3,7 +3,7 @@
 
 use super::completer::Outcome;
 use super::{lock, Running, Shared};
-use crate::db::Jsonb;
+use crate::db::{Jsonb, Tid};
 use crate::task::{JobContext, TaskError};
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
@@ -24,6 +24,8 @@ pub(crate) struct Claimed {
     pub args: Jsonb,
     /// The claim's time: with the attempt, the token that guards writes about this run.
     pub started_at: DateTime<Utc>,
+    /// Where the claim left the row: the completer's hint for finding it again.
+    pub tid: Tid,
 }
 
 /// Runs the job to its outcome; the permit (the concurrency slot) is held until the outcome
@@ -152,6 +154,7 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
         id: job.id,
         attempt: job.attempt,
         started_at: job.started_at,
+        tid: job.tid,
         state: "completed",
         result: Some(Jsonb(text)),
         error: None,
@@ -224,6 +227,7 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
         id: job.id,
         attempt: job.attempt,
         started_at: job.started_at,
+        tid: job.tid,
         state: "failed",
         result: Some(Jsonb(result.to_string())),
         error: Some(error_entry(shared, job, &error)),
@@ -252,6 +256,7 @@ fn again_after(
         id: job.id,
         attempt: job.attempt,
         started_at: job.started_at,
+        tid: job.tid,
         state: if delay.is_zero() { now } else { later },
         result: None,
         error,
