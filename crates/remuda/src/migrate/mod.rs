@@ -33,10 +33,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "queues",
         sql: include_str!("0004_queues.sql"),
     },
+    Migration {
+        version: 5,
+        name: "enqueue_path",
+        sql: include_str!("0005_enqueue_path.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 4;
+pub const LATEST: i32 = 5;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;
