@@ -9,15 +9,15 @@
 -- The claim returns the place of the version it wrote (`ctid`): the completer's hint.
 -- started_at is the claim's token: with the attempt it guards every later write about this run
 -- (the attempt alone repeats after a snooze or a release gives it back).
--- max_attempts left NULL by an untyped enqueue takes this worker's default for the kind ($3).
+-- max_attempts left NULL by an untyped enqueue takes this worker's default for the kind ($3,
+-- parallel to $2), looked up with array_position: a correlated subquery over unnest() here
+-- cost ~0.75 µs a job (claims of 4 000: 62 ms against 59).
 UPDATE remuda.jobs j
 SET state = 'running',
     attempt = j.attempt + 1,
     worker_id = $5,
     started_at = now(),
-    max_attempts = COALESCE(j.max_attempts,
-        (SELECT d.max_attempts FROM unnest($2::text[], $3::int[]) AS d(kind, max_attempts)
-         WHERE d.kind = j.kind LIMIT 1))
+    max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
 WHERE j.ctid = ANY(ARRAY(
     SELECT ctid
     FROM remuda.jobs

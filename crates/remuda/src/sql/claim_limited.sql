@@ -130,9 +130,7 @@ WITH RECURSIVE cfg AS (
         worker_id = $5,
         started_at = now(),
         counted = true,
-        max_attempts = COALESCE(j.max_attempts,
-            (SELECT d.max_attempts FROM unnest($2::text[], $3::int[]) AS d(kind, max_attempts)
-             WHERE d.kind = j.kind LIMIT 1))
+        max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
     RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.concurrency_key
 ), tick AS (
