@@ -70,3 +70,69 @@ async fn a_database_without_the_schema_says_to_migrate() {
     assert!(err.to_string().contains("remuda migrate"), "{err}");
     assert!(err.is_database_unusable());
 }
+
+/// The plan of `statement` (prepared as `name` with parameter types `types`) run with `args`,
+/// as remuda's own sessions make it: a generic plan (see `SESSION_OPTIONS`).
+async fn generic_plan(
+    conn: &deadpool_postgres::Object,
+    name: &str,
+    types: &str,
+    statement: &str,
+    args: &str,
+) -> String {
+    conn.batch_execute(&format!("PREPARE {name}({types}) AS {statement}"))
+        .await
+        .expect("prepare");
+    let rows = conn
+        .query(&format!("EXPLAIN EXECUTE {name}({args})"), &[])
+        .await
+        .expect("explain");
+    rows.iter()
+        .map(|row| row.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The claim and the common completion find their rows by place (a TID scan) whatever the
+/// table's statistics say. Once a claim had a second condition on the updated rows, and a
+/// plan made while few jobs were available walked the whole available index for every claim.
+#[tokio::test]
+async fn hot_statements_find_rows_by_place_whatever_the_statistics() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind, state, finished_at)
+             SELECT 'noop', 'completed', now() FROM generate_series(1, 20000);
+         INSERT INTO remuda.jobs (kind) SELECT 'noop' FROM generate_series(1, 5);
+         ANALYZE remuda.jobs",
+    )
+    .await
+    .expect("load and analyze");
+    let claim = generic_plan(
+        &conn,
+        "claim",
+        "text, text[], int[], int, text, text, text[]",
+        remuda::sql::ALL
+            .iter()
+            .find(|(n, _)| *n == "claim")
+            .expect("claim")
+            .1,
+        "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'",
+    )
+    .await;
+    assert!(claim.contains("Tid Scan on jobs j"), "{claim}");
+    let complete = generic_plan(
+        &conn,
+        "complete_ok",
+        "tid[], bigint[], int[], timestamptz[], jsonb[], text",
+        remuda::sql::ALL
+            .iter()
+            .find(|(n, _)| *n == "complete_ok")
+            .expect("complete_ok")
+            .1,
+        "'{}', '{}', '{}', '{}', '{}', 'w'",
+    )
+    .await;
+    assert!(complete.contains("Tid Scan on jobs j"), "{complete}");
+}

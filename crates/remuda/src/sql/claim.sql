@@ -4,6 +4,9 @@
 -- LOCKED walks jobs_available_idx in order), and then found again by their place
 -- (`ctid = ANY(...)`, a TID scan: the locked versions cannot move before this statement
 -- updates them; by primary key instead, each row cost an index descent, ~1.5 µs a job here).
+-- No other condition on the updated rows: with `state = 'available'` added, a generic plan
+-- made on a table whose statistics saw few available jobs walked all of jobs_available_idx
+-- instead (2 000 jobs/s at 100 000 jobs on a 2 000 000-row backlog).
 -- Joined to a CTE instead, the planner chose a hash join over a sequential scan of the whole
 -- table once the table had statistics: a full scan per claim.
 -- The claim returns the place of the version it wrote (`ctid`): the completer's hint.
@@ -40,5 +43,4 @@ WHERE j.ctid = ANY(ARRAY(
     LIMIT $4
     FOR UPDATE SKIP LOCKED
 ))
-  AND j.state = 'available'
 RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at
