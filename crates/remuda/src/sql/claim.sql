@@ -4,6 +4,9 @@
 -- LOCKED walks jobs_available_idx in order), and then found again by their place
 -- (`ctid = ANY(...)`, a TID scan: the locked versions cannot move before this statement
 -- updates them; by primary key instead, each row cost an index descent, ~1.5 µs a job here).
+-- A row that another transaction updated after this statement's snapshot (a `wait` marking an
+-- available job, say) is locked in its new version, which this snapshot cannot see: the TID
+-- scan skips it, its lock ends with this statement, and the next claim takes it.
 -- No other condition on the updated rows: with `state = 'available'` added, a generic plan
 -- made on a table whose statistics saw few available jobs walked all of jobs_available_idx
 -- instead (2 000 jobs/s at 100 000 jobs on a 2 000 000-row backlog).
