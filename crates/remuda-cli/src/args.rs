@@ -370,12 +370,11 @@ pub struct BenchArgs {
     /// Workers to run in this process, each with its own connection pool.
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
-    /// Concurrency of each worker (no-op jobs: twice the claim batch keeps a claim of a full
-    /// batch ready while the last one runs).
-    #[arg(long, default_value_t = 8000)]
+    /// Concurrency of each worker.
+    #[arg(long, default_value_t = 2000)]
     pub concurrency: usize,
     /// Most jobs claimed by one statement.
-    #[arg(long, default_value_t = 4000)]
+    #[arg(long, default_value_t = 2000)]
     pub claim_batch: usize,
     /// Bytes of padding added to each job's args (besides {"i": n}).
     #[arg(long, default_value_t = 0)]

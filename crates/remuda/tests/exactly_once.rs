@@ -36,15 +36,16 @@ async fn four_workers_run_twenty_thousand_jobs_each_exactly_once() {
     client.insert_many(&jobs).await.expect("insert");
     let seen: Arc<Vec<AtomicU32>> = Arc::new((0..JOBS).map(|_| AtomicU32::new(0)).collect());
     let mut workers = Vec::new();
+    let mut stats = Vec::new();
     for _ in 0..WORKERS {
         // each worker its own client and pool, as separate processes would have
         let own = db.client().await.expect("client");
-        workers.push(start(
-            Worker::new(own)
-                .config(fast_config())
-                .concurrency(50)
-                .register(Count { seen: seen.clone() }),
-        ));
+        let worker = Worker::new(own)
+            .config(fast_config())
+            .concurrency(50)
+            .register(Count { seen: seen.clone() });
+        stats.push(worker.stats());
+        workers.push(start(worker));
     }
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
@@ -69,6 +70,8 @@ async fn four_workers_run_twenty_thousand_jobs_each_exactly_once() {
         total += report.completed;
     }
     assert_eq!(total, JOBS as u64);
+    let written: u64 = stats.iter().map(|s| s.written.load(Ordering::SeqCst)).sum();
+    assert_eq!(written, JOBS as u64, "every outcome written once");
     let counts: Vec<u32> = seen.iter().map(|c| c.load(Ordering::SeqCst)).collect();
     let wrong: Vec<(usize, u32)> = counts
         .iter()

@@ -142,10 +142,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
+/// Jobs whose outcome is written: a job counts as drained once the database says so, not
+/// when its task returned (counting returns left the last batches' writes, ~0.3 s of a
+/// 100 000-job drain, out of the drain time).
 fn done(stats: &[Arc<WorkerStats>]) -> u64 {
     stats
         .iter()
-        .map(|s| s.completed.load(Ordering::Relaxed) + s.failed.load(Ordering::Relaxed))
+        .map(|s| s.written.load(Ordering::Relaxed))
         .sum()
 }
 

@@ -309,6 +309,7 @@ async fn write(
             .await?;
         sent += rest.ids.len() as u64;
     }
+    stats.written.fetch_add(written, Ordering::Relaxed);
     if written < sent {
         // stale: the job was cancelled, or rescued while this worker could not heartbeat
         // (or an earlier try of this very write committed and its answer was lost)

@@ -149,6 +149,10 @@ pub struct WorkerStats {
     /// Outcomes the database rejected because the job was no longer this worker's at that
     /// attempt (cancelled, or rescued while this worker was cut off): stale writes, refused.
     pub rejected: AtomicU64,
+    /// Outcomes written to the database. The counts above grow when a task returns; a job is
+    /// finished for everyone else (`wait`, listings, dependants) only once its outcome is
+    /// written, which the completer does in batches a moment later.
+    pub written: AtomicU64,
 }
 
 /// Totals when a worker stops.
