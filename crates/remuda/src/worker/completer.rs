@@ -261,7 +261,8 @@ async fn write(
         }
     }
     let conn = db.conn().await?;
-    let mut sent = 0;
+    // every outcome to write, once: the fallback below writes some of them a second way
+    let sent = (ok.ids.len() + rest.ids.len()) as u64;
     let mut written = 0;
     if !ok.ids.is_empty() {
         let statement = conn.prepare_cached(sql::COMPLETE_OK).await?;
@@ -278,7 +279,6 @@ async fn write(
                 ],
             )
             .await?;
-        sent += ok.ids.len() as u64;
         written += hit;
         if hit < ok.ids.len() as u64 {
             // some rows moved since their claim: write those by id (the rows written above
@@ -286,7 +286,6 @@ async fn write(
             for i in 0..ok.ids.len() {
                 rest.push_completed(&ok, i);
             }
-            sent -= ok.ids.len() as u64;
         }
     }
     if !rest.ids.is_empty() {
@@ -307,7 +306,6 @@ async fn write(
                 ],
             )
             .await?;
-        sent += rest.ids.len() as u64;
     }
     stats.written.fetch_add(written, Ordering::Relaxed);
     if written < sent {
