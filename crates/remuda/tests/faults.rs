@@ -389,9 +389,11 @@ async fn wait_until_completed_at_least(client: &Client, n: i64) {
 async fn a_long_job_on_a_healthy_worker_is_never_rescued() {
     let (_db, client) = setup().await;
     let log: Log = Arc::default();
+    // rescue_after leaves 1.8 s of missed heartbeats before a worker fences itself: with
+    // 0.8 s, a full test run on two busy cores once starved a heartbeat that long
     let config = WorkerConfig {
         heartbeat_interval: Duration::from_millis(200),
-        rescue_after: Duration::from_secs(1),
+        rescue_after: Duration::from_secs(2),
         ..fast_config()
     };
     // two workers, both taking part in maintenance: either may be the leader
@@ -404,9 +406,9 @@ async fn a_long_job_on_a_healthy_worker_is_never_rescued() {
             )
         })
         .collect();
-    let id = client.enqueue::<Stint>(&5000).await.expect("enqueue");
+    let id = client.enqueue::<Stint>(&10_000).await.expect("enqueue");
     let job = client
-        .wait(id, Duration::from_secs(20))
+        .wait(id, Duration::from_secs(30))
         .await
         .expect("finished");
     for w in workers {
