@@ -19,8 +19,16 @@ pub struct Cli {
 /// Where the database is.
 #[derive(Debug, Args, Clone)]
 pub struct DbArgs {
-    /// PostgreSQL connection URL. Without it: a local server, else a private cluster in ./.remuda.
-    #[arg(long, global = true, env = "DATABASE_URL", hide_env_values = true)]
+    /// PostgreSQL connection URL. Without it (or when empty): a local server, else a private
+    /// cluster in ./.remuda; `-v` says which was chosen.
+    #[arg(
+        long,
+        global = true,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        value_name = "URL",
+        required = false
+    )]
     pub database_url: Option<String>,
     /// Use the private PostgreSQL cluster (in $REMUDA_HOME or ./.remuda) even if a server
     /// answers; REMUDA_EMBEDDED=1 does the same.
@@ -43,8 +51,11 @@ pub enum Command {
     Job(JobIdArgs),
     /// List jobs, newest first.
     Jobs(JobsArgs),
-    /// Cancel a job that has not finished (a running one is stopped).
+    /// Cancel a job that has not finished (a running one is stopped); a job already
+    /// cancelled is left as it is (exit 0).
     Cancel(JobIdArgs),
+    /// Wait for a job to finish and print its result (exit 0 ok, 1 task error, 3 timeout).
+    Wait(WaitArgs),
     /// Run a finished or scheduled job again now, or (--state) every failed, cancelled or
     /// expired job of a queue or kind.
     Retry(RetryArgs),
@@ -111,10 +122,26 @@ pub struct JobOptions {
     /// Concurrency key (e.g. customer:42): a queue's --key-limit caps running jobs per key.
     #[arg(long)]
     pub concurrency_key: Option<String>,
-    /// Unique key: while a job with this key is scheduled, available, running or completed,
-    /// enqueueing another prints that job's id instead (exit 0; --json adds "duplicate": true).
+    /// Unique key: while a job of the same kind with this key is scheduled, available,
+    /// running or completed, enqueueing another prints that job's id instead (exit 0; --json
+    /// adds "duplicate": true).
     #[arg(long)]
     pub unique_key: Option<String>,
+    /// With --unique-key: the key holds only within this period (aligned to the Unix epoch):
+    /// 1h means at most one such job per clock hour.
+    #[arg(long, value_parser = parse_duration, requires = "unique_key")]
+    pub unique_period: Option<std::time::Duration>,
+    /// With --unique-key: the states in which a job holds its key (comma-separated; must
+    /// include scheduled, available and running; default adds completed).
+    #[arg(long, value_delimiter = ',', requires = "unique_key")]
+    pub unique_states: Option<Vec<remuda::JobState>>,
+    /// With --unique-key: the key is unique per queue too (default: per kind, any queue).
+    #[arg(long, requires = "unique_key")]
+    pub unique_per_queue: bool,
+    /// Largest args accepted, in bytes (default 1 MiB; workers have their own
+    /// [worker] max_payload_bytes for results).
+    #[arg(long)]
+    pub max_payload_bytes: Option<usize>,
     /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -125,8 +152,8 @@ pub struct JobOptions {
 pub struct EnqueueArgs {
     /// Task kind.
     pub kind: String,
-    /// Arguments as JSON (default {}).
-    #[arg(long, short)]
+    /// Arguments as JSON (default {}); @FILE reads them from a file, - from stdin.
+    #[arg(long, short, allow_hyphen_values = true)]
     pub args: Option<String>,
     #[command(flatten)]
     pub options: JobOptions,
@@ -168,9 +195,13 @@ pub struct WorkerArgs {
     /// Name shown in `remuda workers` (default: [worker].name, else the host name).
     #[arg(long)]
     pub name: Option<String>,
-    /// Run until the queues have no runnable job left, then exit (for batch runs).
+    /// Run until the queues have no runnable job left, then exit (for batch runs): retries
+    /// due within --once-wait are waited for; exit 1 if any job failed for good.
     #[arg(long)]
     pub once: bool,
+    /// With --once: how far ahead a scheduled retry is still waited for.
+    #[arg(long, value_parser = parse_duration, default_value = "60s", requires = "once")]
+    pub once_wait: std::time::Duration,
     /// Override [worker].heartbeat_interval.
     #[arg(long, value_parser = parse_duration)]
     pub heartbeat_interval: Option<std::time::Duration>,
@@ -183,6 +214,20 @@ pub struct WorkerArgs {
     /// Override [worker].cancel_grace.
     #[arg(long, value_parser = parse_duration)]
     pub cancel_grace: Option<std::time::Duration>,
+}
+
+/// `remuda wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// The job's id.
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// How long to wait.
+    #[arg(long, value_parser = parse_duration, default_value = "30s")]
+    pub timeout: std::time::Duration,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A job id.
@@ -319,6 +364,9 @@ pub struct RetryArgs {
     /// With --state: only jobs of this kind.
     #[arg(long, requires = "state")]
     pub kind: Option<String>,
+    /// Run a completed job again too (its result is dropped).
+    #[arg(long, conflicts_with = "state")]
+    pub force: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

@@ -19,6 +19,10 @@ pub struct Config {
     /// `[tasks.<kind>]`.
     #[serde(default)]
     pub tasks: BTreeMap<String, TaskSection>,
+    /// The directory of the config file: relative command paths and workdirs resolve
+    /// against it, so a config works from whatever directory the worker is started in.
+    #[serde(skip)]
+    pub base_dir: std::path::PathBuf,
 }
 
 /// `queue_order` as written in the config file.
@@ -55,6 +59,7 @@ pub struct WorkerSection {
     /// Round-robin weights per queue (default 1): `{ high = 3 }`.
     pub queue_weights: Option<BTreeMap<String, u32>>,
     /// Jobs run at once.
+    #[serde(default, deserialize_with = "bounded::concurrency")]
     pub concurrency: Option<usize>,
     /// Time running jobs get at shutdown.
     #[serde(default, with = "opt_duration")]
@@ -72,6 +77,7 @@ pub struct WorkerSection {
     #[serde(default, with = "opt_duration")]
     pub cancel_grace: Option<Duration>,
     /// Attempts in a row that may end with their worker lost before the job fails with CRASH_LOOP.
+    #[serde(default, deserialize_with = "bounded::positive_u32")]
     pub crash_loop_limit: Option<u32>,
     /// How often the elected leader rescues, expires and prunes (its lease is 3 of these).
     #[serde(default, with = "opt_duration")]
@@ -80,8 +86,10 @@ pub struct WorkerSection {
     #[serde(default, with = "opt_duration")]
     pub promote_interval: Option<Duration>,
     /// Most jobs claimed by one statement.
+    #[serde(default, deserialize_with = "bounded::concurrency")]
     pub claim_batch: Option<usize>,
     /// Size limit for args, results and errors, in bytes (default 1 MiB).
+    #[serde(default, deserialize_with = "bounded::positive")]
     pub max_payload_bytes: Option<usize>,
 }
 
@@ -140,7 +148,8 @@ pub enum Runner {
 pub const BUILTINS: &[&str] = &["noop"];
 
 impl Config {
-    /// Reads and checks a config file.
+    /// Reads and checks a config file. Every error names the file, and the table and key
+    /// at fault.
     pub fn load(path: &Path) -> CliResult<Config> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             CliError::Usage(format!(
@@ -148,26 +157,92 @@ impl Config {
                 path.display()
             ))
         })?;
-        Config::parse(&text).map_err(|e| CliError::Usage(format!("{}: {e}", path.display())))
+        let base = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let base = std::path::absolute(base).unwrap_or_else(|_| base.to_path_buf());
+        Config::parse_in(&text, &base).map_err(|e| Config::error(path, &e))
     }
 
-    /// Parses and checks config text.
+    /// A config error in the one form every one takes: the file, then what is wrong where.
+    pub fn error(path: &Path, message: &str) -> CliError {
+        CliError::Usage(format!(
+            "{}: invalid worker config: {message}",
+            path.display()
+        ))
+    }
+
+    /// Parses and checks config text, paths resolving against the current directory.
+    #[cfg(test)]
     pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config =
-            toml::from_str(text).map_err(|e| format!("invalid worker config: {e}"))?;
+        Config::parse_in(text, Path::new("."))
+    }
+
+    /// Parses and checks config text; relative paths resolve against `base`.
+    pub fn parse_in(text: &str, base: &Path) -> Result<Config, String> {
+        let mut config: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+        config.base_dir = base.to_path_buf();
         for (kind, task) in &config.tasks {
-            task.runner(kind)?;
-            if matches!(task.max_attempts, Some(n) if n < 1) {
-                return Err(format!("[tasks.{kind}] max_attempts must be at least 1"));
-            }
-            if matches!(task.timeout, Some(t) if t.is_zero()) {
-                return Err(format!("[tasks.{kind}] timeout must be more than zero"));
-            }
+            remuda::client::check_name("kind", kind).map_err(|e| format!("[tasks.{kind}] {e}"))?;
+            task.runner(kind, base)?;
+            task.options()
+                .validate(kind)
+                .map_err(|e| format!("[tasks.{kind}] {e}"))?;
         }
-        if matches!(config.worker.concurrency, Some(0)) {
-            return Err("[worker] concurrency must be at least 1".into());
-        }
+        config.check_queues()?;
         Ok(config)
+    }
+
+    /// The checks across keys: queues the worker can serve, weights that can apply.
+    fn check_queues(&self) -> Result<(), String> {
+        let queues = self.queues();
+        if queues.is_empty() {
+            return Err(
+                "[worker] queues is empty: list the queues to claim from, or leave it out to serve every queue the tasks name".into(),
+            );
+        }
+        for queue in &queues {
+            remuda::client::check_name("queue", queue)
+                .map_err(|e| format!("[worker] queues: {e}"))?;
+        }
+        if !self.tasks.is_empty()
+            && !self
+                .tasks
+                .values()
+                .any(|t| queues.iter().any(|q| q == t.queue()))
+        {
+            let task_queues: std::collections::BTreeSet<&str> =
+                self.tasks.values().map(TaskSection::queue).collect();
+            return Err(format!(
+                "[worker] queues = {queues:?}, but every task is in {}: this worker would never run a job enqueued with this config; add those queues or leave queues out",
+                task_queues.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        for queue in self.worker.queue_weights.iter().flatten().map(|(q, _)| q) {
+            if !queues.contains(queue) {
+                return Err(format!(
+                    "[worker] queue_weights names queue {queue:?}, which this worker does not serve (its queues: {})",
+                    queues.join(", ")
+                ));
+            }
+        }
+        if self.worker.queue_order == Some(QueueOrderName::Strict)
+            && self
+                .worker
+                .queue_weights
+                .as_ref()
+                .is_some_and(|w| !w.is_empty())
+        {
+            return Err(
+                "[worker] queue_weights apply to queue_order = \"round_robin\" only: with \"strict\" the first queue always goes first; remove the weights or the strict order".into(),
+            );
+        }
+        if let Some(name) = &self.worker.name {
+            remuda::client::check_name("worker", name)
+                .map_err(|e| format!("[worker] name: {e}"))?;
+        }
+        Ok(())
     }
 
     /// Queues the worker claims from: `[worker].queues`, else every queue a task names,
@@ -192,8 +267,10 @@ impl TaskSection {
         self.queue.as_deref().unwrap_or("default")
     }
 
-    /// How this kind runs, with `${VAR}`s expanded.
-    pub fn runner(&self, kind: &str) -> Result<Runner, String> {
+    /// How this kind runs, with `${VAR}`s expanded and relative paths (a command that names a
+    /// path, such as `./resize.sh` or `bin/resize`, and `workdir`) resolved against `base`, the
+    /// config file's directory. A bare program name (`python3`) is looked up on `PATH`.
+    pub fn runner(&self, kind: &str, base: &Path) -> Result<Runner, String> {
         let set = [
             self.command.is_some(),
             self.url.is_some(),
@@ -210,6 +287,25 @@ impl TaskSection {
                     "[tasks.{kind}] command is empty: give the program and its arguments"
                 ));
             }
+            let mut argv = argv
+                .iter()
+                .enumerate()
+                .map(|(i, arg)| {
+                    expand_env(arg).map_err(|e| format!("[tasks.{kind}] command argument {i}: {e}"))
+                })
+                .collect::<Result<Vec<String>, String>>()?;
+            if argv[0].contains('/') && !argv[0].starts_with('/') {
+                argv[0] = base.join(&argv[0]).to_string_lossy().into_owned();
+            }
+            let workdir = self
+                .workdir
+                .as_ref()
+                .map(|dir| {
+                    let dir =
+                        expand_env(dir).map_err(|e| format!("[tasks.{kind}] workdir: {e}"))?;
+                    Ok::<_, String>(base.join(dir).to_string_lossy().into_owned())
+                })
+                .transpose()?;
             let env = self
                 .env
                 .iter()
@@ -220,11 +316,7 @@ impl TaskSection {
                     ))
                 })
                 .collect::<Result<_, String>>()?;
-            return Ok(Runner::Command {
-                argv: argv.clone(),
-                env,
-                workdir: self.workdir.clone(),
-            });
+            return Ok(Runner::Command { argv, env, workdir });
         }
         if let Some(url) = &self.url {
             let url = expand_env(url).map_err(|e| format!("[tasks.{kind}] url: {e}"))?;
@@ -237,10 +329,11 @@ impl TaskSection {
                 .headers
                 .iter()
                 .map(|(k, v)| {
-                    Ok((
-                        k.clone(),
-                        expand_env(v).map_err(|e| format!("[tasks.{kind}] header {k}: {e}"))?,
-                    ))
+                    let value =
+                        expand_env(v).map_err(|e| format!("[tasks.{kind}] headers {k}: {e}"))?;
+                    check_header(k, &value)
+                        .map_err(|e| format!("[tasks.{kind}] headers {k}: {e}"))?;
+                    Ok((k.clone(), value))
                 })
                 .collect::<Result<_, String>>()?;
             return Ok(Runner::Http { url, headers });
@@ -269,6 +362,20 @@ impl TaskSection {
     }
 }
 
+/// Checks that an HTTP header name and value can be sent (else every job of the kind would
+/// fail with an opaque "builder error").
+fn check_header(name: &str, value: &str) -> Result<(), String> {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+        format!(
+            "{name:?} is not a valid HTTP header name (letters, digits and !#$%&'*+-.^_`|~ only)"
+        )
+    })?;
+    reqwest::header::HeaderValue::from_str(value).map_err(|_| {
+        "the value is not a valid HTTP header value (no control characters or newlines)".to_string()
+    })?;
+    Ok(())
+}
+
 /// Expands `${VAR}` from the environment; a variable that is not set is an error.
 pub fn expand_env(text: &str) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
@@ -287,6 +394,41 @@ pub fn expand_env(text: &str) -> Result<String, String> {
     }
     out.push_str(rest);
     Ok(out)
+}
+
+/// Whole numbers with bounds, checked while parsing so that the error points at the line.
+mod bounded {
+    use serde::{Deserialize, Deserializer};
+
+    fn within<'de, D: Deserializer<'de>>(
+        d: D,
+        low: i64,
+        high: i64,
+    ) -> Result<Option<i64>, D::Error> {
+        let n = Option::<i64>::deserialize(d)?;
+        match n {
+            Some(n) if n < low || n > high => Err(serde::de::Error::custom(format!(
+                "{n} is out of range: give a whole number from {low} to {high}"
+            ))),
+            n => Ok(n),
+        }
+    }
+
+    /// `concurrency`, `claim_batch`: 1 to the library's maximum.
+    pub fn concurrency<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        let high = i64::try_from(remuda::worker::MAX_CONCURRENCY).unwrap_or(i64::MAX);
+        Ok(within(d, 1, high)?.and_then(|n| usize::try_from(n).ok()))
+    }
+
+    /// `max_payload_bytes`: at least 1.
+    pub fn positive<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+        Ok(within(d, 1, i64::MAX)?.and_then(|n| usize::try_from(n).ok()))
+    }
+
+    /// `crash_loop_limit`: at least 1.
+    pub fn positive_u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        Ok(within(d, 1, i64::from(u32::MAX))?.and_then(|n| u32::try_from(n).ok()))
+    }
 }
 
 mod opt_duration {
@@ -351,7 +493,7 @@ timeout = "10m"
                 jitter: true
             }
         );
-        match config.tasks["agent_run"].runner("agent_run") {
+        match config.tasks["agent_run"].runner("agent_run", Path::new(".")) {
             Ok(Runner::Http { url, headers }) => {
                 assert_eq!(url, "http://127.0.0.1:9001/run");
                 assert_eq!(

@@ -12,6 +12,22 @@ pub enum CliError {
 }
 
 impl CliError {
+    /// The error's kind for `--json` callers: `BAD_INPUT` (exit 2), `NOT_FOUND` (2),
+    /// `WRONG_STATE` (2), `QUEUE_FULL` (2), `WAIT_TIMEOUT` (3), `DATABASE` (4).
+    pub fn code(&self) -> &'static str {
+        match self {
+            CliError::Usage(_) => "BAD_INPUT",
+            CliError::Remuda(e) => match e {
+                remuda::Error::WaitTimeout { .. } => "WAIT_TIMEOUT",
+                remuda::Error::NotFound(_) => "NOT_FOUND",
+                remuda::Error::WrongState { .. } => "WRONG_STATE",
+                remuda::Error::QueueFull(_) => "QUEUE_FULL",
+                _ if self.exit_code() == 2 => "BAD_INPUT",
+                _ => "DATABASE",
+            },
+        }
+    }
+
     /// 2 for bad input, 3 for a wait timeout, 4 when the database cannot be used.
     pub fn exit_code(&self) -> u8 {
         match self {

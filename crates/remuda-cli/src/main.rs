@@ -2,8 +2,26 @@
 //! runs workers for tasks written in any language (commands and HTTP endpoints), inspects
 //! jobs, queues and workers, and runs the demo.
 //!
-//! Exit codes (a contract for scripts): 0 success; 1 task error (with `--wait`); 2 bad input
-//! or usage; 3 wait timeout; 4 database unreachable or schema mismatch.
+//! Exit codes (a contract for scripts): 0 success; 1 task error (with `--wait` and `wait`;
+//! `worker --once`: a job failed); 2 bad input or usage; 3 wait timeout; 4 database
+//! unreachable or schema mismatch. With `--json`, errors are printed as JSON on stderr too.
+
+/// `println!` that ends the process quietly when stdout is closed (`remuda jobs | head -1`),
+/// instead of panicking.
+#[macro_export]
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!($($arg)*), true)
+    };
+}
+
+/// `print!` with the same care for a closed stdout.
+#[macro_export]
+macro_rules! out_part {
+    ($($arg:tt)*) => {
+        $crate::output::write_out(format_args!($($arg)*), false)
+    };
+}
 
 mod args;
 mod commands;
@@ -17,19 +35,32 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    if let Some(code) = executors::supervise::run_if_asked() {
+        return code;
+    }
+    // every subcommand that prints data has --json; its errors are JSON too
+    let json = std::env::args().any(|a| a == "--json");
     let cli = match args::Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
-            let _ = e.print();
             return match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    let _ = e.print();
                     ExitCode::SUCCESS
                 }
-                _ => ExitCode::from(2),
+                _ if json => {
+                    output::print_error_json("BAD_INPUT", e.to_string().trim());
+                    ExitCode::from(2)
+                }
+                _ => {
+                    let _ = e.print();
+                    ExitCode::from(2)
+                }
             };
         }
     };
-    init_logging(cli.verbose);
+    let worker = matches!(cli.command, args::Command::Worker(_));
+    init_logging(cli.verbose, worker);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -42,6 +73,10 @@ fn main() -> ExitCode {
     };
     match runtime.block_on(commands::run(cli)) {
         Ok(code) => ExitCode::from(code),
+        Err(e) if json => {
+            output::print_error_json(e.code(), &e.to_string());
+            ExitCode::from(e.exit_code())
+        }
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())
@@ -49,9 +84,12 @@ fn main() -> ExitCode {
     }
 }
 
-/// Warnings from the library go to stderr; `-v` shows more.
-fn init_logging(verbose: u8) {
-    let level = match verbose {
+/// Logs go to stderr: warnings, and for a worker what it is doing (leadership, shutdown);
+/// `-v` shows more (for a worker, one line per job start and end with its outcome and
+/// duration). Colours only when stderr is a terminal.
+fn init_logging(verbose: u8, worker: bool) {
+    use std::io::IsTerminal;
+    let level = match verbose + u8::from(worker) {
         0 => tracing::Level::WARN,
         1 => tracing::Level::INFO,
         _ => tracing::Level::DEBUG,
@@ -59,6 +97,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_max_level(level)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_target(false)
         .try_init();
 }

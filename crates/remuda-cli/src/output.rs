@@ -3,12 +3,39 @@
 use remuda::{Job, JobState, QueueStats, WorkerInfo};
 use serde_json::{json, Map, Value};
 
+/// Writes to stdout; a closed stdout (the reader went away, as `head` does) ends the process
+/// quietly with exit 0: there is nobody left to tell.
+pub fn write_out(text: std::fmt::Arguments<'_>, newline: bool) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = if newline {
+        writeln!(stdout, "{text}")
+    } else {
+        write!(stdout, "{text}")
+    };
+    if let Err(e) = written.and_then(|()| stdout.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write to stdout: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Prints a value as pretty JSON on stdout.
 pub fn print_json(value: &impl serde::Serialize) {
     match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
+        Ok(text) => crate::out!("{text}"),
         Err(e) => eprintln!("error: cannot print JSON: {e}"),
     }
+}
+
+/// An error as `{"error": {"code", "message"}}` on stderr, for `--json` callers.
+pub fn print_error_json(code: &str, message: &str) {
+    eprintln!(
+        "{}",
+        json!({ "error": { "code": code, "message": message } })
+    );
 }
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
@@ -20,35 +47,35 @@ fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> String {
 
 /// One job, field by field.
 pub fn print_job(job: &Job) {
-    println!("id            {}", job.id);
-    println!("kind          {}", job.kind);
-    println!("queue         {}", job.queue);
-    println!("state         {}", job.state);
+    crate::out!("id            {}", job.id);
+    crate::out!("kind          {}", job.kind);
+    crate::out!("queue         {}", job.queue);
+    crate::out!("state         {}", job.state);
     let max = job
         .max_attempts
         .map_or_else(|| "worker default".into(), |m| m.to_string());
-    println!("attempt       {} of {}", job.attempt, max);
-    println!("priority      {}", job.priority);
-    println!("run_at        {}", time(Some(job.run_at)));
-    println!("created_at    {}", time(Some(job.created_at)));
-    println!("started_at    {}", time(job.started_at));
-    println!("finished_at   {}", time(job.finished_at));
+    crate::out!("attempt       {} of {}", job.attempt, max);
+    crate::out!("priority      {}", job.priority);
+    crate::out!("run_at        {}", time(Some(job.run_at)));
+    crate::out!("created_at    {}", time(Some(job.created_at)));
+    crate::out!("started_at    {}", time(job.started_at));
+    crate::out!("finished_at   {}", time(job.finished_at));
     if let Some(expires) = job.expires_at {
-        println!("expires_at    {}", time(Some(expires)));
+        crate::out!("expires_at    {}", time(Some(expires)));
     }
     if let Some(worker) = &job.worker_id {
-        println!("worker        {worker}");
+        crate::out!("worker        {worker}");
     }
-    println!("args          {}", job.args);
+    crate::out!("args          {}", job.args);
     match &job.result {
-        Some(result) => println!(
+        Some(result) => crate::out!(
             "result        {}",
             serde_json::to_string(result).unwrap_or_default()
         ),
-        None => println!("result        -"),
+        None => crate::out!("result        -"),
     }
     for e in &job.errors {
-        println!(
+        crate::out!(
             "error         attempt {} at {} on {}: {} {}",
             e.attempt,
             time(Some(e.at)),
@@ -61,12 +88,17 @@ pub fn print_job(job: &Job) {
 
 /// Jobs as a table.
 pub fn print_jobs(jobs: &[Job]) {
-    println!(
+    crate::out!(
         "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
-        "ID", "STATE", "KIND", "QUEUE", "ATTEMPT", "RUN_AT"
+        "ID",
+        "STATE",
+        "KIND",
+        "QUEUE",
+        "ATTEMPT",
+        "RUN_AT"
     );
     for job in jobs {
-        println!(
+        crate::out!(
             "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
             job.id,
             job.state.as_str(),
@@ -78,7 +110,9 @@ pub fn print_jobs(jobs: &[Job]) {
     }
 }
 
-/// Queue statistics as `{"queue": …, "<state>": count, …}` objects with every state present.
+/// Queue statistics as `{"queue": …, "<state>": count, …, "unroutable", "paused",
+/// "max_running", "key_limit", "rate", "rate_per", "max_depth"}` objects with every state
+/// present.
 pub fn queues_json(stats: &[QueueStats]) -> Value {
     Value::Array(
         stats
@@ -90,48 +124,109 @@ pub fn queues_json(stats: &[QueueStats]) -> Value {
                     object.insert(state.as_str().into(), json!(s.count(state)));
                 }
                 object.insert("unroutable".into(), json!(s.unroutable));
+                if let Ok(Value::Object(settings)) = serde_json::to_value(&s.settings) {
+                    for key in [
+                        "paused",
+                        "max_running",
+                        "key_limit",
+                        "rate",
+                        "rate_per",
+                        "max_depth",
+                    ] {
+                        if let Some(value) = settings.get(key) {
+                            object.insert(key.into(), value.clone());
+                        }
+                    }
+                }
                 Value::Object(object)
             })
             .collect(),
     )
 }
 
+/// The limits in force on a queue, in a few words (`-` for none).
+fn limits(s: &remuda::QueueSettings) -> String {
+    let mut parts = Vec::new();
+    if let Some(n) = s.max_running {
+        parts.push(format!("max_running={n}"));
+    }
+    if let Some(n) = s.key_limit {
+        parts.push(format!("key_limit={n}"));
+    }
+    if let Some((n, period)) = s.rate {
+        parts.push(format!(
+            "rate={n}/{} per {}",
+            remuda::duration::format(period),
+            s.rate_per.as_str()
+        ));
+    }
+    if let Some(n) = s.max_depth {
+        parts.push(format!("max_depth={n}"));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
 /// Queue statistics as a table.
 pub fn print_queues(stats: &[QueueStats]) {
-    print!("{:<16}", "QUEUE");
+    crate::out_part!("{:<16}  {:<7}", "QUEUE", "STATUS");
     for state in JobState::ALL {
-        print!("  {:>10}", state.as_str().to_uppercase());
+        crate::out_part!("  {:>10}", state.as_str().to_uppercase());
     }
-    println!("  {:>10}", "UNROUTABLE");
+    crate::out!("  {:>10}  LIMITS", "UNROUTABLE");
     for s in stats {
-        print!("{:<16}", s.queue);
+        let status = if s.settings.paused {
+            "paused"
+        } else {
+            "active"
+        };
+        crate::out_part!("{:<16}  {:<7}", s.queue, status);
         for state in JobState::ALL {
-            print!("  {:>10}", s.count(state));
+            crate::out_part!("  {:>10}", s.count(state));
         }
-        println!("  {:>10}", s.unroutable);
+        crate::out!("  {:>10}  {}", s.unroutable, limits(&s.settings));
     }
 }
 
 /// Workers as a table.
 pub fn print_workers(workers: &[WorkerInfo]) {
-    println!(
-        "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<20}  {:<23}",
-        "ID", "HOST", "PID", "RUNNING/MAX", "QUEUES", "CAPABILITIES", "HEARTBEAT"
+    crate::out!(
+        "{:<36}  {:<16}  {:<16}  {:>7}  {:<5}  {:>11}  {:<20}  {:<20}  {:<20}  {:<23}",
+        "ID",
+        "NAME",
+        "HOST",
+        "PID",
+        "ALIVE",
+        "RUNNING/MAX",
+        "QUEUES",
+        "KINDS",
+        "CAPABILITIES",
+        "HEARTBEAT"
     );
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "-".to_string()
+        } else {
+            items.join(",")
+        }
+    };
     for w in workers {
-        println!(
-            "{:<36}  {:<16}  {:>7}  {:>11}  {:<20}  {:<20}  {:<23}",
+        crate::out!(
+            "{:<36}  {:<16}  {:<16}  {:>7}  {:<5}  {:>11}  {:<20}  {:<20}  {:<20}  {:<23}",
             w.id,
+            w.name,
             w.host,
             w.pid,
+            if w.alive { "yes" } else { "no" },
             format!("{}/{}", w.running, w.concurrency),
-            w.queues.join(","),
-            if w.capabilities.is_empty() {
-                "-".to_string()
-            } else {
-                w.capabilities.join(",")
-            },
-            time(Some(w.heartbeat_at))
+            list(&w.queues),
+            list(&w.kinds),
+            list(&w.capabilities),
+            w.heartbeat_at
+                .map_or_else(|| "declared dead".to_string(), |t| time(Some(t)))
         );
     }
 }

@@ -185,7 +185,7 @@ async fn a_job_that_kills_its_workers_is_quarantined() {
         r#"
 [tasks.crash]
 queue = "crashy"
-command = ["sh", "-c", "kill -KILL $PPID"]
+command = ["sh", "-c", "kill -KILL $REMUDA_WORKER_PID"]
 max_attempts = 10
 "#,
     );
@@ -397,7 +397,7 @@ async fn bad_input_through_every_door_changes_nothing() {
     let good = dir.write("good.toml", "[tasks.a]\nbuiltin = \"noop\"\n");
     let good = good.to_str().expect("path").to_string();
     for (flag, value, message) in [
-        ("--concurrency", "0", "at least 1"),
+        ("--concurrency", "0", "between 1 and"),
         ("--concurrency", "-2", "invalid value"),
         ("--crash-loop-limit", "0", "crash_loop_limit"),
         ("--rescue-after", "1s", "at most half of rescue_after"),

@@ -157,17 +157,12 @@ async fn the_demo_runs_and_prints_its_summary() {
     assert_eq!(summary["retries"], 50);
     assert!(summary["jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0);
     assert!(summary["pickup_ms"]["p99"].as_f64().unwrap_or(0.0) > 0.0);
+    // the demo's jobs lived in a scratch database of their own, dropped afterwards
     let queues = json(&remuda(&db, &["queues", "--json"]).await);
-    let completed: i64 = queues
-        .as_array()
-        .expect("queues")
-        .iter()
-        .map(|q| q["completed"].as_i64().unwrap_or(0))
-        .sum();
     assert_eq!(
-        completed,
-        500 + 20 + 10 + 10 + 100,
-        "quick, flaky, delayed, command and ping jobs"
+        queues,
+        serde_json::json!([]),
+        "nothing left in the user's database"
     );
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The database could not be reached.
-    #[error("cannot connect to PostgreSQL ({target}): {reason}. Check that the server is running, or set DATABASE_URL")]
+    #[error("cannot connect to PostgreSQL ({target}): {reason}")]
     Unreachable {
         /// Where we tried to connect (password removed).
         target: String,
@@ -125,6 +125,64 @@ impl Error {
     pub fn is_bad_data(&self) -> bool {
         matches!(self, Error::Db(e) if e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")))
     }
+}
+
+impl Error {
+    /// A failed connection to `target`, with the server's own words (SQLSTATE, message,
+    /// detail, hint) or the network's, and the advice that fits the cause.
+    pub fn unreachable(target: impl Into<String>, e: &tokio_postgres::Error) -> Error {
+        Error::Unreachable {
+            target: target.into(),
+            reason: connect_reason(e),
+        }
+    }
+}
+
+/// Why a connection failed, and what to do about it.
+fn connect_reason(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut words = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+        if let Some(detail) = db.detail() {
+            words.push_str(&format!("; detail: {detail}"));
+        }
+        if let Some(hint) = db.hint() {
+            words.push_str(&format!("; hint: {hint}"));
+        }
+        let advice = match db.code().code() {
+            "3D000" => "the database does not exist: create it (createdb) or fix the name in the URL",
+            "28P01" | "28000" => "authentication failed: check the user and password in the URL, and the server's pg_hba.conf",
+            "53300" => "the server has no free connection slots: close idle clients or raise max_connections",
+            "57P03" => "the server is starting up or shutting down: try again in a moment",
+            _ => "check the URL and the server's log",
+        };
+        return format!("{words}. {advice}");
+    }
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(e);
+    let mut io_kind = None;
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            io_kind = Some(io.kind());
+        }
+        source = s.source();
+    }
+    let advice = match io_kind {
+        Some(std::io::ErrorKind::ConnectionRefused) => {
+            "connection refused: no server listens there; check that PostgreSQL is running and the host and port, or set DATABASE_URL"
+        }
+        Some(std::io::ErrorKind::TimedOut) => {
+            "timed out: check the host, the network and any firewall in between"
+        }
+        Some(std::io::ErrorKind::NotFound) => {
+            "no server socket there: check that PostgreSQL is running and the host (socket directory) and port"
+        }
+        _ if chain.contains("TLS") || chain.contains("tls") => {
+            "the server and client disagree on TLS: check sslmode in the URL"
+        }
+        _ => "check that the server is running, or set DATABASE_URL",
+    };
+    format!("{chain}. {advice}")
 }
 
 impl From<tokio_postgres::Error> for Error {

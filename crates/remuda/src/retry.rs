@@ -47,6 +47,21 @@ impl Default for Backoff {
 }
 
 impl Backoff {
+    /// Checks that the policy makes sense: an exponential backoff whose `base` exceeds its
+    /// `max` would never grow, and is most likely the two values swapped.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Backoff::Exponential { base, max, .. } = self {
+            if base > max {
+                return Err(format!(
+                    "the exponential backoff's base ({}) is more than its max ({}): base is the first delay, max the largest",
+                    crate::duration::format(*base),
+                    crate::duration::format(*max)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The delay after failed attempt number `attempt` (1-based).
     pub fn delay(&self, attempt: i32) -> Duration {
         let (raw, jitter) = match self {

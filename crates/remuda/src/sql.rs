@@ -48,6 +48,12 @@ pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
 pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
 /// The settings of the queues $1 (rows only for queues that have settings), for workers and …
 pub(crate) const QUEUE_GET: &str = include_str!("sql/queue_get.sql");
+/// The settings of every queue that has some (for `remuda queues`, which also lists the …
+pub(crate) const QUEUE_ALL: &str = include_str!("sql/queue_all.sql");
+/// The scheduled jobs of queues $1 and kinds $2: how many, and when the first retry (a job …
+pub(crate) const SCHEDULED_LEFT: &str = include_str!("sql/scheduled_left.sql");
+/// Whether a live worker runs kind $1 in queue $2 (for the warning of `remuda enqueue` about a …
+pub(crate) const KIND_SERVED: &str = include_str!("sql/kind_served.sql");
 /// Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a …
 pub(crate) const QUEUE_SET: &str = include_str!("sql/queue_set.sql");
 /// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
@@ -100,6 +106,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("queue_get", QUEUE_GET),
+    ("queue_all", QUEUE_ALL),
+    ("kind_served", KIND_SERVED),
+    ("scheduled_left", SCHEDULED_LEFT),
     ("queue_set", QUEUE_SET),
     ("release_jobs", RELEASE_JOBS),
     ("release_orphans", RELEASE_ORPHANS),

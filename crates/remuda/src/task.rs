@@ -229,6 +229,30 @@ impl TaskOptions {
         self
     }
 
+    /// Checks the options of task `kind` as [`Worker::run`](crate::Worker::run) does when it
+    /// starts: a kind with `max_attempts` below 1 could never be claimed (every claim of it
+    /// would violate a constraint) and would stall its queue.
+    pub fn validate(&self, kind: &str) -> crate::Result<()> {
+        let bad = |what: String| Err(crate::Error::InvalidInput(format!("task {kind}: {what}")));
+        crate::client::check_name("kind", kind)?;
+        if let Err(e) = crate::client::check_name("queue", &self.queue) {
+            return bad(e.to_string());
+        }
+        if self.max_attempts < 1 {
+            return bad(format!(
+                "max_attempts is {}: it must be at least 1",
+                self.max_attempts
+            ));
+        }
+        if matches!(self.timeout, Some(t) if t.is_zero()) {
+            return bad("timeout must be more than zero".into());
+        }
+        if let Err(e) = self.backoff.validate() {
+            return bad(e);
+        }
+        Ok(())
+    }
+
     /// Whether an attempt that failed with `error` gets another one.
     pub fn should_retry(&self, error: &TaskError, attempt: i32, max_attempts: i32) -> bool {
         attempt < max_attempts

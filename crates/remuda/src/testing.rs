@@ -23,10 +23,10 @@ const TEMPLATE_LOCK: i64 = 0x72656d7564615f74;
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 async fn admin_client(admin: &Config) -> Result<tokio_postgres::Client> {
-    let (client, connection) = admin.connect(NoTls).await.map_err(|e| Error::Unreachable {
-        target: crate::db::describe(admin),
-        reason: e.to_string(),
-    })?;
+    let (client, connection) = admin
+        .connect(NoTls)
+        .await
+        .map_err(|e| Error::unreachable(crate::db::describe(admin), &e))?;
     tokio::spawn(connection);
     Ok(client)
 }

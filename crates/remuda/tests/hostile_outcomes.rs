@@ -111,10 +111,12 @@ async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline
                 },
             )
             .expect("job")
-            .expires_at(chrono::Utc::now() - chrono::Duration::seconds(1)),
+            .expires_at(chrono::Utc::now() + chrono::Duration::milliseconds(300)),
         )
         .await
         .expect("insert");
+    // no worker until the deadline has passed
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let worker = start_with(&client, Echo);
     let job = client
         .wait(id, Duration::from_secs(10))

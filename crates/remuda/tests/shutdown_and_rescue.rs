@@ -153,7 +153,22 @@ async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
         .await
         .expect("final");
     assert_eq!(job.state, JobState::Cancelled);
-    let err = client.cancel(id).await.expect_err("already final");
+    assert_eq!(
+        client
+            .cancel(id)
+            .await
+            .expect("cancelling twice is no error"),
+        JobState::Cancelled
+    );
+    let completed = client.enqueue::<Sleep>(&1).await.expect("enqueue");
+    client
+        .wait(completed, Duration::from_secs(10))
+        .await
+        .expect("ran");
+    let err = client
+        .cancel(completed)
+        .await
+        .expect_err("already completed");
     assert!(err.to_string().contains("cannot cancel"), "{err}");
 
     let long = client.enqueue::<Sleep>(&60_000).await.expect("enqueue");
@@ -299,9 +314,14 @@ async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_res
         .await
         .expect("simulate a held job");
     first.shutdown().await;
+    let listed = client.workers().await.expect("workers");
     assert!(
-        client.workers().await.expect("workers").is_empty(),
-        "no longer listed as live"
+        listed.iter().all(|w| w.id != first_id || !w.alive),
+        "no longer listed as live: {listed:?}"
+    );
+    assert!(
+        listed.iter().any(|w| w.id == first_id),
+        "still listed, as dead, while a job points at it: {listed:?}"
     );
     let kept: i64 = pool
         .conn()

@@ -79,36 +79,6 @@ fn postgres_cpu() -> f64 {
     total as f64 / ticks
 }
 
-/// The scratch database: `<resolved database>_bench`, so that benches against different
-/// databases of one server do not collide.
-fn scratch_name(admin: &Database) -> String {
-    let base: String = admin
-        .config()
-        .get_dbname()
-        .unwrap_or("remuda")
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect();
-    format!("{base}_bench")
-}
-
-async fn scratch_database(admin: &Database) -> CliResult<Database> {
-    let scratch = scratch_name(admin);
-    let conn = admin.conn().await?;
-    let sql = |e: tokio_postgres::Error| CliError::Remuda(e.into());
-    conn.batch_execute(&format!("DROP DATABASE IF EXISTS {scratch} WITH (FORCE)"))
-        .await
-        .map_err(sql)?;
-    conn.batch_execute(&format!("CREATE DATABASE {scratch}"))
-        .await
-        .map_err(sql)?;
-    let mut config = admin.config().clone();
-    config.dbname(&scratch);
-    let db = Database::from_config(config, 16);
-    remuda::migrate::run(&db).await?;
-    Ok(db)
-}
-
 async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
     let conn = db.conn().await?;
     let n = n as i64;
@@ -159,7 +129,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         ));
     }
     let admin = connect::database(db_args).await?;
-    let db = scratch_database(&admin).await?;
+    let db = super::scratch::create(&admin, "bench", 16).await?;
     let client = Client::new(db.clone());
     if args.backlog > 0 {
         eprintln!(
@@ -269,15 +239,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     if !args.keep {
         drop(client);
         drop(db);
-        admin
-            .conn()
-            .await?
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                scratch_name(&admin)
-            ))
-            .await
-            .map_err(remuda::Error::from)?;
+        super::scratch::drop(&admin, "bench").await?;
     }
 
     let n = args.jobs as f64;
@@ -306,31 +268,31 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     if args.json {
         print_json(&report);
     } else {
-        println!("remuda bench: {} no-op jobs, {} worker(s) x {} slots, claim batch {}, {} queue(s), backlog {}",
+        crate::out!("remuda bench: {} no-op jobs, {} worker(s) x {} slots, claim batch {}, {} queue(s), backlog {}",
             args.jobs, args.workers, args.concurrency, args.claim_batch, args.queues, args.backlog);
-        println!(
+        crate::out!(
             "  enqueue (COPY)     {:>10.0} jobs/s   ({:.3} s)",
             n / enqueue_secs,
             enqueue_secs
         );
-        println!(
+        crate::out!(
             "  drain              {:>10.0} jobs/s   ({:.3} s, worker start-up included)",
             n / drain_secs,
             drain_secs
         );
-        println!(
+        crate::out!(
             "  pickup latency     p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} jobs, one at a time)",
             percentile(&pickups, 0.5), percentile(&pickups, 0.95), percentile(&pickups, 0.99), pickups.len()
         );
-        println!(
+        crate::out!(
             "  CPU during drain   worker {:.2} s, postgres {:.2} s",
             cpu_after - cpu_before,
             pg_after - pg_before
         );
-        println!(
+        crate::out!(
             "  memory (RSS)       {rss_before:.0} MiB before the drain, {rss_after:.0} MiB after (peak {max_rss:.0} MiB, enqueue included)"
         );
-        println!("  database size      {:.1} MiB", size as f64 / 1048576.0);
+        crate::out!("  database size      {:.1} MiB", size as f64 / 1048576.0);
     }
     Ok(0)
 }

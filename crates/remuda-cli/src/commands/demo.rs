@@ -172,21 +172,25 @@ fn finished(stats: &[Arc<WorkerStats>]) -> u64 {
         .sum()
 }
 
+/// Runs the demo in a scratch database of its own (`<database>_demo`, dropped afterwards):
+/// the user's jobs are never touched.
 pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
-    let database = connect::database(db).await?;
-    remuda::migrate::run(&database).await?;
+    let admin = connect::database(db).await?;
+    let database = super::scratch::create(&admin, "demo", 16).await?;
+    eprintln!(
+        "remuda demo on {} (a scratch database, dropped afterwards)",
+        database.target()
+    );
+    let outcome = demo(database, args).await;
+    let dropped = super::scratch::drop(&admin, "demo").await;
+    let code = outcome?;
+    dropped?;
+    Ok(code)
+}
+
+async fn demo(database: remuda::Database, args: DemoArgs) -> CliResult<u8> {
     let client = Client::new(database.clone());
     client.check().await?;
-    database
-        .conn()
-        .await?
-        .execute(
-            "DELETE FROM remuda.jobs WHERE queue IN ('demo', 'demo_media')",
-            &[],
-        )
-        .await
-        .map_err(remuda::Error::from)?;
-    eprintln!("remuda demo on {}", database.target());
 
     // Enqueue the mix.
     let started = Instant::now();
@@ -302,28 +306,29 @@ pub async fn run(db: &DbArgs, args: DemoArgs) -> CliResult<u8> {
             "pickup_ms": { "p50": pick_p50, "p99": pick_p99 },
         }));
     } else {
-        println!(
+        crate::out!(
             "remuda demo: {total} jobs, {} workers x {} slots",
-            args.workers, args.concurrency
+            args.workers,
+            args.concurrency
         );
-        println!(
+        crate::out!(
             "  enqueue           {} quick jobs in {:.0} ms ({:.0} jobs/s, one statement)",
             args.jobs,
             enqueue_time.as_secs_f64() * 1000.0,
             enqueue_rate
         );
-        println!(
+        crate::out!(
             "  throughput        {} quick jobs run in {:.2} s: {:.0} jobs/s",
             args.jobs,
             quick_time.as_secs_f64(),
             rate
         );
-        println!("  everything        {total} jobs final in {:.2} s (includes {DELAYED} jobs delayed by {} s)", drain_time.as_secs_f64(), DELAY.as_secs());
-        println!("  retries           {retried} (flaky jobs succeed on attempt 3; doomed ones use their 3 attempts)");
-        println!("  failures          {failed} (the {DOOMED} doomed jobs)");
-        println!("  command tasks     {COMMANDS} run as `sh -c` processes");
-        println!("  enqueue → start   p50 {bulk_p50:.1} ms, p99 {bulk_p99:.1} ms (bulk backlog, waiting their turn)");
-        println!("  pickup when idle  p50 {pick_p50:.2} ms, p99 {pick_p99:.2} ms ({PINGS} jobs sent one at a time)");
+        crate::out!("  everything        {total} jobs final in {:.2} s (includes {DELAYED} jobs delayed by {} s)", drain_time.as_secs_f64(), DELAY.as_secs());
+        crate::out!("  retries           {retried} (flaky jobs succeed on attempt 3; doomed ones use their 3 attempts)");
+        crate::out!("  failures          {failed} (the {DOOMED} doomed jobs)");
+        crate::out!("  command tasks     {COMMANDS} run as `sh -c` processes");
+        crate::out!("  enqueue → start   p50 {bulk_p50:.1} ms, p99 {bulk_p99:.1} ms (bulk backlog, waiting their turn)");
+        crate::out!("  pickup when idle  p50 {pick_p50:.2} ms, p99 {pick_p99:.2} ms ({PINGS} jobs sent one at a time)");
     }
     Ok(0)
 }

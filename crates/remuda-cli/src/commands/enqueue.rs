@@ -36,6 +36,15 @@ fn apply(
     }
     if let Some(key) = &options.unique_key {
         job = job.unique_key(key.clone());
+        if let Some(period) = options.unique_period {
+            job = job.unique_period(period);
+        }
+        if let Some(states) = &options.unique_states {
+            job = job.unique_states(states.iter().copied());
+        }
+        if options.unique_per_queue {
+            job = job.unique_per_queue();
+        }
     }
     if let Some(priority) = options.priority {
         job.priority = priority;
@@ -83,22 +92,73 @@ fn load_defaults(options: &JobOptions, kind: &str) -> CliResult<Option<Config>> 
     Ok(Some(config))
 }
 
+/// Checks that `text` is one JSON document and keeps it as written: numbers are never
+/// rounded through a float (PostgreSQL's `jsonb` stores them exactly).
 fn parse_args(text: &str, what: &str) -> CliResult<Jsonb> {
-    let value: serde_json::Value = serde_json::from_str(text)
+    serde_json::from_str::<serde::de::IgnoredAny>(text)
         .map_err(|e| CliError::Usage(format!("{what} is not valid JSON: {e}")))?;
-    Ok(Jsonb(value.to_string()))
+    Ok(Jsonb(text.trim().to_string()))
+}
+
+/// The text of `--args`: inline JSON, `@FILE`, or `-` for stdin.
+fn read_args(given: Option<&str>) -> CliResult<(String, String)> {
+    match given {
+        None => Ok(("{}".into(), "--args".into())),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| CliError::Usage(format!("cannot read --args from stdin: {e}")))?;
+            Ok((text, "--args from stdin".into()))
+        }
+        Some(given) => match given.strip_prefix('@') {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| CliError::Usage(format!("cannot read --args file {path}: {e}")))?;
+                Ok((text, format!("--args file {path}")))
+            }
+            None => Ok((given.to_string(), "--args".into())),
+        },
+    }
+}
+
+/// A client whose args limit is `--max-payload-bytes`, if given.
+async fn client_for(db: &DbArgs, options: &JobOptions) -> CliResult<remuda::Client> {
+    let client = connect::client(db).await?;
+    Ok(match options.max_payload_bytes {
+        Some(0) => {
+            return Err(CliError::Usage(
+                "--max-payload-bytes must be at least 1".into(),
+            ))
+        }
+        Some(bytes) => client.with_max_payload(bytes),
+        None => client,
+    })
+}
+
+/// Warns on stderr when no live worker runs `kind` in `queue`: such a job waits until one does.
+async fn warn_if_unserved(client: &remuda::Client, kind: &str, queue: &str) {
+    match client.kind_served(kind, queue).await {
+        Ok((false, true)) => eprintln!(
+            "warning: no live worker runs kind {kind:?} in queue {queue:?}: the job waits until one does (check the queue, or enqueue with --config remuda.toml to take the kind's queue)"
+        ),
+        Ok((false, false)) => eprintln!(
+            "note: no worker is running: the job waits until a worker for kind {kind:?} serves queue {queue:?}"
+        ),
+        _ => {}
+    }
 }
 
 pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
     let defaults = load_defaults(&args.options, &args.kind)?;
-    let json = parse_args(args.args.as_deref().unwrap_or("{}"), "--args")?;
+    let (text, what) = read_args(args.args.as_deref())?;
+    let json = parse_args(&text, &what)?;
     let job = apply(
         &args.options,
         &args.kind,
         defaults.as_ref(),
         NewJob::from_json(&args.kind, json),
     )?;
-    let client = connect::client(db).await?;
+    let client = client_for(db, &args.options).await?;
     let inserted = client
         .insert_each(std::slice::from_ref(&job))
         .await?
@@ -106,6 +166,9 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
         .copied()
         .ok_or_else(|| CliError::Usage("the enqueue returned no job".into()))?;
     let id = inserted.id;
+    if !inserted.duplicate {
+        warn_if_unserved(&client, &job.kind, &job.queue).await;
+    }
     if inserted.duplicate && !args.json {
         eprintln!(
             "a job with unique key {:?} exists already: {id}",
@@ -116,29 +179,46 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
         if args.json {
             print_json(&serde_json::json!({ "id": id, "duplicate": inserted.duplicate }));
         } else {
-            println!("{id}");
+            crate::out!("{id}");
         }
         return Ok(0);
     }
-    let job = match client.wait(id, args.wait_timeout).await {
+    wait_and_print(&client, id, args.wait_timeout, args.json).await
+}
+
+/// Waits for job `id` and prints its result (or, with `json`, the whole job): exit 0 when it
+/// completed, 1 when it failed, was cancelled or expired, 3 (as an error) on timeout.
+pub async fn wait_and_print(
+    client: &remuda::Client,
+    id: i64,
+    timeout: std::time::Duration,
+    json: bool,
+) -> CliResult<u8> {
+    let job = match client.wait(id, timeout).await {
         Ok(job) => job,
         Err(e @ remuda::Error::WaitTimeout { .. }) => {
-            if args.json {
+            if json {
                 print_json(&serde_json::json!({ "id": id, "timeout": true }));
             }
             return Err(e.into());
         }
         Err(e) => return Err(e.into()),
     };
-    if args.json {
+    if json {
         print_json(&job);
     } else if let Some(result) = &job.result {
-        println!("{}", serde_json::to_string(result).unwrap_or_default());
+        crate::out!("{}", serde_json::to_string(result).unwrap_or_default());
     }
     Ok(match job.result {
         Some(JobResult::Ok(_)) => 0,
         _ => 1,
     })
+}
+
+/// `remuda wait ID`: the `--wait` of `enqueue`, for a job enqueued before.
+pub async fn wait(db: &DbArgs, args: crate::args::WaitArgs) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    wait_and_print(&client, args.id, args.timeout, args.json).await
 }
 
 pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
@@ -157,26 +237,78 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
         defaults.as_ref(),
         NewJob::from_json(&args.kind, Jsonb("{}".into())),
     )?;
+    let max_payload = args
+        .options
+        .max_payload_bytes
+        .unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
     let mut jobs = Vec::new();
+    let mut lines = Vec::new();
     for (n, line) in reader.lines().enumerate() {
         let line =
             line.map_err(|e| CliError::Usage(format!("cannot read {}: {e}", args.file.display())))?;
         if line.trim().is_empty() {
             continue;
         }
-        let json = parse_args(&line, &format!("line {} of {}", n + 1, args.file.display()))?;
+        let at = format!("line {} of {}", n + 1, args.file.display());
+        let json = parse_args(&line, &at)?;
         let mut job = template.clone();
         job.args = json;
+        job.check(max_payload)
+            .map_err(|e| CliError::Usage(format!("{at}: {e}")))?;
         jobs.push(job);
+        lines.push(n + 1);
     }
-    let client = connect::client(db).await?;
+    let client = client_for(db, &args.options).await?;
     let started = std::time::Instant::now();
-    let count = client.insert_bulk(&jobs).await?;
-    let seconds = started.elapsed().as_secs_f64();
-    if args.json {
-        print_json(&serde_json::json!({ "count": count, "seconds": seconds }));
+    // COPY is fastest but returns no ids and cannot skip duplicates: ids (--json) and unique
+    // keys take the INSERT path, which says which line was a duplicate of which job
+    let inserted = if args.json || args.options.unique_key.is_some() {
+        Some(client.insert_each(&jobs).await?)
     } else {
-        println!("enqueued {count} jobs in {:.0} ms", seconds * 1000.0);
+        client.insert_bulk(&jobs).await?;
+        None
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    let duplicates = inserted
+        .as_ref()
+        .map_or(0, |all| all.iter().filter(|i| i.duplicate).count());
+    let count = jobs.len() - duplicates;
+    if jobs.is_empty() {
+        eprintln!(
+            "warning: {} has no lines: nothing enqueued",
+            args.file.display()
+        );
+    } else if count > 0 {
+        warn_if_unserved(&client, &template.kind, &template.queue).await;
+    }
+    if args.json {
+        let ids: Vec<i64> = inserted.iter().flatten().map(|i| i.id).collect();
+        let duplicate_lines: Vec<usize> = inserted
+            .iter()
+            .flatten()
+            .zip(&lines)
+            .filter(|(i, _)| i.duplicate)
+            .map(|(_, line)| *line)
+            .collect();
+        print_json(&serde_json::json!({
+            "count": count,
+            "inserted": count,
+            "duplicates": duplicates,
+            "ids": ids,
+            "duplicate_lines": duplicate_lines,
+            "seconds": seconds,
+        }));
+    } else {
+        let jobs_word = if count == 1 { "job" } else { "jobs" };
+        crate::out!(
+            "enqueued {count} {jobs_word} in {:.0} ms{}",
+            seconds * 1000.0,
+            match duplicates {
+                0 => String::new(),
+                1 => ", 1 duplicate of an existing job skipped".to_string(),
+                n => format!(", {n} duplicates of existing jobs skipped"),
+            }
+        );
     }
     Ok(0)
 }

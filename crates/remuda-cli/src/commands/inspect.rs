@@ -40,12 +40,15 @@ pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
 pub async fn cancel(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
     let was = client.cancel(args.id).await?;
+    let already = was == JobState::Cancelled;
     if args.json {
-        print_json(
-            &serde_json::json!({"id": args.id, "previous_state": was, "state": "cancelled"}),
-        );
+        print_json(&serde_json::json!({
+            "id": args.id, "previous_state": was, "state": "cancelled", "already": already
+        }));
+    } else if already {
+        crate::out!("job {} was already cancelled", args.id);
     } else {
-        println!("job {} cancelled (was {was})", args.id);
+        crate::out!("job {} cancelled (was {was})", args.id);
     }
     Ok(0)
 }
@@ -56,11 +59,15 @@ pub async fn retry(db: &DbArgs, args: RetryArgs) -> CliResult<u8> {
         let id = args.id.ok_or_else(|| {
             CliError::Usage("give a job id, or --state to retry many jobs".into())
         })?;
-        let was = client.retry(id).await?;
+        let was = if args.force {
+            client.rerun(id).await?
+        } else {
+            client.retry(id).await?
+        };
         if args.json {
             print_json(&serde_json::json!({"id": id, "previous_state": was, "state": "available"}));
         } else {
-            println!("job {id} is available again (was {was})");
+            crate::out!("job {id} is available again (was {was})");
         }
         return Ok(0);
     };
@@ -71,7 +78,10 @@ pub async fn retry(db: &DbArgs, args: RetryArgs) -> CliResult<u8> {
     if args.json {
         print_json(&serde_json::json!({"retried": retried, "previous_state": state}));
     } else {
-        println!("{retried} {state} jobs are available again");
+        crate::out!(
+            "{retried} {state} job{} available again",
+            if retried == 1 { " is" } else { "s are" }
+        );
     }
     Ok(0)
 }

@@ -5,6 +5,7 @@ mod demo;
 mod enqueue;
 mod inspect;
 mod queue;
+mod scratch;
 mod worker;
 
 use crate::args::{Cli, Command};
@@ -23,9 +24,9 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
                     "from": report.from, "to": report.to, "applied": report.applied
                 }));
             } else if report.applied.is_empty() {
-                println!("schema is up to date (version {})", report.to);
+                crate::out!("schema is up to date (version {})", report.to);
             } else {
-                println!(
+                crate::out!(
                     "migrated from version {} to {}: {}",
                     report.from,
                     report.to,
@@ -40,6 +41,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Job(args) => inspect::job(db, args).await,
         Command::Jobs(args) => inspect::jobs(db, args).await,
         Command::Cancel(args) => inspect::cancel(db, args).await,
+        Command::Wait(args) => enqueue::wait(db, args).await,
         Command::Retry(args) => inspect::retry(db, args).await,
         Command::Queues(flags) => inspect::queues(db, flags).await,
         Command::Workers(flags) => inspect::workers(db, flags).await,
@@ -49,7 +51,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {
             let database = connect::database(db).await?;
-            println!("{}", remuda::db::conninfo(database.config(), None));
+            crate::out!("{}", remuda::db::conninfo(database.config(), None));
             Ok(0)
         }
     }

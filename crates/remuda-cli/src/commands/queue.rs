@@ -8,6 +8,19 @@ use remuda::{QueueChange, QueueSettings};
 
 pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
     let client = connect::client(db).await?;
+    let name = match &command {
+        QueueCommand::Pause(q) | QueueCommand::Resume(q) | QueueCommand::Show(q) => &q.queue,
+        QueueCommand::Set(args) => &args.queue,
+    };
+    remuda::client::check_name("queue", name)?;
+    let known = client.queue_stats().await?.iter().any(|s| &s.queue == name);
+    if !known {
+        let what = match &command {
+            QueueCommand::Show(_) => "showing the defaults",
+            _ => "its settings are created now (a queue exists as soon as a job or a setting names it)",
+        };
+        eprintln!("note: queue {name:?} has no jobs and no settings: {what}");
+    }
     let (settings, json) = match command {
         QueueCommand::Pause(q) => (client.pause_queue(&q.queue).await?, q.json),
         QueueCommand::Resume(q) => (client.resume_queue(&q.queue).await?, q.json),
@@ -54,7 +67,7 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
                 .iter()
                 .map(|s| format!("{} {}", c.count(*s), s))
                 .collect();
-            println!("jobs          {}", parts.join(", "));
+            crate::out!("jobs          {}", parts.join(", "));
         }
     }
     Ok(0)
@@ -62,11 +75,11 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
 
 fn print_settings(s: &QueueSettings) {
     let limit = |l: Option<i32>| l.map_or_else(|| "none".to_string(), |n| n.to_string());
-    println!("queue         {}", s.name);
-    println!("paused        {}", s.paused);
-    println!("max_running   {}", limit(s.max_running));
-    println!("key_limit     {}", limit(s.key_limit));
-    println!(
+    crate::out!("queue         {}", s.name);
+    crate::out!("paused        {}", s.paused);
+    crate::out!("max_running   {}", limit(s.max_running));
+    crate::out!("key_limit     {}", limit(s.key_limit));
+    crate::out!(
         "rate          {}",
         s.rate.map_or_else(
             || "none".to_string(),
@@ -77,7 +90,7 @@ fn print_settings(s: &QueueSettings) {
             )
         )
     );
-    println!("max_depth     {}", limit(s.max_depth));
+    crate::out!("max_depth     {}", limit(s.max_depth));
 }
 
 pub async fn cluster(db: &DbArgs, command: ClusterCommand) -> CliResult<u8> {
@@ -92,7 +105,7 @@ pub async fn cluster(db: &DbArgs, command: ClusterCommand) -> CliResult<u8> {
     if json {
         print_json(&settings);
     } else {
-        println!(
+        crate::out!(
             "max_running   {}",
             settings
                 .max_running

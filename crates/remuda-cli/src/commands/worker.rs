@@ -8,20 +8,22 @@ use crate::executors::{CommandTask, HttpTask, Noop};
 use remuda::{DynTask, Worker, WorkerConfig};
 use std::sync::Arc;
 
-/// Builds the worker a config file describes.
-pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliResult<Worker> {
+/// The worker settings a config file and the flags describe, checked: every mistake is
+/// reported with the file, before anything starts.
+pub fn settings(config: &Config, args: &WorkerArgs) -> CliResult<WorkerConfig> {
+    let bad = |message: String| Config::error(&args.config, &message);
     if config.tasks.is_empty() {
-        return Err(CliError::Usage(format!(
-            "{} defines no tasks: add a [tasks.<kind>] table with command, url or builtin",
-            args.config.display()
-        )));
+        return Err(bad(
+            "it defines no tasks: add a [tasks.<kind>] table with command, url or builtin".into(),
+        ));
+    }
+    if args.name.as_deref().is_some_and(str::is_empty) {
+        return Err(CliError::Usage(
+            "--name is empty: give the worker a name, or leave the flag out to use [worker] name or the host name".into(),
+        ));
     }
     let w = &config.worker;
     let defaults = WorkerConfig::default();
-    let max_payload = w
-        .max_payload_bytes
-        .unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
-    let client = client.with_max_payload(max_payload);
     let settings = WorkerConfig {
         name: args.name.clone().or_else(|| w.name.clone()),
         queues: config.queues(),
@@ -53,6 +55,7 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
             .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         exit_when_drained: args.once,
+        drain_wait: args.once_wait,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),
         capabilities: w.capabilities.clone().unwrap_or_default(),
         queue_weights: w
@@ -63,15 +66,40 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
             .collect(),
         ..defaults
     };
-    if settings.concurrency == 0 {
-        return Err(CliError::Usage("--concurrency must be at least 1".into()));
-    }
+    // flags override the file: say which, so the message points at what to change
+    settings.validate().map_err(|e| {
+        let from_flags = args.concurrency.is_some()
+            || args.heartbeat_interval.is_some()
+            || args.rescue_after.is_some()
+            || args.crash_loop_limit.is_some()
+            || args.cancel_grace.is_some();
+        bad(format!(
+            "[worker] {e}{}",
+            if from_flags {
+                " (with the command-line overrides)"
+            } else {
+                ""
+            }
+        ))
+    })?;
+    Ok(settings)
+}
+
+/// Builds the worker a config file describes.
+pub fn build(client: remuda::Client, config: &Config, settings: WorkerConfig) -> CliResult<Worker> {
+    let max_payload = config
+        .worker
+        .max_payload_bytes
+        .unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
+    let client = client.with_max_payload(max_payload);
     let http = reqwest::Client::builder()
         .build()
         .map_err(|e| CliError::Usage(format!("cannot set up the HTTP client: {e}")))?;
     let mut worker = Worker::new(client).config(settings);
     for (kind, task) in &config.tasks {
-        let runner = task.runner(kind).map_err(CliError::Usage)?;
+        let runner = task
+            .runner(kind, &config.base_dir)
+            .map_err(CliError::Usage)?;
         let implementation: Arc<dyn DynTask> = match runner {
             Runner::Command { argv, env, workdir } => Arc::new(CommandTask {
                 argv,
@@ -94,12 +122,14 @@ pub fn build(client: remuda::Client, config: &Config, args: &WorkerArgs) -> CliR
 
 pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
     let config = Config::load(&args.config)?;
+    let settings = settings(&config, &args)?;
+    let queues = settings.queues.clone();
     let client = connect::client(db).await?;
-    let worker = build(client, &config, &args)?;
+    let worker = build(client.clone(), &config, settings)?;
     eprintln!(
-        "remuda worker: running {} on queues {} (Ctrl-C to stop)",
+        "remuda worker: running {} on queues {} (Ctrl-C to stop; twice to stop at once)",
         config.tasks.keys().cloned().collect::<Vec<_>>().join(", "),
-        config.queues().join(", ")
+        queues.join(", ")
     );
     let report = worker.run_until_signal().await?;
     eprintln!(
@@ -111,5 +141,18 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
         report.released,
         report.rejected
     );
-    Ok(0)
+    if !args.once {
+        return Ok(0);
+    }
+    let kinds: Vec<String> = config.tasks.keys().cloned().collect();
+    match client.scheduled_count(&queues, &kinds).await {
+        Ok(0) => {}
+        Ok(n) => eprintln!(
+            "remuda worker: {n} job{} of these queues and kinds left scheduled for later (due after the run; --once-wait waits longer for retries)",
+            if n == 1 { "" } else { "s" }
+        ),
+        Err(e) => eprintln!("remuda worker: cannot count the jobs left scheduled: {e}"),
+    }
+    // a batch run that lost jobs must not look like success to the script that ran it
+    Ok(if report.failed > 0 { 1 } else { 0 })
 }

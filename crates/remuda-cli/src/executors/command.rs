@@ -2,7 +2,8 @@
 //! stdout as the result (JSON if it parses, else text); another exit code is error
 //! `EXIT_<n>` with the last lines of stderr as the message; death by a signal is
 //! `SIGNAL_<n>`. The program runs in its own process group, and the whole group is killed
-//! when the attempt is abandoned (timeout, cancel, shutdown), so no grandchild outlives it.
+//! when the attempt is abandoned (timeout, cancel, shutdown), so no grandchild outlives it;
+//! a supervisor (`supervise.rs`) leads the group and kills it if the worker itself dies.
 
 use super::{job_document, output_to_json};
 use futures_util::future::BoxFuture;
@@ -60,13 +61,29 @@ impl DynTask for CommandTask {
 impl CommandTask {
     async fn run_once(&self, ctx: JobContext, args: Jsonb) -> Result<Jsonb, TaskError> {
         let input = job_document(&ctx, &args);
-        let mut command = Command::new(&self.argv[0]);
+        self.check_runnable()?;
+        let mut command = match std::env::current_exe() {
+            Ok(exe) => {
+                let mut command = Command::new(exe);
+                command.args(super::supervise::command_line(
+                    std::process::id(),
+                    &self.argv,
+                ));
+                command
+            }
+            Err(e) => {
+                tracing::warn!("cannot find the remuda binary to supervise {:?} ({e}): running it unsupervised", self.argv[0]);
+                let mut command = Command::new(&self.argv[0]);
+                command.args(&self.argv[1..]);
+                command
+            }
+        };
         command
-            .args(&self.argv[1..])
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env("REMUDA_JOB_ID", ctx.id.to_string())
             .env("REMUDA_JOB_KIND", &ctx.kind)
             .env("REMUDA_JOB_ATTEMPT", ctx.attempt.to_string())
+            .env("REMUDA_WORKER_PID", std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -184,6 +201,48 @@ impl CommandTask {
         };
         Err(TaskError::new(code, message))
     }
+}
+
+impl CommandTask {
+    /// Fails the attempt with `SPAWN_FAILED` when the working directory or the program is not
+    /// there (the supervisor would only see its own failure to start it).
+    fn check_runnable(&self) -> Result<(), TaskError> {
+        let failed = |message: String| Err(TaskError::new("SPAWN_FAILED", message));
+        if let Some(dir) = &self.workdir {
+            if !std::path::Path::new(dir).is_dir() {
+                return failed(format!(
+                    "the working directory {dir:?} of the command does not exist (or is not a directory): check workdir in the worker config"
+                ));
+            }
+        }
+        if find_program(&self.argv[0], self.workdir.as_deref()).is_none() {
+            return failed(format!(
+                "cannot run {:?}: no such program{}. Check the command in the worker config",
+                self.argv[0],
+                if self.argv[0].contains('/') {
+                    ""
+                } else {
+                    " on PATH"
+                }
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Where `program` is: itself (against `workdir` when relative) if it names a path, else the
+/// first match on `PATH`.
+fn find_program(program: &str, workdir: Option<&str>) -> Option<std::path::PathBuf> {
+    if program.contains('/') {
+        let path = match workdir {
+            Some(dir) if !program.starts_with('/') => std::path::Path::new(dir).join(program),
+            _ => std::path::PathBuf::from(program),
+        };
+        return path.is_file().then_some(path);
+    }
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(program))
+        .find(|path| path.is_file())
 }
 
 async fn read_head<R: AsyncRead + Unpin>(pipe: Option<R>, limit: usize, out: &mut Vec<u8>) {

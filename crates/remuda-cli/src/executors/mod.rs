@@ -4,6 +4,7 @@
 
 mod command;
 mod http;
+pub mod supervise;
 
 pub use command::CommandTask;
 pub use http::HttpTask;

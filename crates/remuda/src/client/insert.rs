@@ -57,6 +57,9 @@ pub struct Unique {
     /// The key holds only within this period (aligned to the Unix epoch): "at most one per
     /// hour" is a period of one hour.
     pub period: Option<Duration>,
+    /// Keys are scoped by kind (a `ping` and a `report` job may share one); with `per_queue`
+    /// also by queue, so the same kind may hold the key once in each queue.
+    pub per_queue: bool,
 }
 
 impl Default for Unique {
@@ -67,6 +70,7 @@ impl Default for Unique {
             by_args: false,
             states: vec![Scheduled, Available, Running, Completed],
             period: None,
+            per_queue: false,
         }
     }
 }
@@ -191,6 +195,14 @@ impl NewJob {
         self
     }
     /// `requires` as one PostgreSQL array literal (a batch passes one per job).
+    /// The queue a unique key is scoped to (`None`: the kind alone).
+    fn unique_queue(&self) -> Option<&str> {
+        self.unique
+            .as_ref()
+            .filter(|u| u.per_queue)
+            .map(|_| self.queue.as_str())
+    }
+
     fn requires_literal(&self) -> Option<String> {
         self.requires.as_ref().map(|caps| array_literal(caps))
     }
@@ -217,19 +229,29 @@ impl NewJob {
         self
     }
 
+    /// Scopes the unique key by queue as well as by kind (by default, a key is unique among
+    /// the jobs of one kind, whatever their queue).
+    pub fn unique_per_queue(mut self) -> Self {
+        self.unique.get_or_insert_with(Unique::default).per_queue = true;
+        self
+    }
+
     /// The timeout as stored (`timeout_ms`): whole milliseconds, at least 1.
     fn timeout_ms(&self) -> Option<i64> {
         self.timeout
             .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1))
     }
 
-    fn validate(&self, max_payload: usize) -> Result<()> {
+    /// Checks the job as every enqueue does before writing anything: names, sizes (args over
+    /// `max_payload` bytes are refused), limits, uniqueness, and a deadline it could meet.
+    pub fn check(&self, max_payload: usize) -> Result<()> {
         let bad = |what: String| Err(Error::InvalidInput(what));
-        if self.kind.trim().is_empty() {
-            return bad("a job needs a kind (the task name)".into());
-        }
-        if self.queue.trim().is_empty() {
-            return bad(format!("job {}: the queue name is empty", self.kind));
+        check_name("kind", &self.kind)?;
+        check_name("queue", &self.queue)
+            .map_err(|e| Error::InvalidInput(format!("job {}: {e}", self.kind)))?;
+        if let Some(name) = &self.target_worker {
+            check_name("target worker", name)
+                .map_err(|e| Error::InvalidInput(format!("job {}: {e}", self.kind)))?;
         }
         if self.args.len() > max_payload {
             return bad(format!(
@@ -253,6 +275,24 @@ impl NewJob {
         }
         if matches!(self.timeout, Some(t) if t.is_zero()) {
             return bad(format!("job {}: timeout must be more than zero", self.kind));
+        }
+        if let Some(deadline) = self.expires_at {
+            let now = Utc::now();
+            if deadline <= now {
+                return bad(format!(
+                    "job {}: its deadline {} has passed: it would expire without running; give a later deadline",
+                    self.kind,
+                    deadline.to_rfc3339()
+                ));
+            }
+            if self.run_at.is_some_and(|start| start >= deadline) {
+                return bad(format!(
+                    "job {}: it may not start before {} but must start before its deadline {}: it would expire without running",
+                    self.kind,
+                    self.run_at.map(|t| t.to_rfc3339()).unwrap_or_default(),
+                    deadline.to_rfc3339()
+                ));
+            }
         }
         for (what, value) in [
             ("concurrency key", &self.concurrency_key),
@@ -311,6 +351,31 @@ impl NewJob {
         }
         Ok(())
     }
+}
+
+/// Longest kind, queue or worker name accepted, in bytes. Names go into indexes, into
+/// `pg_notify` payloads (at most 8 000 bytes) and into the CLI's tables.
+pub const MAX_NAME: usize = 200;
+
+/// Checks a kind, queue, worker or capability name: not empty or blank, at most
+/// [`MAX_NAME`] bytes, no control characters (a tab or newline would break every table and
+/// log line that shows it).
+pub fn check_name(what: &str, name: &str) -> Result<()> {
+    if name.trim().is_empty() {
+        return Err(Error::InvalidInput(format!("the {what} name is empty")));
+    }
+    if name.len() > MAX_NAME {
+        return Err(Error::InvalidInput(format!(
+            "the {what} name is {} bytes, over the limit of {MAX_NAME}: use a shorter name",
+            name.len()
+        )));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(Error::InvalidInput(format!(
+            "the {what} name {name:?} contains the control character {c:?}: names may not contain tabs, newlines or other control characters"
+        )));
+    }
+    Ok(())
 }
 
 /// Longest unique key accepted (btree entries must fit a third of a page).
@@ -407,7 +472,7 @@ pub(crate) async fn insert_many<C: GenericClient>(
         return Ok(Vec::new());
     }
     for job in jobs {
-        job.validate(max_payload)?;
+        job.check(max_payload)?;
     }
     if let (true, Some(unique)) = (any_unique(jobs), &statements.unique) {
         return insert_unique(conn, unique, jobs).await;
@@ -467,9 +532,11 @@ async fn insert_unique<C: GenericClient>(
             .iter()
             .map(|&i| jobs[i].unique.as_ref().map(Unique::states_literal))
             .collect();
+        let scopes: Vec<Option<&str>> = pending.iter().map(|&i| jobs[i].unique_queue()).collect();
         let mut params = columns.params();
         params.push(&unique_keys);
         params.push(&states);
+        params.push(&scopes);
         let rows = conn.query(insert, &params).await?;
         // inserted rows come back in input order: match them, the rest are duplicates
         let mut returned = rows.iter().peekable();
@@ -495,15 +562,20 @@ async fn insert_unique<C: GenericClient>(
         if duplicates.is_empty() {
             break;
         }
-        let wanted: Vec<&str> = duplicates.iter().map(|(_, k)| k.as_str()).collect();
-        let holders: std::collections::HashMap<String, i64> = conn
-            .query(lookup, &[&wanted])
-            .await?
+        let kinds: Vec<&str> = duplicates
             .iter()
-            .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-            .collect::<Result<_>>()?;
-        for (i, key) in duplicates {
-            if let Some(&id) = holders.get(&key) {
+            .map(|(i, _)| jobs[*i].kind.as_str())
+            .collect();
+        let scopes: Vec<&str> = duplicates
+            .iter()
+            .map(|(i, _)| jobs[*i].unique_queue().unwrap_or(""))
+            .collect();
+        let wanted: Vec<&str> = duplicates.iter().map(|(_, k)| k.as_str()).collect();
+        for row in conn.query(lookup, &[&kinds, &scopes, &wanted]).await? {
+            let n: i64 = row.try_get(0)?;
+            let id: i64 = row.try_get(1)?;
+            let asking = usize::try_from(n - 1).ok().and_then(|n| duplicates.get(n));
+            if let Some(&(i, _)) = asking {
                 done[i] = Some(Inserted {
                     id,
                     duplicate: true,
@@ -531,7 +603,7 @@ pub(crate) async fn insert_bulk(
     max_payload: usize,
 ) -> Result<u64> {
     for job in jobs {
-        job.validate(max_payload)?;
+        job.check(max_payload)?;
     }
     // COPY cannot skip duplicates: unique jobs and jobs due later go through INSERT
     let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs

@@ -15,6 +15,7 @@ mod insert;
 mod queues;
 mod wait;
 
+pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use queues::{ClusterSettings, QueueChange, QueueSettings, RatePer};
 
@@ -79,9 +80,12 @@ pub struct QueueStats {
     pub queue: String,
     /// Counts in the order of [`JobState::ALL`].
     pub counts: [i64; 7],
-    /// Available jobs that no live worker can take (routed to a worker name or needing
-    /// capabilities that none serving the queue has).
+    /// Available jobs that no live worker can take: no live worker serving the queue runs
+    /// their kind, or none of those is the named target worker or has every required
+    /// capability.
     pub unroutable: i64,
+    /// The queue's settings (pause, limits): the defaults for a queue never configured.
+    pub settings: QueueSettings,
 }
 
 impl QueueStats {
@@ -117,8 +121,11 @@ pub struct WorkerInfo {
     pub running: i64,
     /// When it started.
     pub started_at: DateTime<Utc>,
-    /// Its last heartbeat.
-    pub heartbeat_at: DateTime<Utc>,
+    /// Its last heartbeat (`None` once the leader declared it dead).
+    pub heartbeat_at: Option<DateTime<Utc>>,
+    /// Heard from within its `rescue_after`. A dead worker stays listed while jobs point at
+    /// it, until the leader has rescued them.
+    pub alive: bool,
 }
 
 impl Client {
@@ -288,13 +295,37 @@ impl Client {
     /// Cancels a job that has not finished; a running one is stopped by its worker. Returns
     /// the state it was in.
     pub async fn cancel(&self, id: i64) -> Result<JobState> {
-        self.manual_transition(sql::JOB_CANCEL, id, "cancel").await
+        match self
+            .manual_transition(sql::JOB_CANCEL, &[&id], id, "cancel")
+            .await
+        {
+            // cancelling twice is not an error: the job is cancelled, as asked
+            Err(Error::WrongState { state, .. }) if state == "cancelled" => Ok(JobState::Cancelled),
+            other => other,
+        }
     }
 
     /// Makes a job that is not running or waiting to run available again now, with one more
-    /// attempt if it had used them all. Returns the state it was in.
+    /// attempt if it had used them all. Returns the state it was in. A completed job is
+    /// refused (its result would be lost): [`Client::rerun`] runs one again on purpose.
     pub async fn retry(&self, id: i64) -> Result<JobState> {
-        self.manual_transition(sql::JOB_RETRY, id, "retry").await
+        self.manual_transition(sql::JOB_RETRY, &[&id, &false], id, "retry")
+            .await
+            .map_err(|e| match e {
+                Error::WrongState { id, state, .. } if state == "completed" => {
+                    Error::InvalidInput(format!(
+                        "job {id} is completed: running it again drops its result; use --force (Client::rerun) if that is what you want"
+                    ))
+                }
+                e => e,
+            })
+    }
+
+    /// Like [`Client::retry`], but also runs a completed job again (its result is dropped;
+    /// its error history is kept).
+    pub async fn rerun(&self, id: i64) -> Result<JobState> {
+        self.manual_transition(sql::JOB_RETRY, &[&id, &true], id, "retry")
+            .await
     }
 
     /// Redrive: makes every job in `state` (failed, cancelled or expired; completed jobs are
@@ -328,24 +359,25 @@ impl Client {
     async fn manual_transition(
         &self,
         statement: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
         id: i64,
         action: &'static str,
     ) -> Result<JobState> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(statement).await?;
         let row = conn
-            .query_opt(&statement, &[&id])
+            .query_opt(&statement, params)
             .await
             .map_err(|e| match e.as_db_error() {
                 // retrying a unique job whose key another job took meanwhile
-                Some(db) if db.constraint() == Some("jobs_unique_idx") => Error::InvalidInput(format!(
+                Some(db) if db.constraint() == Some("jobs_unique_scope_idx") => Error::InvalidInput(format!(
                     "cannot {action} job {id}: another job holds its unique key now (the retry would be a duplicate)"
                 )),
                 _ => Error::from(e),
             })?
             .ok_or(Error::NotFound(id))?;
-        let old: String = row.get("old_state");
-        let changed: i64 = row.get("changed");
+        let old: String = row.try_get("old_state")?;
+        let changed: i64 = row.try_get("changed")?;
         if changed == 0 {
             return Err(Error::WrongState {
                 id,
@@ -356,38 +388,54 @@ impl Client {
         old.parse().map_err(Error::InvalidInput)
     }
 
-    /// Job counts per queue and state.
+    /// Job counts per queue and state, the queue's settings, and how many of its available
+    /// jobs no live worker can take; configured queues without jobs are listed too.
     pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::QUEUE_COUNTS).await?;
-        let mut stats: Vec<QueueStats> = Vec::new();
+        let mut stats: std::collections::BTreeMap<String, QueueStats> = Default::default();
         for row in conn.query(&statement, &[]).await? {
-            let queue: String = row.get("queue");
-            let state: String = row.get("state");
-            let count: i64 = row.get("jobs");
+            let queue: String = row.try_get("queue")?;
+            let state: String = row.try_get("state")?;
+            let count: i64 = row.try_get("jobs")?;
             let state: JobState = state.parse().map_err(Error::InvalidInput)?;
-            if stats.last().is_none_or(|s| s.queue != queue) {
-                stats.push(QueueStats {
-                    queue,
-                    counts: [0; 7],
-                    unroutable: 0,
-                });
+            let s = stats_entry(&mut stats, &queue);
+            if let Some(i) = JobState::ALL.iter().position(|s| *s == state) {
+                s.counts[i] = count;
             }
-            if let (Some(last), Some(i)) = (
-                stats.last_mut(),
-                JobState::ALL.iter().position(|s| *s == state),
-            ) {
-                last.counts[i] = count;
-            }
+        }
+        let statement = conn.prepare_cached(sql::QUEUE_ALL).await?;
+        for row in conn.query(&statement, &[]).await? {
+            let settings = QueueSettings::from_row(&row)?;
+            let name = settings.name.clone();
+            stats_entry(&mut stats, &name).settings = settings;
         }
         let statement = conn.prepare_cached(sql::UNROUTABLE).await?;
         for row in conn.query(&statement, &[]).await? {
             let queue: String = row.try_get("queue")?;
-            if let Some(s) = stats.iter_mut().find(|s| s.queue == queue) {
-                s.unroutable = row.try_get("jobs")?;
-            }
+            stats_entry(&mut stats, &queue).unroutable = row.try_get("jobs")?;
         }
-        Ok(stats)
+        Ok(stats.into_values().collect())
+    }
+
+    /// How many jobs of `queues` and `kinds` are scheduled (waiting for their time): what a
+    /// `worker --once` run leaves behind.
+    pub async fn scheduled_count(&self, queues: &[String], kinds: &[String]) -> Result<i64> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::SCHEDULED_LEFT).await?;
+        let row = conn
+            .query_one(&statement, &[&queues, &kinds, &0i64])
+            .await?;
+        Ok(row.try_get("scheduled")?)
+    }
+
+    /// Whether a live worker runs `kind` in `queue`, and whether any worker is live at all:
+    /// a job nobody takes waits forever, so the CLI warns about it at enqueue.
+    pub async fn kind_served(&self, kind: &str, queue: &str) -> Result<(bool, bool)> {
+        let conn = self.inner.db.conn().await?;
+        let statement = conn.prepare_cached(sql::KIND_SERVED).await?;
+        let row = conn.query_one(&statement, &[&kind, &queue]).await?;
+        Ok((row.try_get("served")?, row.try_get("any_worker")?))
     }
 
     /// Registered workers.
@@ -410,10 +458,26 @@ impl Client {
                     running: row.try_get("running")?,
                     started_at: row.try_get("started_at")?,
                     heartbeat_at: row.try_get("heartbeat_at")?,
+                    alive: row.try_get("alive")?,
                 })
             })
             .collect()
     }
+}
+
+/// The statistics of `queue`, created empty when the queue is not listed yet.
+fn stats_entry<'a>(
+    stats: &'a mut std::collections::BTreeMap<String, QueueStats>,
+    queue: &str,
+) -> &'a mut QueueStats {
+    stats
+        .entry(queue.to_string())
+        .or_insert_with(|| QueueStats {
+            queue: queue.to_string(),
+            counts: [0; 7],
+            unroutable: 0,
+            settings: QueueSettings::new(queue),
+        })
 }
 
 fn ids(inserted: Vec<Inserted>) -> Vec<i64> {

@@ -111,10 +111,9 @@ impl Database {
     /// Takes a connection from the pool.
     pub async fn conn(&self) -> Result<Object> {
         self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => Error::Unreachable {
-                target: self.target.to_string(),
-                reason: e.to_string(),
-            },
+            deadpool_postgres::PoolError::Backend(e) => {
+                Error::unreachable(self.target.to_string(), &e)
+            }
             other => Error::Pool(other.to_string()),
         })
     }

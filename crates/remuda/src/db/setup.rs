@@ -44,17 +44,29 @@ impl Resolve {
     pub async fn resolve(&self) -> Result<Config> {
         let dbname = self.dbname.as_deref().unwrap_or(DEFAULT_DBNAME);
         if let Some(url) = &self.url {
-            return url.parse().map_err(|e| {
+            let config: Config = url.parse().map_err(|e| {
                 Error::InvalidInput(format!(
-                    "invalid DATABASE_URL: {e}. Expected postgres://user@host:port/dbname"
+                    "invalid DATABASE_URL: {e}{}. Expected postgres://user@host:port/dbname?sslmode=…",
+                    unknown_parameter(url)
+                        .map(|p| format!(" (the parameter {p:?} is not one PostgreSQL connections take)"))
+                        .unwrap_or_default()
                 ))
-            });
+            })?;
+            tracing::info!(
+                "database: {} (from the URL given)",
+                crate::db::describe(&config)
+            );
+            return Ok(config);
         }
         if !self.embedded {
             if let Some(admin) = find_local_server().await {
                 ensure_database(&admin, dbname).await?;
                 let mut config = admin;
                 config.dbname(dbname);
+                tracing::info!(
+                    "database: {} (no URL given: the local server that let us in)",
+                    crate::db::describe(&config)
+                );
                 return Ok(config);
             }
         }
@@ -68,8 +80,47 @@ impl Resolve {
         ensure_database(&admin, dbname).await?;
         let mut config = admin;
         config.dbname(dbname);
+        tracing::info!(
+            "database: {} (the private cluster in {})",
+            crate::db::describe(&config),
+            home.display()
+        );
         Ok(config)
     }
+}
+
+/// The first query parameter of a `postgres://` URL that libpq-style connections do not
+/// know, for an error that names it.
+fn unknown_parameter(url: &str) -> Option<String> {
+    const KNOWN: &[&str] = &[
+        "user",
+        "password",
+        "dbname",
+        "options",
+        "application_name",
+        "sslmode",
+        "sslcert",
+        "sslkey",
+        "sslrootcert",
+        "host",
+        "hostaddr",
+        "port",
+        "connect_timeout",
+        "keepalives",
+        "keepalives_idle",
+        "target_session_attrs",
+        "channel_binding",
+        "load_balance_hosts",
+        "tcp_user_timeout",
+        "sslnegotiation",
+        "replication",
+    ];
+    let query = url.split_once('?')?.1;
+    query
+        .split('&')
+        .filter_map(|pair| pair.split('=').next())
+        .find(|key| !key.is_empty() && !KNOWN.contains(key))
+        .map(str::to_string)
 }
 
 async fn try_connect(config: &Config) -> bool {
@@ -127,10 +178,10 @@ async fn find_local_server() -> Option<Config> {
 
 /// Creates `dbname` unless it exists (safe when several processes race to create it).
 async fn ensure_database(admin: &Config, dbname: &str) -> Result<()> {
-    let (client, connection) = admin.connect(NoTls).await.map_err(|e| Error::Unreachable {
-        target: super::describe(admin),
-        reason: e.to_string(),
-    })?;
+    let (client, connection) = admin
+        .connect(NoTls)
+        .await
+        .map_err(|e| Error::unreachable(super::describe(admin), &e))?;
     let driver = tokio::spawn(connection);
     let exists = client
         .query_opt("SELECT 1 FROM pg_database WHERE datname = $1", &[&dbname])

@@ -3,7 +3,9 @@
 //!
 //! Every worker runs [`run`]; each round it tries to take or renew the leader lease
 //! (`leader_elect.sql`) and only the holder does the work. The lease lasts three maintenance
-//! intervals, so a leader that dies is replaced within that time; one that stops cleanly
+//! intervals, but a leader whose worker is dead by liveness (silent past its own
+//! `rescue_after`) loses it at once: a killed leader is replaced, and its jobs rescued, within
+//! `rescue_after + maintenance_interval`, like any other dead worker's. One that stops cleanly
 //! resigns at once.
 
 mod leader;

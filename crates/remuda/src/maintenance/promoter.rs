@@ -16,9 +16,9 @@ pub(crate) async fn promote(db: &Database) -> Result<Option<Instant>> {
     let statement = conn.prepare_cached(sql::PROMOTE).await?;
     loop {
         let row = conn.query_one(&statement, &[&BATCH]).await?;
-        let promoted: i64 = row.get("promoted");
+        let promoted: i64 = row.try_get("promoted")?;
         if promoted < BATCH {
-            let next: Option<DateTime<Utc>> = row.get("next_run_at");
+            let next: Option<DateTime<Utc>> = row.try_get("next_run_at")?;
             return Ok(next.map(|at| {
                 let wait = (at - Utc::now()).to_std().unwrap_or_default();
                 Instant::now() + wait

@@ -38,10 +38,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "enqueue_path",
         sql: include_str!("0005_enqueue_path.sql"),
     },
+    Migration {
+        version: 6,
+        name: "unique_scope",
+        sql: include_str!("0006_unique_scope.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 5;
+pub const LATEST: i32 = 6;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

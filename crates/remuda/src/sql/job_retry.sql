@@ -2,16 +2,19 @@
 -- all (its error history is kept), a scheduled one stops waiting. Returns the state it had
 -- and whether it was made available now (changed). A job never claimed keeps max_attempts NULL
 -- (the worker's default for its kind); an expired job's deadline is lifted, or it would expire again.
+-- The last run's start and worker are cleared (its errors keep who ran each attempt). A
+-- completed job is run again only when $2 (force) is true: its result is then dropped.
 WITH target AS (
     SELECT id, state AS old_state FROM remuda.jobs WHERE id = $1 FOR UPDATE
 ), retried AS (
     UPDATE remuda.jobs j
-    SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
-        expires_at = NULL, lost_streak = 0,
+    SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL, result = NULL,
+        worker_id = NULL, expires_at = NULL, lost_streak = 0,
         max_attempts = CASE WHEN j.max_attempts IS NULL THEN NULL
                             ELSE GREATEST(j.max_attempts, j.attempt + 1) END
     FROM target t
     WHERE j.id = t.id AND t.old_state <> 'running' AND t.old_state <> 'available'
+      AND (t.old_state <> 'completed' OR $2::bool)
     RETURNING j.queue
 )
 SELECT t.old_state::text AS old_state,

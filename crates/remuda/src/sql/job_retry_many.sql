@@ -4,8 +4,8 @@
 -- another job holds now is left as it is (it would be a duplicate). Returns how many.
 WITH retried AS (
     UPDATE remuda.jobs j
-    SET state = 'available', run_at = now(), finished_at = NULL, result = NULL,
-        expires_at = NULL, lost_streak = 0,
+    SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL, result = NULL,
+        worker_id = NULL, expires_at = NULL, lost_streak = 0,
         max_attempts = CASE WHEN j.max_attempts IS NULL THEN NULL
                             ELSE GREATEST(j.max_attempts, j.attempt + 1) END
     WHERE j.id = ANY(ARRAY(
@@ -15,7 +15,9 @@ WITH retried AS (
           AND ($3::text IS NULL OR x.kind = $3)
           AND (x.unique_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM remuda.jobs h
-              WHERE h.unique_key = x.unique_key AND h.id <> x.id AND h.state = ANY (h.unique_states)))
+              WHERE h.unique_key = x.unique_key AND h.kind = x.kind
+                AND COALESCE(h.unique_queue, '') = COALESCE(x.unique_queue, '')
+                AND h.id <> x.id AND h.state = ANY (h.unique_states)))
         FOR UPDATE SKIP LOCKED))
     RETURNING j.queue
 )

@@ -1,7 +1,11 @@
--- Live workers (heard from within their own rescue_after) with the number of jobs each is
--- running. Dead ones stay in the table until the leader has rescued their jobs.
-SELECT w.id, w.name, w.host, w.pid, w.queues, w.kinds, w.capabilities, w.concurrency, w.started_at, w.heartbeat_at,
-       w.running::bigint AS running
+-- Registered workers with the number of jobs each was running at its last heartbeat: the live
+-- ones (heard from within their own rescue_after) and the dead ones, flagged `alive = false`,
+-- which stay registered until the leader has rescued every job that points at them
+-- (prune_workers.sql), so an operator sees who held the jobs that are about to be rescued.
+-- A worker declared dead has no last heartbeat any more (NULL).
+SELECT w.id, w.name, w.host, w.pid, w.queues, w.kinds, w.capabilities, w.concurrency, w.started_at,
+       NULLIF(w.heartbeat_at, '-infinity') AS heartbeat_at,
+       w.running::bigint AS running,
+       w.heartbeat_at >= now() - w.rescue_after_ms * interval '1 millisecond' AS alive
 FROM remuda.workers w
-WHERE w.heartbeat_at >= now() - w.rescue_after_ms * interval '1 millisecond'
 ORDER BY w.started_at, w.id

@@ -67,6 +67,8 @@ pub(crate) async fn execute(
         .or(registered.options.timeout);
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
+    let began = std::time::Instant::now();
+    tracing::debug!(job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, "job started");
     // the call itself inside catch_unwind too: a task may panic before returning its future
     let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
     let grace = shared.config.cancel_grace;
@@ -92,16 +94,24 @@ pub(crate) async fn execute(
         attempt: job.attempt,
         started_at: job.started_at,
     };
-    let outcome = match result {
+    let (outcome, ended) = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
         // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
         // left as it is, and one stopped by a stale cancel runs again.
-        None => Some(release),
-        Some(Ok(Ok(output))) => Some(success(&shared, &job, output)),
+        None => (release, "stopped".to_string()),
+        Some(Ok(Ok(output))) => (success(&shared, &job, output), "completed".to_string()),
         // an error after being asked to stop is most likely the stop itself: not counted
-        Some(Ok(Err(_))) if stop.soft.is_cancelled() => Some(release),
-        Some(Ok(Err(error))) if error.snooze.is_some() => Some(snooze(&shared, &job, &error)),
-        Some(Ok(Err(error))) => Some(failure(&shared, &job, &registered.options, error)),
+        Some(Ok(Err(_))) if stop.soft.is_cancelled() => (release, "stopped".to_string()),
+        Some(Ok(Err(error))) if error.snooze.is_some() => {
+            (snooze(&shared, &job, &error), "snoozed".to_string())
+        }
+        Some(Ok(Err(error))) => {
+            let code = error.code.clone();
+            (
+                failure(&shared, &job, &registered.options, error),
+                format!("error {code}"),
+            )
+        }
         Some(Err(panic)) => {
             let message = panic
                 .downcast_ref::<&str>()
@@ -109,9 +119,21 @@ pub(crate) async fn execute(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the task panicked".into());
             let error = TaskError::new(TaskError::PANIC, format!("the task panicked: {message}"));
-            Some(failure(&shared, &job, &registered.options, error))
+            (
+                failure(&shared, &job, &registered.options, error),
+                "error PANIC".to_string(),
+            )
         }
     };
+    tracing::debug!(
+        job = job.id,
+        kind = %job.kind,
+        attempt = job.attempt,
+        outcome = %ended,
+        ms = began.elapsed().as_millis() as u64,
+        "job ended"
+    );
+    let outcome = Some(outcome);
     if let Some(outcome) = outcome {
         if shared.completer.send(outcome).await.is_err() {
             // the worker stops and says so once; the job will be rescued

@@ -96,8 +96,12 @@ pub struct WorkerConfig {
     /// claim rounds for every one of a queue of weight 1.
     pub queue_weights: HashMap<String, u32>,
     /// Stop (gracefully) once its queues have no runnable job and nothing is running, like
-    /// graphile-worker's `--once`: for batch runs and scripts.
+    /// graphile-worker's `--once`: for batch runs and scripts. Retries falling due within
+    /// `drain_wait` are waited for; jobs due later are left scheduled.
     pub exit_when_drained: bool,
+    /// With `exit_when_drained`: how far ahead a scheduled retry (a job tried before) is still
+    /// waited for, so that a job failing once with a short backoff finishes within the run.
+    pub drain_wait: Duration,
 }
 
 impl Default for WorkerConfig {
@@ -120,7 +124,97 @@ impl Default for WorkerConfig {
             queue_order: QueueOrder::RoundRobin,
             queue_weights: HashMap::new(),
             exit_when_drained: false,
+            drain_wait: Duration::from_secs(60),
         }
+    }
+}
+
+impl WorkerConfig {
+    /// Checks the configuration as [`Worker::run`] does before it starts anything, so a
+    /// program can report a bad setting before it prints that it is running.
+    pub fn validate(&self) -> Result<()> {
+        let config = self;
+        if config.queues.is_empty() {
+            return Err(Error::InvalidInput(
+                "queues is empty: the worker needs at least one queue to claim from".into(),
+            ));
+        }
+        for queue in &config.queues {
+            crate::client::check_name("queue", queue)?;
+        }
+        if let Some(name) = &config.name {
+            crate::client::check_name("worker name", name)?;
+        }
+        for (name, value) in [
+            ("concurrency", config.concurrency),
+            ("claim_batch", config.claim_batch),
+        ] {
+            if !(1..=MAX_CONCURRENCY).contains(&value) {
+                return Err(Error::InvalidInput(format!(
+                    "{name} is {value}: it must be between 1 and {MAX_CONCURRENCY}"
+                )));
+            }
+        }
+        for (name, value) in [
+            ("rescue_after", config.rescue_after),
+            ("cancel_grace", config.cancel_grace),
+            ("shutdown_timeout", config.shutdown_timeout),
+        ] {
+            if value > crate::duration::MAX {
+                return Err(Error::InvalidInput(format!(
+                    "{name} must be at most 100 years"
+                )));
+            }
+        }
+        for (name, value) in [
+            ("heartbeat_interval", config.heartbeat_interval),
+            ("poll_interval", config.poll_interval),
+            ("maintenance_interval", config.maintenance_interval),
+            ("promote_interval", config.promote_interval),
+        ] {
+            if value.is_zero() || value > crate::duration::MAX {
+                return Err(Error::InvalidInput(format!(
+                    "{name} must be more than 0 and at most 100 years"
+                )));
+            }
+        }
+        if config.heartbeat_interval * 2 > config.rescue_after {
+            return Err(Error::InvalidInput(format!(
+                "heartbeat_interval ({}) must be at most half of rescue_after ({}), or live workers would be taken for dead",
+                crate::duration::format(config.heartbeat_interval),
+                crate::duration::format(config.rescue_after)
+            )));
+        }
+        if let Some((queue, weight)) = config
+            .queue_weights
+            .iter()
+            .find(|(_, w)| !(1..=1000).contains(*w))
+        {
+            return Err(Error::InvalidInput(format!(
+                "the weight of queue {queue} is {weight}: weights are 1 to 1000"
+            )));
+        }
+        if let Some(queue) = config
+            .queue_weights
+            .keys()
+            .find(|q| !config.queues.contains(q))
+        {
+            return Err(Error::InvalidInput(format!(
+                "queue_weights names queue {queue:?}, which this worker does not serve (its queues: {})",
+                config.queues.join(", ")
+            )));
+        }
+        if config.queue_order == QueueOrder::Strict && !config.queue_weights.is_empty() {
+            return Err(Error::InvalidInput(
+                "queue_weights apply to round robin only: with queue_order = \"strict\" the first queue always goes first; remove the weights or use round_robin".into(),
+            ));
+        }
+        if config.crash_loop_limit == 0 {
+            return Err(Error::InvalidInput(
+                "crash_loop_limit must be at least 1".into(),
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -294,58 +388,47 @@ impl Worker {
         self.stats.clone()
     }
 
-    /// Runs until SIGINT or SIGTERM, then shuts down gracefully.
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully; a second SIGINT or SIGTERM
+    /// during the shutdown stops the running jobs at once and releases them.
     pub async fn run_until_signal(self) -> Result<WorkerReport> {
-        self.run(shutdown_signal()).await
+        let first = Arc::new(Notify::new());
+        let shutdown = {
+            let first = first.clone();
+            async move {
+                shutdown_signal().await;
+                first.notify_one();
+            }
+        };
+        let force = async move {
+            first.notified().await;
+            shutdown_signal().await;
+            tracing::warn!("remuda worker: second signal: stopping the running jobs now");
+        };
+        self.run_with(shutdown, force).await
     }
 
     /// Runs until `shutdown` resolves, then shuts down gracefully.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> Result<WorkerReport> {
+        self.run_with(shutdown, std::future::pending()).await
+    }
+
+    /// Runs until `shutdown` resolves, then shuts down gracefully; if `force` resolves during
+    /// the shutdown, the jobs still running are aborted at once (without their
+    /// `shutdown_timeout` and `cancel_grace`) and released.
+    pub async fn run_with(
+        self,
+        shutdown: impl Future<Output = ()>,
+        force: impl Future<Output = ()>,
+    ) -> Result<WorkerReport> {
         let config = self.config;
         if self.tasks.is_empty() {
             return Err(Error::InvalidInput(
                 "the worker has no tasks: register at least one".into(),
             ));
         }
-        if config.queues.is_empty() || config.queues.iter().any(|q| q.trim().is_empty()) {
-            return Err(Error::InvalidInput(
-                "the worker needs at least one non-empty queue name".into(),
-            ));
-        }
-        if !(1..=MAX_CONCURRENCY).contains(&config.concurrency)
-            || !(1..=MAX_CONCURRENCY).contains(&config.claim_batch)
-        {
-            return Err(Error::InvalidInput(format!(
-                "concurrency and claim_batch must be between 1 and {MAX_CONCURRENCY}"
-            )));
-        }
-        if config.rescue_after > crate::duration::MAX
-            || config.cancel_grace > crate::duration::MAX
-            || config.shutdown_timeout > crate::duration::MAX
-        {
-            return Err(Error::InvalidInput(
-                "rescue_after, cancel_grace and shutdown_timeout must each be at most 100 years"
-                    .into(),
-            ));
-        }
-        for (name, value) in [
-            ("heartbeat_interval", config.heartbeat_interval),
-            ("poll_interval", config.poll_interval),
-            ("maintenance_interval", config.maintenance_interval),
-            ("promote_interval", config.promote_interval),
-        ] {
-            if value.is_zero() || value > crate::duration::MAX {
-                return Err(Error::InvalidInput(format!(
-                    "{name} must be more than 0 and at most 100 years"
-                )));
-            }
-        }
-        if config.heartbeat_interval * 2 > config.rescue_after {
-            return Err(Error::InvalidInput(format!(
-                "heartbeat_interval ({}) must be at most half of rescue_after ({}), or live workers would be taken for dead",
-                crate::duration::format(config.heartbeat_interval),
-                crate::duration::format(config.rescue_after)
-            )));
+        config.validate()?;
+        for (kind, registered) in &self.tasks {
+            registered.options.validate(kind)?;
         }
         self.client.check().await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
@@ -363,20 +446,6 @@ impl Worker {
         let worker_id: Arc<str> = format!("{name}-{pid}-{:08x}", fastrand::u32(..)).into();
         let mut kinds: Vec<String> = self.tasks.keys().cloned().collect();
         kinds.sort();
-        if let Some((queue, weight)) = config
-            .queue_weights
-            .iter()
-            .find(|(_, w)| !(1..=1000).contains(*w))
-        {
-            return Err(Error::InvalidInput(format!(
-                "the weight of queue {queue} is {weight}: weights are 1 to 1000"
-            )));
-        }
-        if config.crash_loop_limit == 0 {
-            return Err(Error::InvalidInput(
-                "crash_loop_limit must be at least 1".into(),
-            ));
-        }
         let registration = heartbeat::Registration {
             id: worker_id.to_string(),
             name,
@@ -477,35 +546,60 @@ impl Worker {
         }
 
         // Let running jobs finish, then stop and release the rest.
+        let mut force = std::pin::pin!(force);
+        let mut forced = false;
         let all = u32::try_from(config.concurrency).unwrap_or(u32::MAX);
         let mut released = 0u64;
-        if tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all))
-            .await
-            .is_err()
-        {
+        let running_now = lock(&shared.running).len();
+        if running_now > 0 {
+            tracing::info!(
+                "remuda worker {worker_id}: waiting up to {} for {running_now} running job{} to finish (signal again to stop at once)",
+                crate::duration::format(config.shutdown_timeout),
+                if running_now == 1 { "" } else { "s" }
+            );
+        }
+        let finished = tokio::select! {
+            done = tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all)) => done.is_ok(),
+            _ = &mut force => { forced = true; false }
+        };
+        if !finished {
             released = lock(&shared.running).len() as u64;
-            tracing::info!("remuda worker {worker_id}: releasing {released} jobs still running after the shutdown timeout");
+            tracing::info!(
+                "remuda worker {worker_id}: stopping and releasing {released} jobs still running"
+            );
             shared.stop_all.cancel();
+            if forced {
+                abort_all(&shared);
+            }
             // the stopped jobs queue their releases; if the completer cannot write (database
             // gone), do not wait on it forever: their rows are rescued once this worker is gone
-            if tokio::time::timeout(
-                config.cancel_grace + config.shutdown_timeout,
-                shared.slots.acquire_many(all),
-            )
-            .await
-            .is_err()
-            {
+            let stopped = tokio::select! {
+                done = tokio::time::timeout(
+                    config.cancel_grace + config.shutdown_timeout,
+                    shared.slots.acquire_many(all),
+                ) => done.is_ok(),
+                _ = &mut force, if !forced => {
+                    forced = true;
+                    abort_all(&shared);
+                    tokio::time::timeout(config.shutdown_timeout, shared.slots.acquire_many(all))
+                        .await
+                        .is_ok()
+                }
+            };
+            if !stopped {
                 give_up.cancel();
                 let _ = shared.slots.acquire_many(all).await;
             }
         }
         if completer_failure.is_none() {
             let _ = shared.completer.send(completer::Outcome::Stop).await;
+            tracing::info!("remuda worker {worker_id}: writing the last outcomes");
             // a database that is down must not hold the worker forever
-            if tokio::time::timeout(config.shutdown_timeout, &mut completer_task)
-                .await
-                .is_err()
-            {
+            let written = tokio::select! {
+                done = tokio::time::timeout(config.shutdown_timeout, &mut completer_task) => done.is_ok(),
+                _ = &mut force, if !forced => false,
+            };
+            if !written {
                 give_up.cancel();
                 let _ = completer_task.await;
             }
@@ -559,6 +653,14 @@ impl Worker {
             released,
             rejected: self.stats.rejected.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// Aborts every running job now (a forced shutdown): each gives its job back.
+fn abort_all(shared: &Shared) {
+    for running in lock(&shared.running).values() {
+        running.soft.cancel();
+        running.hard.cancel();
     }
 }
 

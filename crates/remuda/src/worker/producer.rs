@@ -209,6 +209,17 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 drain_confirmed = true;
                 continue;
             }
+            if let Some(due) = next_retry(&shared, &kinds).await {
+                // a retry falls due soon: wait for it (the leader promotes it), then drain on
+                drain_confirmed = false;
+                let wait = (due - chrono::Utc::now()).to_std().unwrap_or_default();
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = shared.wake.notified() => {}
+                    _ = tokio::time::sleep(wait + Duration::from_millis(20)) => {}
+                }
+                continue;
+            }
             drained.cancel();
             return;
         }
@@ -291,4 +302,18 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
             })
             .await;
     });
+}
+
+/// When the first retry of this worker's queues and kinds that falls due within
+/// `drain_wait` does (a draining worker waits for it). A failed lookup counts as none: the
+/// worker then stops as drained, and the job stays scheduled for the next run.
+async fn next_retry(shared: &Shared, kinds: &[String]) -> Option<chrono::DateTime<chrono::Utc>> {
+    let window = i64::try_from(shared.config.drain_wait.as_millis()).unwrap_or(i64::MAX);
+    let conn = shared.db.conn().await.ok()?;
+    let statement = conn.prepare_cached(crate::sql::SCHEDULED_LEFT).await.ok()?;
+    let row = conn
+        .query_one(&statement, &[&shared.config.queues, &kinds, &window])
+        .await
+        .ok()?;
+    row.try_get("next_retry").ok().flatten()
 }

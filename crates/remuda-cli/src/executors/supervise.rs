@@ -1,0 +1,151 @@
+//! The supervisor between a worker and each command it runs, so that a command never
+//! outlives its worker. A worker that is SIGKILLed cannot stop its children, and a child left
+//! running is re-parented and goes on: the rescued copy of its job would then run beside it.
+//!
+//! So the worker does not start the command itself: it starts its own binary as
+//! `remuda __remuda-supervise <worker pid> -- <command…>`, the leader of the job's process
+//! group, and the supervisor starts the command in that group. The supervisor asks the kernel
+//! for a signal when its parent dies (`PR_SET_PDEATHSIG`), and on that signal kills the whole
+//! group: the command and everything it started. Otherwise it is invisible:
+//! - stdin, stdout and stderr, the environment and the working directory pass through;
+//! - it survives the SIGTERM the worker sends to the group on cancel or shutdown (the command
+//!   gets it and decides), and dies with the group's SIGKILL;
+//! - it ends as the command ended: the same exit code, or killed by the same signal (it
+//!   re-executes itself as `__remuda-raise <n>`, whose fresh signal dispositions let it die of
+//!   the signal the command died of, SIGTERM included).
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::{getpgrp, getppid, Pid};
+use std::process::ExitCode;
+
+/// First argument of a supervisor process.
+pub const SUPERVISE: &str = "__remuda-supervise";
+/// First argument of the short-lived image that dies of the command's signal.
+const RAISE: &str = "__remuda-raise";
+/// Exit code when the supervisor itself cannot start the command.
+const CANNOT_START: u8 = 127;
+
+/// The arguments that run `argv` under a supervisor (for the worker with pid `worker`).
+pub fn command_line(worker: u32, argv: &[String]) -> Vec<String> {
+    let mut line = vec![SUPERVISE.to_string(), worker.to_string(), "--".to_string()];
+    line.extend(argv.iter().cloned());
+    line
+}
+
+/// Runs the supervisor (or the signal-raising image) when this process was started as one;
+/// `None` for every other invocation of the binary.
+pub fn run_if_asked() -> Option<ExitCode> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some(SUPERVISE) => Some(supervise(&args[2..])),
+        Some(RAISE) => {
+            let signal = args
+                .get(2)
+                .and_then(|n| n.parse::<i32>().ok())
+                .and_then(|n| Signal::try_from(n).ok());
+            if let Some(signal) = signal {
+                let _ = nix::sys::signal::raise(signal);
+            }
+            // a signal that does not end a process: end as a shell reports it
+            Some(ExitCode::from(128u8.wrapping_add(
+                signal.map_or(0, |s| s as i32).clamp(0, 127) as u8,
+            )))
+        }
+        _ => None,
+    }
+}
+
+fn supervise(args: &[String]) -> ExitCode {
+    let (Some(worker), Some(argv)) = (
+        args.first().and_then(|p| p.parse::<i32>().ok()),
+        args.iter()
+            .position(|a| a == "--")
+            .map(|i| &args[i + 1..])
+            .filter(|argv| !argv.is_empty()),
+    ) else {
+        eprintln!("{SUPERVISE}: usage: {SUPERVISE} WORKER_PID -- PROGRAM [ARGS…]");
+        return ExitCode::from(CANNOT_START);
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("{SUPERVISE}: cannot start: {e}");
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    runtime.block_on(run(worker, argv))
+}
+
+async fn run(worker: i32, argv: &[String]) -> ExitCode {
+    use tokio::signal::unix::{signal, SignalKind};
+    // handlers first: the parent-death signal must never meet the default action (death
+    // without killing the group), and SIGTERM is the command's to answer, not ours
+    let (Ok(mut orphaned), Ok(mut term)) = (
+        signal(SignalKind::user_defined2()),
+        signal(SignalKind::terminate()),
+    ) else {
+        eprintln!("{SUPERVISE}: cannot install signal handlers");
+        return ExitCode::from(CANNOT_START);
+    };
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGUSR2) {
+        eprintln!("{SUPERVISE}: cannot ask for the parent-death signal: {e}");
+        return ExitCode::from(CANNOT_START);
+    }
+    // the worker may have died before the request above: then no signal will ever come
+    if getppid() != Pid::from_raw(worker) {
+        kill_group();
+    }
+    let mut child = match tokio::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => {
+            eprintln!("cannot run {:?}: {e}", argv[0]);
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    loop {
+        tokio::select! {
+            status = child.wait() => return end_like(status),
+            _ = orphaned.recv() => kill_group(),
+            _ = term.recv() => {} // the command got it too (it was sent to the group)
+        }
+    }
+}
+
+/// Kills the whole process group, this supervisor included.
+fn kill_group() -> ! {
+    let _ = killpg(getpgrp(), Signal::SIGKILL);
+    std::process::exit(i32::from(CANNOT_START));
+}
+
+/// Ends this process as the command ended.
+fn end_like(status: std::io::Result<std::process::ExitStatus>) -> ExitCode {
+    use std::os::unix::process::ExitStatusExt;
+    let status = match status {
+        Ok(status) => status,
+        Err(e) => {
+            eprintln!("{SUPERVISE}: waiting for the command failed: {e}");
+            return ExitCode::from(CANNOT_START);
+        }
+    };
+    if let Some(code) = status.code() {
+        return ExitCode::from(u8::try_from(code).unwrap_or(CANNOT_START));
+    }
+    let signal = status.signal().unwrap_or(Signal::SIGKILL as i32);
+    // our own handlers would catch the signal: a fresh image of this binary has none
+    if let Ok(exe) = std::env::current_exe() {
+        let program = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes());
+        let args = [RAISE.to_string(), signal.to_string()]
+            .map(|a| std::ffi::CString::new(a).unwrap_or_default());
+        if let Ok(program) = program {
+            let argv = [program.clone(), args[0].clone(), args[1].clone()];
+            let _ = nix::unistd::execv(&program, &argv);
+        }
+    }
+    ExitCode::from(128u8.wrapping_add(signal.clamp(0, 127) as u8))
+}

@@ -1,0 +1,5 @@
+-- The settings of every queue that has some (for `remuda queues`, which also lists the
+-- configured queues that have no jobs).
+SELECT name, paused, max_running, key_limit, rate_limit, rate_period_ms, rate_per, max_depth, updated_at
+FROM remuda.queues
+ORDER BY name
