@@ -332,11 +332,15 @@ workdir = \"work\"
 [tasks.lost]
 command = [\"sh\", \"-c\", \"echo hi\"]
 workdir = \"/surely/not/here\"
+
+[tasks.bignum]
+command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{{\\\"n\\\": 123456789012345678901234567890.10}}'\"]
 "
         ),
     );
     let greet = enqueue(&db, &["greet"]).await;
     let lost = enqueue(&db, &["lost"]).await;
+    let bignum = enqueue(&db, &["bignum"]).await;
     // started from another directory than the config's
     let worker = WorkerProcess::start(&db, &config);
     let greeted = wait_for_state(
@@ -348,6 +352,12 @@ workdir = \"/surely/not/here\"
     .await;
     let expected = format!("tok3n from {}", dir.path().join("work").display());
     assert_eq!(greeted["result"]["ok"], expected.as_str(), "{greeted}");
+    wait_for_state(&db, bignum, &["completed"], Duration::from_secs(20)).await;
+    let shown = stdout(&remuda(&db, &["job", &bignum.to_string(), "--json"]).await);
+    assert!(
+        shown.contains("123456789012345678901234567890.10"),
+        "a command's output is kept exactly: {shown}"
+    );
     let lost = wait_for_state(&db, lost, &["scheduled", "failed"], Duration::from_secs(20)).await;
     let message = lost["errors"][0]["message"].as_str().unwrap_or_default();
     assert!(
