@@ -106,6 +106,26 @@ impl Error {
         }
     }
 
+    /// True when the database refused what was sent as data, so sending it again can never
+    /// succeed: SQLSTATE classes 22 (data exception), 23 (integrity constraint violation) and
+    /// 54 (program limit exceeded), 08P01 (a message too large for the protocol), or a request
+    /// that could not even be encoded. Only these condemn an outcome; anything else (a
+    /// permission or a feature missing during a rolling deploy, a table being altered) is the
+    /// server's state, not the outcome's fault, and is retried.
+    pub fn is_refused_data(&self) -> bool {
+        match self {
+            Error::Db(e) => match e.code() {
+                Some(code) => {
+                    let code = code.code();
+                    code == "08P01" || ["22", "23", "54"].iter().any(|c| code.starts_with(c))
+                }
+                None => !self.is_transient(),
+            },
+            Error::Json(_) => true,
+            _ => false,
+        }
+    }
+
     /// True when the database cannot be used at all (unreachable, or a schema of the wrong
     /// version): the CLI exits 4 for these.
     pub fn is_database_unusable(&self) -> bool {

@@ -177,3 +177,50 @@ async fn a_job_cancelled_without_a_notification_is_still_stopped() {
         JobState::Cancelled
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_that_is_not_about_the_data_is_retried_not_blamed_on_the_job() {
+    let (db, client) = setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("conn");
+    // as during a rolling deploy: completions are refused for a while with a permission
+    // error, which says nothing about the outcome being written
+    conn.batch_execute(
+        "CREATE FUNCTION refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+           IF NEW.state = 'completed' THEN
+             RAISE EXCEPTION 'permission denied for table jobs' USING ERRCODE = 'insufficient_privilege';
+           END IF;
+           RETURN NEW;
+         END $$;
+         CREATE TRIGGER refuse_completion BEFORE UPDATE ON remuda.jobs
+           FOR EACH ROW EXECUTE FUNCTION refuse_completion();",
+    )
+    .await
+    .expect("install the refusal");
+    let id = client
+        .enqueue::<Echo>(&EchoArgs {
+            fail: false,
+            text: "fine".into(),
+        })
+        .await
+        .expect("enqueue");
+    let worker = start_with(&client, Echo);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let job = client.job(id).await.expect("lookup").expect("exists");
+    assert_eq!(
+        job.state,
+        JobState::Running,
+        "not failed for the server's state: {job:?}"
+    );
+    conn.batch_execute("DROP TRIGGER refuse_completion ON remuda.jobs")
+        .await
+        .expect("deploy done");
+    let job = client
+        .wait(id, Duration::from_secs(15))
+        .await
+        .expect("written");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.result, Some(JobResult::Ok("fine".into())));
+    worker.shutdown().await;
+}

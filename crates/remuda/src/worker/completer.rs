@@ -3,8 +3,10 @@
 //! lean `complete_ok.sql`, which finds each row where its claim left it; everything else
 //! through `complete_jobs.sql`. While one write is in
 //! flight the next batch accumulates, so under load batches grow by themselves and when idle
-//! a lone completion is written at once (what `wait` needs). Writes that fail for a transient
-//! reason are retried; a batch the database refuses as data is written one outcome at a time,
+//! a lone completion is written at once (what `wait` needs). Writes that fail for any reason
+//! but their data are retried with backoff (a permission or a feature missing during a
+//! rolling deploy says nothing about the outcome); a batch the database refuses as data
+//! (SQLSTATE 22, 23, 54, see `Error::is_refused_data`) is written one outcome at a time,
 //! and an outcome that still cannot be written fails its job with `OUTCOME_UNWRITABLE`, so one
 //! bad outcome never blocks the others. At shutdown the worker gives the last writes a
 //! deadline (`give_up`); whatever is left is rescued once the worker is gone.
@@ -128,11 +130,18 @@ async fn write_with_retry(
         };
         match result {
             Ok(()) => return,
-            Err(e) if e.is_transient() => {
-                tracing::warn!(
-                    "remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}",
-                    batch.len()
-                );
+            Err(e) if !e.is_refused_data() => {
+                if e.is_transient() {
+                    tracing::warn!(
+                        "remuda completer: cannot write {} outcomes: {e}; retrying in {delay:?}",
+                        batch.len()
+                    );
+                } else {
+                    tracing::error!(
+                        "remuda completer: the database refused {} outcomes for a reason that is not their data: {e}; retrying in {delay:?} (their jobs stay running until it accepts them)",
+                        batch.len()
+                    );
+                }
                 tokio::select! {
                     _ = tokio::time::sleep(jittered(delay)) => {}
                     _ = give_up.cancelled() => {}
@@ -177,7 +186,7 @@ async fn write_fallback(
     loop {
         match write(db, worker_id, std::slice::from_ref(&fallback), stats).await {
             Ok(()) => return,
-            Err(e) if e.is_transient() && !give_up.is_cancelled() => {
+            Err(e) if !e.is_refused_data() && !give_up.is_cancelled() => {
                 tokio::select! {
                     _ = tokio::time::sleep(jittered(delay)) => {}
                     _ = give_up.cancelled() => {}

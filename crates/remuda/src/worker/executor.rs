@@ -2,7 +2,7 @@
 //! decide between completed, retry and failed, and hand the outcome to the completer.
 
 use super::completer::Outcome;
-use super::{lock, Running, Shared};
+use super::{Running, Shared};
 use crate::db::{Jsonb, Tid};
 use crate::task::{JobContext, TaskError};
 use chrono::{DateTime, Utc};
@@ -48,7 +48,7 @@ pub(crate) async fn execute(
                 started_at: job.started_at,
             })
             .await;
-        lock(&shared.running).remove(&job.id);
+        super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
         return;
     };
     let ctx = JobContext {
@@ -143,7 +143,7 @@ pub(crate) async fn execute(
             );
         }
     }
-    lock(&shared.running).remove(&job.id);
+    super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
     drop(permit);
     shared.slot_freed.notify_one();
 }

@@ -273,6 +273,10 @@ pub(crate) struct Running {
     pub soft: CancellationToken,
     /// Aborts the attempt at once (after the grace, or when the job is surely taken over).
     pub hard: CancellationToken,
+    /// Which run of the job this is (attempt and claim time, the guard of its writes): a
+    /// job can be in the map under one id for a new run while an aborted old run of it
+    /// (from before this worker was declared dead and registered again) is still ending.
+    pub run: (i32, chrono::DateTime<chrono::Utc>),
 }
 
 impl Running {
@@ -656,6 +660,20 @@ impl Worker {
     }
 }
 
+/// Removes job `id` from the running set if the entry is still this run's: an old run that
+/// ends late must not remove a new run's entry, which could then be neither cancelled nor
+/// fenced, and which the orphan check would release while it runs.
+pub(crate) fn finish_run(
+    running: &Mutex<HashMap<i64, Running>>,
+    id: i64,
+    run: (i32, chrono::DateTime<chrono::Utc>),
+) {
+    let mut running = lock(running);
+    if running.get(&id).is_some_and(|entry| entry.run == run) {
+        running.remove(&id);
+    }
+}
+
 /// Aborts every running job now (a forced shutdown): each gives its job back.
 fn abort_all(shared: &Shared) {
     for running in lock(&shared.running).values() {
@@ -682,5 +700,35 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(attempt: i32, started_at: chrono::DateTime<chrono::Utc>) -> Running {
+        Running {
+            soft: CancellationToken::new(),
+            hard: CancellationToken::new(),
+            run: (attempt, started_at),
+        }
+    }
+
+    #[test]
+    fn a_late_old_run_leaves_the_new_runs_entry_alone() {
+        let old = chrono::Utc::now();
+        let new = old + chrono::Duration::seconds(5);
+        let running = Mutex::new(HashMap::new());
+        // the job was rescued and claimed again by this worker: its new run is registered
+        lock(&running).insert(7, entry(2, new));
+        // the aborted executor of the old run ends now
+        finish_run(&running, 7, (1, old));
+        assert!(
+            lock(&running).get(&7).is_some_and(|e| e.run == (2, new)),
+            "the new run can still be cancelled and fenced"
+        );
+        finish_run(&running, 7, (2, new));
+        assert!(lock(&running).is_empty());
     }
 }

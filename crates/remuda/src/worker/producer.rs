@@ -272,6 +272,7 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
     let stop = Running {
         soft: shared.stop_all.child_token(),
         hard: tokio_util::sync::CancellationToken::new(),
+        run: (job.attempt, job.started_at),
     };
     {
         let mut running = lock(&shared.running);
