@@ -106,6 +106,22 @@ impl Error {
         }
     }
 
+    /// True when a statement may have been carried out although its answer never came: the
+    /// connection failed while it was in flight. A statement that got an error back from the
+    /// server (it has a SQLSTATE) was rolled back, and one that never got a connection was
+    /// never sent: neither leaves anything behind.
+    pub fn outcome_unknown(&self) -> bool {
+        match self {
+            Error::Db(e) => {
+                e.code().is_none()
+                    && (e.is_closed()
+                        || std::error::Error::source(e)
+                            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some()))
+            }
+            _ => false,
+        }
+    }
+
     /// True when the database refused what was sent as data, so sending it again can never
     /// succeed: SQLSTATE classes 22 (data exception), 23 (integrity constraint violation) and
     /// 54 (program limit exceeded), 08P01 (a message too large for the protocol), or a request

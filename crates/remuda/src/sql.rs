@@ -52,6 +52,8 @@ pub(crate) const QUEUE_GET: &str = include_str!("sql/queue_get.sql");
 pub(crate) const QUEUE_ALL: &str = include_str!("sql/queue_all.sql");
 /// The scheduled jobs of queues $1 and kinds $2: how many, and when the first retry (a job …
 pub(crate) const SCHEDULED_LEFT: &str = include_str!("sql/scheduled_left.sql");
+/// The test databases (remuda_t_*) whose ownership lock no session holds: their test run is …
+pub(crate) const TEST_DATABASES_ABANDONED: &str = include_str!("sql/test_databases_abandoned.sql");
 /// Whether a live worker runs kind $1 in queue $2 (for the warning of `remuda enqueue` about a …
 pub(crate) const KIND_SERVED: &str = include_str!("sql/kind_served.sql");
 /// Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a …
@@ -108,6 +110,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("queue_get", QUEUE_GET),
     ("queue_all", QUEUE_ALL),
     ("kind_served", KIND_SERVED),
+    ("test_databases_abandoned", TEST_DATABASES_ABANDONED),
     ("scheduled_left", SCHEDULED_LEFT),
     ("queue_set", QUEUE_SET),
     ("release_jobs", RELEASE_JOBS),

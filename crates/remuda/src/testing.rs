@@ -6,15 +6,21 @@
 //! `DATABASE_URL`, a local server, or the private cluster. The role needs CREATEDB.
 
 use crate::db::{conninfo, setup::Resolve, Database};
-use crate::{migrate, Client, Error, Result};
+use crate::{migrate, sql, Client, Error, Result};
 use std::sync::atomic::{AtomicU32, Ordering};
 use tokio_postgres::{Config, NoTls};
 
 /// A database of its own for one test, dropped when the value is dropped.
+///
+/// While it exists, a session of its own holds an advisory lock named after it
+/// (`hashtextextended(name, 0)`): that is how any test run on any machine sharing the server
+/// tells a live test database from one abandoned by a run that was killed.
 pub struct TestDatabase {
     admin: Config,
     name: String,
     conninfo: String,
+    /// The session holding the ownership lock (closed on drop, releasing it).
+    _owner: tokio_postgres::Client,
 }
 
 /// Advisory lock key serialising template creation.
@@ -45,6 +51,11 @@ impl TestDatabase {
             COUNTER.fetch_add(1, Ordering::Relaxed),
             fastrand::u32(..0x1000000)
         );
+        // own it before it exists: a cleaner never sees it unowned
+        let owner = admin_client(&admin).await?;
+        owner
+            .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&name])
+            .await?;
         client
             .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
             .await?;
@@ -52,6 +63,7 @@ impl TestDatabase {
             conninfo: conninfo(&admin, Some(&name)),
             admin,
             name,
+            _owner: owner,
         })
     }
 
@@ -141,28 +153,20 @@ async fn template_exists(client: &tokio_postgres::Client, template: &str) -> Res
         .is_some())
 }
 
-/// Drops test databases left by test processes that no longer exist (a test that panicked
-/// before its `Drop` ran, or was killed).
+/// Drops test databases whose owner is gone (a test that panicked before its `Drop` ran, or
+/// a run that was killed, on this machine or another sharing the server): those whose
+/// ownership lock (see [`TestDatabase`]) no session holds.
 async fn drop_abandoned(client: &tokio_postgres::Client) {
-    let Ok(rows) = client
-        .query(
-            "SELECT datname FROM pg_database WHERE datname LIKE 'remuda\\_t\\_%'",
-            &[],
-        )
-        .await
-    else {
+    let Ok(rows) = client.query(sql::TEST_DATABASES_ABANDONED, &[]).await else {
         return;
     };
     for row in rows {
-        let name: String = row.get(0);
-        let pid = name.split('_').nth(2).and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = client
-                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .await;
-            }
-        }
+        let Ok(name) = row.try_get::<_, String>(0) else {
+            continue;
+        };
+        let _ = client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))
+            .await;
     }
 }
 

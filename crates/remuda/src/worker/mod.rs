@@ -243,6 +243,9 @@ pub struct WorkerStats {
     /// Outcomes the database rejected because the job was no longer this worker's at that
     /// attempt (cancelled, or rescued while this worker was cut off): stale writes, refused.
     pub rejected: AtomicU64,
+    /// Checks for jobs claimed by a statement whose answer was lost (each one scans this
+    /// worker's running jobs in the table): made only after a claim whose connection failed.
+    pub orphan_checks: AtomicU64,
     /// Outcomes written to the database. The counts above grow when a task returns; a job is
     /// finished for everyone else (`wait`, listings, dependants) only once its outcome is
     /// written, which the completer does in batches a moment later.

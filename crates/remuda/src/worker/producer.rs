@@ -76,6 +76,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 _ = stop.cancelled() => return,
                 checked = release_orphans(&shared) => checked,
             };
+            shared.stats.orphan_checks.fetch_add(1, Ordering::Relaxed);
             match checked {
                 Ok(released) => {
                     uncertain = false;
@@ -172,7 +173,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 Err(e) => {
                     tracing::warn!("remuda producer: claim from queue {queue} failed: {e}");
                     failed = true;
-                    uncertain = true;
+                    // only a claim whose answer was lost may have taken jobs: a refused one
+                    // (it has a SQLSTATE) took nothing, and needs no scan for orphans
+                    uncertain |= e.outcome_unknown();
                     break;
                 }
             }
