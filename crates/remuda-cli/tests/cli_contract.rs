@@ -4,7 +4,7 @@ mod common;
 
 use common::{code, enqueue, json, migrated, remuda, stderr, stdout, TempDir};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_subcommand_has_help() {
     for sub in [
         "migrate",
@@ -34,7 +34,7 @@ async fn every_subcommand_has_help() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrate_is_idempotent_and_reports_json() {
     let db = migrated().await;
     let output = remuda(&db, &["migrate", "--json"]).await;
@@ -44,7 +44,7 @@ async fn migrate_is_idempotent_and_reports_json() {
     assert_eq!(report["applied"], serde_json::json!([]));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn job_json_has_the_documented_fields() {
     let db = migrated().await;
     let id = enqueue(
@@ -115,7 +115,7 @@ async fn job_json_has_the_documented_fields() {
     assert_eq!(row.get::<_, String>(3), "available");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queues_json_lists_every_state() {
     let db = migrated().await;
     enqueue(&db, &["a", "--queue", "q1"]).await;
@@ -144,7 +144,7 @@ async fn queues_json_lists_every_state() {
     assert_eq!(workers, serde_json::json!([]));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_and_retry_from_the_command_line() {
     let db = migrated().await;
     let id = enqueue(&db, &["x"]).await;
@@ -177,7 +177,7 @@ async fn cancel_and_retry_from_the_command_line() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redrive_and_deadlines_from_the_command_line() {
     let db = migrated().await;
     // three cancelled jobs in queue a (two of kind x), one in queue b
@@ -232,7 +232,7 @@ async fn redrive_and_deadlines_from_the_command_line() {
     assert!(job["expires_at"].is_string(), "{job}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_duplicate_unique_enqueue_prints_the_existing_id() {
     let db = migrated().await;
     let first = json(
@@ -269,7 +269,7 @@ async fn a_duplicate_unique_enqueue_prints_the_existing_id() {
     assert_eq!(plain["unique_key"], serde_json::Value::Null);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_and_cluster_settings_from_the_command_line() {
     let db = migrated().await;
     let show = json(&remuda(&db, &["queue", "show", "mail", "--json"]).await);
@@ -392,7 +392,7 @@ async fn queue_and_cluster_settings_from_the_command_line() {
     assert_eq!(cluster["max_running"], serde_json::Value::Null);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueue_batch_inserts_every_line_or_none() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -438,7 +438,7 @@ async fn enqueue_batch_inserts_every_line_or_none() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_is_refused_with_a_clear_error_and_nothing_written() {
     let db = migrated().await;
     let cases: &[(&[&str], i32, &str)] = &[
@@ -516,7 +516,7 @@ async fn bad_input_is_refused_with_a_clear_error_and_nothing_written() {
     assert_eq!(queues, serde_json::json!([]), "nothing was written");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_database_or_missing_schema_exits_4() {
     let output = tokio::process::Command::new(common::BIN)
         .args([
@@ -560,7 +560,7 @@ async fn an_unreachable_database_or_missing_schema_exits_4() {
     assert_eq!(code(&remuda(&db, &["enqueue", "k"]).await), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueue_takes_kind_defaults_from_a_worker_config() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -591,7 +591,7 @@ async fn enqueue_takes_kind_defaults_from_a_worker_config() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bench_reports_throughput_latency_and_costs_as_json() {
     let db = migrated().await;
     let output = remuda(

@@ -114,7 +114,7 @@ backoff = {{ kind = "fixed", delay = "100ms" }}
 /// Fault 1: worker processes SIGKILLed at random moments while N jobs run, replacements
 /// started each time. Every job ends completed, and the executions beyond one per job are no
 /// more than the jobs the killed workers held when they died.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_killed_at_random_lose_no_job() {
     let db = migrated().await;
     let client = sql(db.conninfo()).await;
@@ -170,7 +170,7 @@ async fn workers_killed_at_random_lose_no_job() {
 
 /// Fault 5: a job that kills the worker process running it is handed to another worker only
 /// `crash_loop_limit` times, then failed with CRASH_LOOP, its history showing each loss.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_kills_its_workers_is_quarantined() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -266,7 +266,7 @@ async fn digest(client: &remuda::Client) -> String {
 /// Fault 7: bad input through every door of the CLI and its config file, each refused with
 /// a clear error and exit 2, the database unchanged; names with quotes and SQL in them are
 /// only ever data.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_through_every_door_changes_nothing() {
     let db = migrated().await;
     let client = sql(db.conninfo()).await;
@@ -455,7 +455,7 @@ async fn bad_input_through_every_door_changes_nothing() {
 
 /// Results that are not UTF-8 text, and outputs over the limit, fail their job with a clear
 /// code (from a command's stdout and from an HTTP answer alike).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn executor_outputs_that_cannot_be_results_fail_clearly() {
     let db = migrated().await;
     // an HTTP endpoint that answers 200 with bytes that are not UTF-8
@@ -521,7 +521,7 @@ max_attempts = 3
 /// worker processes are SIGKILLed at random and the database crashes once. At the end every
 /// job is completed: lost and stuck must be 0; duplicates (executions beyond what the
 /// outcomes account for) are bounded by the jobs the killed workers held.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak() {
     let secs: u64 = std::env::var("REMUDA_SOAK_SECS")
         .ok()
@@ -594,7 +594,7 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
         }
         if !crashed && started.elapsed() >= crash_at {
             crashed = true;
-            cluster.crash().expect("crash the database");
+            cluster.crash().await.expect("crash the database");
             tokio::time::sleep(Duration::from_secs(5)).await;
             cluster.restart().await.expect("restart the database");
         }

@@ -339,6 +339,14 @@ async fn jobs_that_could_never_run_are_refused() {
         "{}",
         stderr(&output)
     );
+    let long = "q".repeat(201);
+    let output = remuda(&db, &["enqueue", "x", "--queue", &long]).await;
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("over the limit of 200"),
+        "{}",
+        stderr(&output)
+    );
     let output = remuda(&db, &["enqueue", "bad\tname"]).await;
     assert!(
         stderr(&output).contains("control character"),

@@ -57,7 +57,7 @@ async fn wait_until(what: &str, limit: Duration, mut check: impl AsyncFnMut() ->
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_of_a_worker_killed_with_sigkill_are_rescued_and_completed_by_another() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -116,7 +116,7 @@ async fn jobs_of_a_worker_killed_with_sigkill_are_rescued_and_completed_by_anoth
     assert!(rescuer.stop().await.success());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_releases_running_jobs_without_burning_an_attempt() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -146,7 +146,7 @@ async fn sigterm_releases_running_jobs_without_burning_an_attempt() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_demo_runs_and_prints_its_summary() {
     let db = migrated().await;
     let output = remuda(&db, &["demo", "--jobs", "500", "--json"]).await;
@@ -166,7 +166,7 @@ async fn the_demo_runs_and_prints_its_summary() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn worker_once_drains_the_queue_and_exits() {
     let db = migrated().await;
     let dir = TempDir::new();

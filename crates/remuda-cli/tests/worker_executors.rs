@@ -171,7 +171,7 @@ fn error_code(job: &serde_json::Value) -> String {
         .to_string()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_tasks_report_results_and_errors() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -259,7 +259,7 @@ async fn command_tasks_report_results_and_errors() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_tasks_map_statuses_to_results_and_retries() {
     let db = migrated().await;
     let dir = TempDir::new();
@@ -301,7 +301,7 @@ async fn http_tasks_map_statuses_to_results_and_retries() {
     assert!(worker.stop().await.success());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueue_wait_exits_by_outcome() {
     let db = migrated().await;
     let dir = TempDir::new();

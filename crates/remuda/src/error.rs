@@ -35,8 +35,9 @@ pub enum Error {
         /// Version this build knows.
         expected: i32,
     },
-    /// A query failed.
-    #[error("database error: {0}")]
+    /// A query failed: the server's own words (severity, message, SQLSTATE, detail, hint,
+    /// where) when it answered, the connection's otherwise.
+    #[error("database error: {}", describe_db_error(.0))]
     Db(tokio_postgres::Error),
     /// An enqueue would take a queue over its `max_depth`: nothing was enqueued.
     #[error("{0}")]
@@ -172,6 +173,38 @@ impl Error {
             reason: connect_reason(e),
         }
     }
+}
+
+/// A database error as a user should read it: the server's message with its SQLSTATE and
+/// whatever detail, hint and position it gave, or the driver's message and its causes.
+fn describe_db_error(e: &tokio_postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        let mut words = format!(
+            "{}: {} (SQLSTATE {})",
+            db.severity(),
+            db.message(),
+            db.code().code()
+        );
+        for (what, value) in [
+            ("detail", db.detail()),
+            ("hint", db.hint()),
+            ("where", db.where_()),
+            ("table", db.table()),
+            ("constraint", db.constraint()),
+        ] {
+            if let Some(value) = value {
+                words.push_str(&format!("; {what}: {value}"));
+            }
+        }
+        return words;
+    }
+    let mut chain = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    chain
 }
 
 /// Why a connection failed, and what to do about it.

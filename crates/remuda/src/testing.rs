@@ -207,8 +207,8 @@ impl PrivateCluster {
     }
 
     /// Stops the server at once, as a crash would (`pg_ctl stop -m immediate`).
-    pub fn crash(&self) -> Result<()> {
-        crate::db::setup::stop_private_cluster_with(&self.home, "immediate")
+    pub async fn crash(&self) -> Result<()> {
+        crate::db::setup::stop_private_cluster_with(&self.home, "immediate").await
     }
 
     /// Starts the server again (it recovers from its write-ahead log).
@@ -220,7 +220,7 @@ impl PrivateCluster {
 
 impl Drop for PrivateCluster {
     fn drop(&mut self) {
-        let _ = crate::db::setup::stop_private_cluster_with(&self.home, "immediate");
+        let _ = crate::db::setup::stop_private_cluster_blocking(&self.home, "immediate");
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }

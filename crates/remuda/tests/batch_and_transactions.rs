@@ -4,7 +4,7 @@ mod common;
 
 use remuda::{JobFilter, JobState, NewJob};
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_of_ten_thousand_is_inserted_in_one_call() {
     let (_db, client) = common::setup().await;
     let jobs: Vec<NewJob> = (0..10_000)
@@ -29,7 +29,7 @@ async fn a_batch_of_ten_thousand_is_inserted_in_one_call() {
     assert_eq!(stats[0].count(JobState::Available), 10_000);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_one_bad_job_inserts_nothing() {
     let (_db, client) = common::setup().await;
     let mut jobs: Vec<NewJob> = (0..10)
@@ -48,7 +48,7 @@ async fn a_batch_with_one_bad_job_inserts_nothing() {
         .is_empty());
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_enqueued_in_a_rolled_back_transaction_do_not_exist() {
     let (db, client) = common::setup().await;
     let pool = db.database().expect("pool");
@@ -89,7 +89,7 @@ async fn jobs_enqueued_in_a_rolled_back_transaction_do_not_exist() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_are_scheduled_and_listed_with_filters() {
     let (_db, client) = common::setup().await;
     let later = client

@@ -7,7 +7,7 @@ use common::{fast_config, setup, start, Add, AddArgs};
 use remuda::{JobState, NewJob, Worker, WorkerConfig};
 use std::time::Duration;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_load_is_inserted_whole_and_wakes_workers() {
     let (_db, client) = setup().await;
     // A worker that would poll only every 30 s: only the insert notification can wake it.
@@ -50,7 +50,7 @@ async fn a_bulk_load_is_inserted_whole_and_wakes_workers() {
     assert_eq!(report.completed, 20_000);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bulk_load_with_one_bad_job_inserts_nothing() {
     let (_db, client) = setup().await;
     let client = client.with_max_payload(100);

@@ -7,7 +7,7 @@ use remuda::{JobResult, JobState, NewJob};
 use std::sync::Arc;
 use std::time::Duration;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn enqueued_job_runs_and_its_typed_result_is_stored() {
     let (_db, client) = setup().await;
     let id = client
@@ -33,7 +33,7 @@ async fn enqueued_job_runs_and_its_typed_result_is_stored() {
     assert_eq!(report.completed, 1);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_times_out_when_nobody_runs_the_job() {
     let (_db, client) = setup().await;
     let id = client
@@ -50,7 +50,7 @@ async fn wait_times_out_when_nobody_runs_the_job() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kind_the_worker_does_not_know_is_left_for_another_worker() {
     let (_db, client) = setup().await;
     let unknown = client
@@ -73,7 +73,7 @@ async fn a_kind_the_worker_does_not_know_is_left_for_another_worker() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn args_over_the_size_limit_are_refused_and_nothing_is_written() {
     let (_db, client) = setup().await;
     let client = client.with_max_payload(1024);
@@ -114,7 +114,7 @@ impl remuda::Task for Gate {
 /// The completer finds a finished job at the place its claim left the row; a job whose row
 /// moved while it ran (here: someone started waiting for it) is still completed, by id, and
 /// no outcome is counted as stale.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_whose_row_moved_while_it_ran_is_still_completed() {
     let (db, client) = setup().await;
     let started = Arc::new(tokio::sync::Notify::new());

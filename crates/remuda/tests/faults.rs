@@ -255,7 +255,7 @@ async fn pipe(
 /// its own jobs before they are rescued; another worker rescues and completes them; when the
 /// link returns, the cut-off worker's late completions are rejected and counted, and no job
 /// is finalized twice or ever runs on two workers at once.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_cut_off_fences_itself_and_its_late_writes_are_rejected() {
     let cluster = PrivateCluster::start().await.expect("private cluster");
     let client = Client::connect(&cluster.conninfo()).await.expect("client");
@@ -330,7 +330,7 @@ async fn a_worker_cut_off_fences_itself_and_its_late_writes_are_rejected() {
 /// keep their jobs, hold their outcomes, stop claiming, and carry on by themselves: every job
 /// ends completed, none is lost, none is stuck, and (the outage being shorter than the
 /// rescue threshold) none runs twice.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_ride_out_a_database_crash() {
     let cluster = PrivateCluster::start().await.expect("private cluster");
     let client = Client::connect(&cluster.conninfo()).await.expect("client");
@@ -353,7 +353,7 @@ async fn workers_ride_out_a_database_crash() {
         })
         .collect();
     wait_until_completed_at_least(&client, 500).await;
-    cluster.crash().expect("crash the database");
+    cluster.crash().await.expect("crash the database");
     tokio::time::sleep(Duration::from_secs(10)).await;
     for w in &workers {
         assert!(
@@ -385,7 +385,7 @@ async fn wait_until_completed_at_least(client: &Client, n: i64) {
 
 /// Fault 4: liveness is per worker, not a timer per job: a job running five times longer
 /// than the rescue threshold on a healthy worker is never rescued and runs exactly once.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_job_on_a_healthy_worker_is_never_rescued() {
     let (_db, client) = setup().await;
     let log: Log = Arc::default();
@@ -444,7 +444,7 @@ impl Task for Poll {
 
 /// A snooze waits without burning an attempt: a job allowed one attempt snoozes twice and
 /// still completes on that attempt, with nothing in its error history.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_snoozed_job_waits_without_using_an_attempt() {
     let (_db, client) = setup().await;
     let worker = start(
@@ -482,7 +482,7 @@ async fn a_snoozed_job_waits_without_using_an_attempt() {
 
 /// Dead letters stay queryable with every attempt's error, and a redrive re-runs exactly the
 /// failed jobs of the queue and kind asked for.
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_jobs_are_redriven_in_bulk_by_queue_and_kind() {
     let (_db, client) = setup().await;
     let conn = client.database().conn().await.expect("conn");

@@ -137,7 +137,7 @@ fn naps(n: usize, ms: u64) -> Vec<NewJob> {
         .collect()
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn max_running_per_queue_holds_with_eight_workers_racing() {
     let (_db, client) = setup().await;
     client
@@ -166,7 +166,7 @@ async fn max_running_per_queue_holds_with_eight_workers_racing() {
     assert!(max >= 2, "the limit was used ({max})");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cluster_cap_holds_across_queues() {
     let (_db, client) = setup().await;
     client.set_cluster_max_running(Some(5)).await.expect("cap");
@@ -192,7 +192,7 @@ async fn the_cluster_cap_holds_across_queues() {
     client.set_cluster_max_running(None).await.expect("clear");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_limit_holds_and_a_big_tenant_does_not_starve_a_small_one() {
     let (_db, client) = setup().await;
     client
@@ -261,7 +261,7 @@ async fn a_key_limit_holds_and_a_big_tenant_does_not_starve_a_small_one() {
     assert_eq!(max, 2, "the limit was used");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_limit_spaces_starts_across_workers() {
     let (_db, client) = setup().await;
     client
@@ -290,7 +290,7 @@ async fn a_rate_limit_spaces_starts_across_workers() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_keeps_its_jobs_until_resumed() {
     let (_db, client) = setup().await;
     let racing = workers(&client, 2, &["limited"]);
@@ -318,7 +318,7 @@ async fn a_paused_queue_keeps_its_jobs_until_resumed() {
     stop(racing).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_enqueue_over_max_depth_is_refused_whole() {
     let (_db, client) = setup().await;
     client
@@ -385,7 +385,7 @@ async fn an_enqueue_over_max_depth_is_refused_whole() {
         .expect("no limit there");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_queue_order_runs_the_first_queue_first() {
     let (_db, client) = setup().await;
     let mut jobs: Vec<NewJob> = naps(20, 5).into_iter().map(|j| j.queue("low")).collect();
@@ -434,7 +434,7 @@ async fn strict_queue_order_runs_the_first_queue_first() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_run_only_on_the_named_worker_or_one_with_every_capability() {
     let (_db, client) = setup().await;
     let worker = |name: &str, caps: &[&str]| {
@@ -510,7 +510,7 @@ async fn jobs_run_only_on_the_named_worker_or_one_with_every_capability() {
     assert_eq!(job.requires, Some(vec!["tpu".to_string()]));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rate_per_key_gives_each_key_its_own_bucket() {
     let (_db, client) = setup().await;
     client
@@ -560,7 +560,7 @@ async fn a_rate_per_key_gives_each_key_its_own_bucket() {
     assert_eq!(shown.rate_per, remuda::RatePer::Key);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_nobody_can_run_at_the_head_of_a_limited_queue_do_not_block_it() {
     let (_db, client) = setup().await;
     client
@@ -590,7 +590,7 @@ async fn jobs_nobody_can_run_at_the_head_of_a_limited_queue_do_not_block_it() {
     stop(racing).await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn weighted_round_robin_gives_a_heavier_queue_more_turns() {
     let (_db, client) = setup().await;
     let mut jobs: Vec<NewJob> = naps(40, 1).into_iter().map(|j| j.queue("light")).collect();

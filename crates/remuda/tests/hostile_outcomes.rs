@@ -37,7 +37,7 @@ impl Task for Echo {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nul_characters_are_refused_at_enqueue_and_handled_in_outcomes() {
     let (_db, client) = setup().await;
     let err = client
@@ -98,7 +98,7 @@ async fn nul_characters_are_refused_at_enqueue_and_handled_in_outcomes() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline() {
     let (_db, client) = setup().await;
     let id = client
@@ -135,7 +135,7 @@ async fn retrying_keeps_the_kinds_default_attempts_and_lifts_an_expired_deadline
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_cancelled_without_a_notification_is_still_stopped() {
     let (db, client) = setup().await;
     let worker = start_with(&client, common::Misbehave);
@@ -223,4 +223,37 @@ async fn a_refusal_that_is_not_about_the_data_is_retried_not_blamed_on_the_job()
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.result, Some(JobResult::Ok("fine".into())));
     worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_error_keeps_the_servers_words() {
+    let (db, client) = setup().await;
+    let pool = db.database().expect("pool");
+    pool.conn()
+        .await
+        .expect("conn")
+        .batch_execute(
+            "CREATE FUNCTION refuse_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+               RAISE EXCEPTION 'inserts are closed' USING ERRCODE = 'insufficient_privilege',
+                 DETAIL = 'the table is read-only for maintenance', HINT = 'try again after 02:00';
+             END $$;
+             CREATE TRIGGER refuse_inserts BEFORE INSERT ON remuda.jobs
+               FOR EACH ROW EXECUTE FUNCTION refuse_inserts();",
+        )
+        .await
+        .expect("install the refusal");
+    let err = client
+        .insert(NewJob::new("echo", &1).expect("job"))
+        .await
+        .expect_err("refused");
+    let text = err.to_string();
+    for words in [
+        "inserts are closed",
+        "SQLSTATE 42501",
+        "detail: the table is read-only for maintenance",
+        "hint: try again after 02:00",
+    ] {
+        assert!(text.contains(words), "{words:?} missing from {text}");
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_job_backs_off_retries_and_succeeds_keeping_every_error() {
     let (_db, client) = setup().await;
     let runs = Arc::new(AtomicUsize::new(0));
@@ -44,7 +44,7 @@ async fn a_failing_job_backs_off_retries_and_succeeds_keeping_every_error() {
     assert_eq!((report.retried, report.completed), (2, 1));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_error_outside_retry_on_fails_at_once() {
     let (_db, client) = setup().await;
     let runs = Arc::new(AtomicUsize::new(0));
@@ -67,7 +67,7 @@ async fn an_error_outside_retry_on_fails_at_once() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permanent_errors_panics_and_timeouts_become_errors_and_the_worker_keeps_going() {
     let (_db, client) = setup().await;
     let permanent = client
@@ -126,7 +126,7 @@ async fn permanent_errors_panics_and_timeouts_become_errors_and_the_worker_keeps
     assert_eq!((report.failed, report.completed), (3, 1));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_job_timeout_overrides_the_tasks() {
     let (_db, client) = setup().await;
     let job = remuda::NewJob::for_task::<Misbehave>(&MisbehaveArgs::Sleep { ms: 100 })

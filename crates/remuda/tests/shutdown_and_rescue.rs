@@ -45,7 +45,7 @@ async fn wait_for_running(client: &remuda::Client, n: usize) {
     panic!("{n} jobs never started running");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_short_jobs_finish_and_releases_long_ones_without_burning_an_attempt() {
     let (_db, client) = setup().await;
     let short = client.enqueue::<Sleep>(&300).await.expect("enqueue");
@@ -76,7 +76,7 @@ async fn shutdown_lets_short_jobs_finish_and_releases_long_ones_without_burning_
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected() {
     let (db, client) = setup().await;
     let retried = client.enqueue::<Sleep>(&10).await.expect("enqueue");
@@ -134,7 +134,7 @@ async fn jobs_of_a_dead_worker_are_rescued_and_its_late_completion_is_rejected()
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
     let (_db, client) = setup().await;
     let id = client
@@ -195,7 +195,7 @@ async fn cancelling_a_running_job_stops_it_and_waiters_see_cancelled() {
     ));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manual_retry_revives_a_failed_job_with_one_more_attempt() {
     let (_db, client) = setup().await;
     let id = client
@@ -224,7 +224,7 @@ async fn manual_retry_revives_a_failed_job_with_one_more_attempt() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_not_started_before_its_deadline_expires() {
     let (_db, client) = setup().await;
     let soon = chrono::Utc::now() + chrono::Duration::milliseconds(100);
@@ -251,7 +251,7 @@ async fn a_job_not_started_before_its_deadline_expires() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_wait_for_their_time_then_run() {
     let (_db, client) = setup().await;
     let id = client
@@ -280,7 +280,7 @@ async fn delayed_jobs_wait_for_their_time_then_run() {
     worker.shutdown().await;
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_rescuer() {
     let (db, client) = setup().await;
     let first = start_with(&client, Sleep);

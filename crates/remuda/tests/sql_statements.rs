@@ -3,7 +3,7 @@
 
 mod common;
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_statement_prepares() {
     let (db, _client) = common::setup().await;
     let pool = db.database().expect("pool");
@@ -16,7 +16,7 @@ async fn every_statement_prepares() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn migrating_twice_and_concurrently_is_harmless() {
     let (db, client) = common::setup().await;
     let pool = db.database().expect("pool");
@@ -32,7 +32,7 @@ async fn migrating_twice_and_concurrently_is_harmless() {
     client.check().await.expect("schema is current");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_schema_newer_than_the_build_is_refused() {
     let (db, client) = common::setup().await;
     let pool = db.database().expect("pool");
@@ -54,7 +54,7 @@ async fn a_schema_newer_than_the_build_is_refused() {
     assert!(err.to_string().contains("upgrade remuda"), "{err}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_database_without_the_schema_says_to_migrate() {
     let (db, _client) = common::setup().await;
     let pool = db.database().expect("pool");
@@ -99,7 +99,7 @@ async fn generic_plan(
 /// condition on the updated rows, and a plan made while few jobs were available walked the
 /// whole available index for every claim (2 000 jobs/s); before that, a completion joined
 /// through a partial index did O(n²) work (900 jobs/s).
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     let (db, _client) = common::setup().await;
     let pool = db.database().expect("pool");

@@ -23,7 +23,9 @@ async fn another_runs_live_test_database_is_never_dropped() {
         .await
         .expect("the other run owns its database");
     let setup = connect().await;
-    for name in [&live, &gone] {
+    let live_scratch = format!("{live}_bench");
+    let gone_scratch = format!("{gone}_demo");
+    for name in [&live, &gone, &live_scratch, &gone_scratch] {
         setup
             .batch_execute(&format!("CREATE DATABASE {name}"))
             .await
@@ -47,8 +49,18 @@ async fn another_runs_live_test_database_is_never_dropped() {
         "a live database of another run is kept"
     );
     assert!(!exists(gone.clone()).await, "an abandoned one is dropped");
-    setup
-        .batch_execute(&format!("DROP DATABASE IF EXISTS {live} WITH (FORCE)"))
-        .await
-        .expect("clean up");
+    assert!(
+        exists(live_scratch.clone()).await,
+        "the bench database beside a live one lives with it"
+    );
+    assert!(
+        !exists(gone_scratch.clone()).await,
+        "and dies with an abandoned one"
+    );
+    for name in [&live, &live_scratch] {
+        setup
+            .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+            .await
+            .expect("clean up");
+    }
 }

@@ -14,7 +14,7 @@ fn keyed(key: &str) -> NewJob {
         .unique_key(key)
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn racing_enqueues_of_one_key_insert_one_job() {
     let (_db, client) = setup().await;
     let racers: Vec<_> = (0..8)
@@ -53,7 +53,7 @@ async fn racing_enqueues_of_one_key_insert_one_job() {
     assert_eq!(jobs[0].unique_key.as_deref(), Some("nightly"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_skip_duplicates_within_and_against_the_table() {
     let (_db, client) = setup().await;
     let existing = client.insert(keyed("a")).await.expect("first");
@@ -79,7 +79,7 @@ async fn batches_skip_duplicates_within_and_against_the_table() {
     assert_eq!(n, 2, "a was a duplicate");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_holding_a_key_decides_for_the_others() {
     let (_db, client) = setup().await;
     let mut holder_conn = client.database().conn().await.expect("conn");
@@ -114,7 +114,7 @@ async fn a_transaction_holding_a_key_decides_for_the_others() {
     tx.commit().await.expect("commit");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scope_of_states_and_the_period_decide_what_is_a_duplicate() {
     let (_db, client) = setup().await;
     let conn = client.database().conn().await.expect("conn");
@@ -181,7 +181,7 @@ async fn the_scope_of_states_and_the_period_decide_what_is_a_duplicate() {
     assert!(err.to_string().contains("holds its unique key"), "{err}");
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unique_by_args_compares_json_values() {
     let (_db, client) = setup().await;
     let by_args = |args: serde_json::Value| {

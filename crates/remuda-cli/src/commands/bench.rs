@@ -208,7 +208,18 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         client.insert(job).await?;
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    let pickup_start = Instant::now();
     while done(&stats) < target + args.pickup as u64 {
+        if let Some(e) = super::failed_worker(&mut handles).await {
+            stop.cancel();
+            return Err(e);
+        }
+        if pickup_start.elapsed() > Duration::from_secs(600) {
+            stop.cancel();
+            return Err(CliError::Usage(
+                "the pickup jobs did not finish within 10 minutes".into(),
+            ));
+        }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop.cancel();

@@ -93,6 +93,7 @@ pub fn build(client: remuda::Client, config: &Config, settings: WorkerConfig) ->
         .unwrap_or(remuda::client::DEFAULT_MAX_PAYLOAD);
     let client = client.with_max_payload(max_payload);
     let http = reqwest::Client::builder()
+        .connect_timeout(crate::executors::http::CONNECT_TIMEOUT)
         .build()
         .map_err(|e| CliError::Usage(format!("cannot set up the HTTP client: {e}")))?;
     let mut worker = Worker::new(client).config(settings);
@@ -112,6 +113,10 @@ pub fn build(client: remuda::Client, config: &Config, settings: WorkerConfig) ->
                 headers,
                 client: http.clone(),
                 max_output: max_payload,
+                request_timeout: task
+                    .timeout
+                    .is_none()
+                    .then_some(crate::executors::http::REQUEST_TIMEOUT),
             }),
             Runner::Builtin(_) => Arc::new(Noop),
         };

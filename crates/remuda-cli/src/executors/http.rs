@@ -11,6 +11,15 @@ use std::sync::Arc;
 /// Characters of an error response body kept in the error message.
 const BODY_IN_MESSAGE: usize = 2000;
 
+/// Longest the client waits for a TCP (and TLS) connection to the endpoint: an address that
+/// drops packets fails with `HTTP_CONNECT` in seconds, whatever the task's timeout.
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Longest a request of a kind without a `timeout` may take, headers and body: an endpoint
+/// that never answers fails the attempt with `HTTP_ERROR` instead of holding its slot
+/// forever. A kind with a `timeout` is limited by that instead.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// An endpoint called once per job.
 pub struct HttpTask {
     /// Where to POST.
@@ -21,6 +30,8 @@ pub struct HttpTask {
     pub client: reqwest::Client,
     /// Largest response body accepted as a result.
     pub max_output: usize,
+    /// The request's own limit ([`REQUEST_TIMEOUT`] when the kind has no timeout).
+    pub request_timeout: Option<std::time::Duration>,
 }
 
 impl DynTask for HttpTask {
@@ -43,6 +54,9 @@ impl HttpTask {
             .header("x-remuda-attempt", ctx.attempt.to_string());
         for (name, value) in &self.headers {
             request = request.header(name, value);
+        }
+        if let Some(limit) = self.request_timeout {
+            request = request.timeout(limit);
         }
         let mut response = request
             .body(job_document(&ctx, &args))

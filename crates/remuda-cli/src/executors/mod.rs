@@ -3,7 +3,7 @@
 //! `{"id", "kind", "queue", "attempt", "max_attempts", "args"}`.
 
 mod command;
-mod http;
+pub mod http;
 pub mod supervise;
 
 pub use command::CommandTask;

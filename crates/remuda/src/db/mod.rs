@@ -40,6 +40,11 @@ pub const SESSION_OPTIONS: &str =
 /// heartbeat and maintenance plus client calls, without crowding `max_connections`.
 pub const DEFAULT_POOL_SIZE: usize = 16;
 
+/// Longest a call waits for a free pooled connection before failing with [`Error::Pool`].
+pub const POOL_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Longest the pool waits for a new connection to be made (connect and start-up).
+pub const POOL_CREATE_TIMEOUT: Duration = Duration::from_secs(15);
+
 impl Database {
     /// A pool for a connection string (`postgres://…` URL or `key=value` form). Connects
     /// lazily; call [`Database::ping`] to find out now whether the server answers.
@@ -97,10 +102,15 @@ impl Database {
                 recycling_method: RecyclingMethod::Fast,
             },
         );
+        // a call never waits forever: for a free connection (all busy: a leak, or a pool too
+        // small for the load) or for a new one (a server that accepts but never answers)
         let pool = Pool::builder(manager)
             .max_size(pool_size.max(2))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
+            .wait_timeout(Some(POOL_WAIT_TIMEOUT))
+            .create_timeout(Some(POOL_CREATE_TIMEOUT))
             .build()
-            .expect("a pool without a runtime-specific timeout always builds");
+            .expect("a pool with the tokio runtime set always builds");
         Database {
             pool,
             config: Arc::new(config),

@@ -254,7 +254,30 @@ fn cluster_owner() -> Result<Option<nix::unistd::User>> {
     ))
 }
 
-fn run_as(
+/// Runs a PostgreSQL program (as the cluster's owner when root) without blocking the
+/// runtime: `pg_ctl start` waits up to a minute, and workers in the same runtime must keep
+/// running meanwhile (a fault test crashes and restarts the server under running workers).
+async fn run_as(
+    bin: &Path,
+    program: &str,
+    args: &[&str],
+    owner: &Option<nix::unistd::User>,
+) -> Result<String> {
+    let mut command = tokio::process::Command::new(bin.join(program));
+    command.args(args).env("LC_ALL", "C").env("LANG", "C");
+    if let Some(user) = owner {
+        command.uid(user.uid.as_raw()).gid(user.gid.as_raw());
+        command.env("HOME", &user.dir);
+    }
+    let output = command
+        .output()
+        .await
+        .map_err(|e| Error::Setup(format!("cannot run {program}: {e}")))?;
+    program_output(program, output)
+}
+
+/// The same, blocking: only for `Drop`, which cannot wait on a future.
+fn run_as_blocking(
     bin: &Path,
     program: &str,
     args: &[&str],
@@ -270,6 +293,11 @@ fn run_as(
     let output = command
         .output()
         .map_err(|e| Error::Setup(format!("cannot run {program}: {e}")))?;
+    program_output(program, output)
+}
+
+/// A program's stdout and stderr, or its failure with them.
+fn program_output(program: &str, output: std::process::Output) -> Result<String> {
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
@@ -362,7 +390,8 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
                 "--no-sync",
             ],
             &owner,
-        )?;
+        )
+        .await?;
         let settings = format!(
             "\n# written by remuda: a private cluster reached only through its socket\n\
              listen_addresses = ''\nunix_socket_directories = '{}'\nport = 5432\nmax_connections = 200\n",
@@ -386,6 +415,7 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
         &["-D", &data_str, "-l", &log, "-w", "-t", "60", "start"],
         &owner,
     )
+    .await
     .map_err(|e| Error::Setup(format!("{e} (see {log})")))?;
     drop(lock);
     if try_connect(&config).await {
@@ -399,14 +429,14 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
 }
 
 /// Stops the private cluster under `home`, if it runs.
-pub fn stop_private_cluster(home: &Path) -> Result<()> {
-    stop_private_cluster_with(home, "fast")
+pub async fn stop_private_cluster(home: &Path) -> Result<()> {
+    stop_private_cluster_with(home, "fast").await
 }
 
 /// Stops the private cluster under `home`, if it runs, with a `pg_ctl stop` mode: `smart`,
 /// `fast`, or `immediate` (a crash, as far as the database is concerned: it recovers from its
 /// write-ahead log at the next start; the fault-injection tests use it).
-pub fn stop_private_cluster_with(home: &Path, mode: &str) -> Result<()> {
+pub async fn stop_private_cluster_with(home: &Path, mode: &str) -> Result<()> {
     let data = home.join("pg");
     if !data.join("postmaster.pid").exists() {
         return Ok(());
@@ -414,6 +444,24 @@ pub fn stop_private_cluster_with(home: &Path, mode: &str) -> Result<()> {
     let bin = find_postgres_binaries()?;
     let owner = cluster_owner()?;
     run_as(
+        &bin,
+        "pg_ctl",
+        &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
+        &owner,
+    )
+    .await?;
+    Ok(())
+}
+
+/// [`stop_private_cluster_with`], blocking the thread: for `Drop` implementations.
+pub fn stop_private_cluster_blocking(home: &Path, mode: &str) -> Result<()> {
+    let data = home.join("pg");
+    if !data.join("postmaster.pid").exists() {
+        return Ok(());
+    }
+    let bin = find_postgres_binaries()?;
+    let owner = cluster_owner()?;
+    run_as_blocking(
         &bin,
         "pg_ctl",
         &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
