@@ -43,6 +43,7 @@ pub mod migrate;
 pub mod retry;
 pub mod sql;
 pub mod task;
+#[cfg(feature = "testing")]
 pub mod testing;
 pub mod worker;
 

@@ -224,3 +224,32 @@ impl Drop for PrivateCluster {
         let _ = std::fs::remove_dir_all(&self.home);
     }
 }
+
+/// Background tasks made to fail by [`fail_background_task`].
+static FAILING_TASKS: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes background task `task` of every worker in this process panic at its next round
+/// (`"heartbeat"`, `"dispatch"`, `"settings"`, `"producer"` or `"maintenance"`), to test
+/// that a worker never runs on half alive. For a test binary of its own: it affects every
+/// worker of the process until [`heal_background_tasks`].
+pub fn fail_background_task(task: &'static str) {
+    FAILING_TASKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(task);
+}
+
+/// Undoes [`fail_background_task`].
+pub fn heal_background_tasks() {
+    FAILING_TASKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clear();
+}
+
+pub(crate) fn background_task_should_fail(task: &str) -> bool {
+    FAILING_TASKS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&task)
+}

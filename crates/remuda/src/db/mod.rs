@@ -1,6 +1,8 @@
 //! Connections: the pool every component shares, the LISTEN connection, and finding a
 //! PostgreSQL to use when none is configured.
 
+#[cfg(feature = "embedded")]
+pub mod cluster;
 mod jsonb;
 pub(crate) mod listener;
 pub mod setup;

@@ -47,6 +47,7 @@ pub(crate) async fn run(
     let mut next_round = Instant::now();
     let mut next_promotion = Instant::now();
     loop {
+        crate::worker::supervise::fault_point("maintenance");
         let now = Instant::now();
         if now >= next_round {
             next_round = now + settings.interval;

@@ -22,6 +22,7 @@ pub(crate) async fn run(
     let mut reconcile_every = tokio::time::interval(shared.config.heartbeat_interval);
     reconcile_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        super::supervise::fault_point("dispatch");
         let event = tokio::select! {
             _ = stop.cancelled() => return,
             _ = reconcile_every.tick() => {

@@ -104,6 +104,7 @@ pub(crate) async fn run(
     let id = &registration.id;
     let mut last_ok = registered;
     loop {
+        super::supervise::fault_point("heartbeat");
         let fence_at = tokio::time::Instant::from_std(last_ok + fence_after);
         let fenced = shared.fenced.load(Ordering::SeqCst);
         tokio::select! {

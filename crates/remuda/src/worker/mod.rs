@@ -33,6 +33,7 @@ mod executor;
 mod heartbeat;
 mod producer;
 mod settings;
+pub(crate) mod supervise;
 
 use crate::client::Client;
 use crate::maintenance;
@@ -510,31 +511,66 @@ impl Worker {
             );
         }
         settings::refresh(&shared).await;
-        tokio::spawn(settings::run(shared.clone(), background.clone()));
-        tokio::spawn(dispatch::run(shared.clone(), events, background.clone()));
-        let heartbeat_task = tokio::spawn(heartbeat::run(
-            shared.clone(),
-            registration,
-            registered,
-            background.clone(),
-        ));
-        let maintenance_task = config.maintenance.then(|| {
-            tokio::spawn(maintenance::run(
-                db.clone(),
-                worker_id.clone(),
-                maintenance::Settings::from(&config),
+        let failures = Arc::new(supervise::Failures::default());
+        let spawn = |name: &'static str,
+                     task: futures_util::future::BoxFuture<'static, ()>,
+                     stop: &CancellationToken| {
+            supervise::spawn(name, task, stop.clone(), failures.clone())
+        };
+        spawn(
+            "settings",
+            Box::pin(settings::run(shared.clone(), background.clone())),
+            &background,
+        );
+        spawn(
+            "notification dispatch",
+            Box::pin(dispatch::run(shared.clone(), events, background.clone())),
+            &background,
+        );
+        let heartbeat_task = spawn(
+            "heartbeat",
+            Box::pin(heartbeat::run(
+                shared.clone(),
+                registration,
+                registered,
                 background.clone(),
-            ))
+            )),
+            &background,
+        );
+        let maintenance_task = config.maintenance.then(|| {
+            spawn(
+                "maintenance",
+                Box::pin(maintenance::run(
+                    db.clone(),
+                    worker_id.clone(),
+                    maintenance::Settings::from(&config),
+                    background.clone(),
+                )),
+                &background,
+            )
         });
 
         // Run until asked to stop.
         let stop_claiming = CancellationToken::new();
         let drained = CancellationToken::new();
-        let producer = tokio::spawn(producer::run(
-            shared.clone(),
-            stop_claiming.clone(),
-            drained.clone(),
-        ));
+        // the producer ends by itself when its queues are drained (exit_when_drained)
+        let producer = if config.exit_when_drained {
+            tokio::spawn(producer::run(
+                shared.clone(),
+                stop_claiming.clone(),
+                drained.clone(),
+            ))
+        } else {
+            spawn(
+                "producer",
+                Box::pin(producer::run(
+                    shared.clone(),
+                    stop_claiming.clone(),
+                    drained.clone(),
+                )),
+                &stop_claiming,
+            )
+        };
         // The completer ends only when told to; ending before means it failed, and then no
         // outcome can be written: stop at once and leave the running jobs to the rescuer.
         let completer_failure = tokio::select! {
@@ -544,12 +580,21 @@ impl Worker {
                 Err(e) => e.to_string(),
                 Ok(()) => "it stopped".to_string(),
             }),
+            _ = failures.failed.cancelled() => None,
         };
         tracing::info!("remuda worker {worker_id}: shutting down");
         stop_claiming.cancel();
         let _ = producer.await;
         if completer_failure.is_some() {
             shared.stop_all.cancel();
+        }
+        // a background task failed: this worker cannot vouch for its jobs any more (its
+        // heartbeat may be gone): stop them now and give them back
+        let background_failure = failures.reason();
+        if background_failure.is_some() {
+            shared.fenced.store(true, Ordering::SeqCst);
+            shared.stop_all.cancel();
+            abort_all(&shared);
         }
 
         // Let running jobs finish, then stop and release the rest.
@@ -650,6 +695,11 @@ impl Worker {
         if let Some(reason) = completer_failure {
             return Err(Error::WorkerFailed(format!(
                 "worker {worker_id}: the completer failed ({reason}); its unfinished jobs will be rescued"
+            )));
+        }
+        if let Some(reason) = background_failure.or_else(|| failures.reason()) {
+            return Err(Error::WorkerFailed(format!(
+                "worker {worker_id} stopped: {reason}; its jobs were stopped and given back"
             )));
         }
         Ok(WorkerReport {

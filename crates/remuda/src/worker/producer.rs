@@ -61,6 +61,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         if stop.is_cancelled() {
             return;
         }
+        super::supervise::fault_point("producer");
         // fenced: claim nothing until the heartbeat gets through (it wakes us)
         if shared.fenced.load(Ordering::SeqCst) {
             tokio::select! {

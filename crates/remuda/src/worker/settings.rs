@@ -82,6 +82,7 @@ pub(crate) async fn refresh(shared: &Shared) {
 /// Refreshes every second and on notifications, until `stop`.
 pub(crate) async fn run(shared: std::sync::Arc<Shared>, stop: CancellationToken) {
     loop {
+        super::supervise::fault_point("settings");
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(REFRESH) => {}

@@ -1,0 +1,78 @@
+//! Supervision of a worker's background tasks (heartbeat, listener dispatch, settings,
+//! producer, maintenance). Each runs until the worker stops it; one that ends before — a
+//! panic, or a loop that returned — leaves the worker half alive, and a half-alive worker is
+//! dangerous: with a silent heartbeat its jobs would be rescued and run twice while it still
+//! runs them. So the first such failure is reported here, and the worker then stops its jobs
+//! at once, gives them back and ends with [`Error::WorkerFailed`](crate::Error::WorkerFailed).
+
+use super::lock;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// The first background failure of a worker, if any.
+#[derive(Default)]
+pub(crate) struct Failures {
+    /// Cancelled at the first failure.
+    pub failed: CancellationToken,
+    reason: Mutex<Option<String>>,
+}
+
+impl Failures {
+    /// What failed first.
+    pub fn reason(&self) -> Option<String> {
+        lock(&self.reason).clone()
+    }
+
+    fn report(&self, reason: String) {
+        let mut first = lock(&self.reason);
+        if first.is_none() {
+            tracing::error!("remuda worker: {reason}; stopping");
+            *first = Some(reason);
+        }
+        self.failed.cancel();
+    }
+}
+
+/// Spawns background task `name`, reporting to `failures` if it ends (or panics) before
+/// `stop` asked it to.
+pub(crate) fn spawn(
+    name: &'static str,
+    task: impl Future<Output = ()> + Send + 'static,
+    stop: CancellationToken,
+    failures: Arc<Failures>,
+) -> JoinHandle<()> {
+    let inner = tokio::spawn(task);
+    tokio::spawn(async move {
+        let ended = inner.await;
+        if stop.is_cancelled() {
+            return;
+        }
+        failures.report(match ended {
+            Ok(()) => format!("its {name} task ended on its own"),
+            Err(e) if e.is_panic() => {
+                let panic = e.into_panic();
+                let message = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                format!("its {name} task panicked: {message}")
+            }
+            Err(e) => format!("its {name} task failed: {e}"),
+        });
+    })
+}
+
+/// A place where a test can make background task `task` fail (see
+/// `testing::fail_background_task`); nothing at all without the `testing` feature.
+#[inline]
+pub(crate) fn fault_point(task: &'static str) {
+    #[cfg(feature = "testing")]
+    if crate::testing::background_task_should_fail(task) {
+        panic!("injected failure of the {task} task");
+    }
+    #[cfg(not(feature = "testing"))]
+    let _ = task;
+}
