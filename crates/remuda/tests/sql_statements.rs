@@ -141,8 +141,8 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         ),
         (
             "promote",
-            "int",
-            "1000",
+            "int, text, bigint",
+            "1000, 'w', 1",
             "Index Scan using jobs_pkey on jobs",
         ),
     ];

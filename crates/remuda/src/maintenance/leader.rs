@@ -1,19 +1,36 @@
-//! The leader lease: one row in `remuda.leader`, taken when free or expired, renewed by its
-//! holder each round, deleted when the holder stops cleanly.
+//! The leader lease: one row in `remuda.leader`, taken when free, expired or held by a dead
+//! worker, renewed by its holder each round, deleted when the holder stops cleanly. Each
+//! change of holder raises its term: the fencing token that every leader write checks
+//! against the row it locks, so a leader that lost the lease without knowing it writes
+//! nothing.
 
 use crate::db::Database;
 use crate::{sql, Result};
 use std::time::Duration;
 
-/// Takes or renews the lease; true when this worker holds it now.
-pub(crate) async fn elect(db: &Database, worker_id: &str, lease: Duration) -> Result<bool> {
+/// The lease as held by this worker: who and at which term. Passed to every leader write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Lease {
+    pub leader_id: String,
+    pub term: i64,
+}
+
+/// Takes or renews the lease; the lease when this worker holds it now.
+pub(crate) async fn elect(
+    db: &Database,
+    worker_id: &str,
+    lease: Duration,
+) -> Result<Option<Lease>> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::LEADER_ELECT).await?;
     let seconds = lease.as_secs_f64();
-    Ok(conn
-        .query_opt(&statement, &[&worker_id, &seconds])
-        .await?
-        .is_some())
+    let Some(row) = conn.query_opt(&statement, &[&worker_id, &seconds]).await? else {
+        return Ok(None);
+    };
+    Ok(Some(Lease {
+        leader_id: worker_id.to_string(),
+        term: row.try_get("term")?,
+    }))
 }
 
 /// Gives the lease up if this worker holds it.

@@ -2,6 +2,7 @@
 //! are woken. It reports when the next scheduled job falls due so the leader sleeps until then
 //! (bounded by the promote interval, which catches jobs scheduled by others meanwhile).
 
+use super::leader::Lease;
 use crate::db::Database;
 use crate::{sql, Result};
 use chrono::{DateTime, Utc};
@@ -11,11 +12,13 @@ use std::time::Instant;
 const BATCH: i64 = 10_000;
 
 /// Promotes every due job; returns when the next one falls due, if any is scheduled.
-pub(crate) async fn promote(db: &Database) -> Result<Option<Instant>> {
+pub(crate) async fn promote(db: &Database, lease: &Lease) -> Result<Option<Instant>> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::PROMOTE).await?;
     loop {
-        let row = conn.query_one(&statement, &[&BATCH]).await?;
+        let row = conn
+            .query_one(&statement, &[&BATCH, &lease.leader_id, &lease.term])
+            .await?;
         let promoted: i64 = row.try_get("promoted")?;
         if promoted < BATCH {
             let next: Option<DateTime<Utc>> = row.try_get("next_run_at")?;

@@ -4,6 +4,7 @@
 //! register before claiming and leave only after giving every job back. Expiry: jobs that did not start before their
 //! `expires_at` become `expired`.
 
+use super::leader::Lease;
 use crate::db::Database;
 use crate::{sql, Result};
 
@@ -12,10 +13,10 @@ const EXPIRE_BATCH: i64 = 10_000;
 
 /// Declares dead the workers silent for longer than their own `rescue_after`, rescues their
 /// jobs (quarantining crash loops) and forgets them; returns (retried, failed).
-pub(crate) async fn rescue(db: &Database) -> Result<(i64, i64)> {
+pub(crate) async fn rescue(db: &Database, lease: &Lease) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
     let mark = conn.prepare_cached(sql::MARK_DEAD).await?;
-    let rows = conn.query(&mark, &[]).await?;
+    let rows = conn.query(&mark, &[&lease.leader_id, &lease.term]).await?;
     if rows.is_empty() {
         return Ok((0, 0));
     }
@@ -29,7 +30,10 @@ pub(crate) async fn rescue(db: &Database) -> Result<(i64, i64)> {
     }
     let statement = conn.prepare_cached(sql::RESCUE).await?;
     let row = conn
-        .query_one(&statement, &[&dead, &limits, &marked_at])
+        .query_one(
+            &statement,
+            &[&dead, &limits, &marked_at, &lease.leader_id, &lease.term],
+        )
         .await?;
     let retried: i64 = row.try_get("retried")?;
     let failed: i64 = row.try_get("failed")?;
@@ -46,15 +50,15 @@ pub(crate) async fn rescue(db: &Database) -> Result<(i64, i64)> {
 }
 
 /// Expires jobs past their start deadline; returns how many.
-pub(crate) async fn expire(db: &Database) -> Result<i64> {
+pub(crate) async fn expire(db: &Database, lease: &Lease) -> Result<i64> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::EXPIRE).await?;
     let mut total = 0;
     loop {
         let expired: i64 = conn
-            .query_one(&statement, &[&EXPIRE_BATCH])
+            .query_one(&statement, &[&EXPIRE_BATCH, &lease.leader_id, &lease.term])
             .await?
-            .get("expired");
+            .try_get("expired")?;
         total += expired;
         if expired < EXPIRE_BATCH {
             return Ok(total);

@@ -43,10 +43,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "unique_scope",
         sql: include_str!("0006_unique_scope.sql"),
     },
+    Migration {
+        version: 7,
+        name: "leader_term",
+        sql: include_str!("0007_leader_term.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 6;
+pub const LATEST: i32 = 7;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

@@ -3,7 +3,15 @@
 -- what fences them: a dead worker's heartbeat (worker_heartbeat.sql) no longer succeeds, so it
 -- learns it was declared dead and stops its jobs before registering again. Cheap (the workers
 -- table is small), so the rescuer runs it every round and scans jobs only when it finds some.
+-- Only for the leader $1 at term $2 (see leader_elect.sql): the lease row is locked for the
+-- statement, so no election can slip in while it runs, and a stale leader's call does nothing.
+WITH lease AS (
+    SELECT 1 FROM remuda.leader
+    WHERE name = 'default' AND leader_id = $1 AND term = $2 AND expires_at > now()
+    FOR SHARE
+)
 UPDATE remuda.workers
 SET heartbeat_at = '-infinity'
 WHERE heartbeat_at < now() - rescue_after_ms * interval '1 millisecond'
+  AND EXISTS (SELECT 1 FROM lease)
 RETURNING id, crash_loop_limit, now() AS marked_at

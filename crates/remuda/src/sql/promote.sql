@@ -2,9 +2,15 @@
 -- next scheduled job falls due so the promoter can sleep until then.
 -- (rows found by primary key from an id array, never by a join the planner could turn into a
 -- full scan: see claim.sql)
-WITH promoted AS (
+-- Only for the leader $2 at term $3 (see leader_elect.sql): the lease row is locked for the
+-- statement, so no election can slip in while it runs, and a stale leader's call does nothing.
+WITH lease AS (
+    SELECT 1 FROM remuda.leader
+    WHERE name = 'default' AND leader_id = $2 AND term = $3 AND expires_at > now()
+    FOR SHARE
+), promoted AS (
     UPDATE remuda.jobs SET state = 'available'
-    WHERE id = ANY(ARRAY(
+    WHERE EXISTS (SELECT 1 FROM lease) AND id = ANY(ARRAY(
         SELECT id FROM remuda.jobs
         WHERE state = 'scheduled' AND run_at <= now()
         ORDER BY run_at

@@ -8,12 +8,18 @@
 -- locking subquery and the UPDATE both see the newest version), not on an older snapshot.
 -- The lost worker's late writes are then rejected by the guard of complete_jobs. Finding the
 -- jobs scans the table (no index on running jobs, see the migration): paid only when a worker died.
-WITH lost AS (
+-- Only for the leader $4 at term $5 (see leader_elect.sql): the lease row is locked for the
+-- statement, so no election can slip in while it runs, and a stale leader's call does nothing.
+WITH lease AS (
+    SELECT 1 FROM remuda.leader
+    WHERE name = 'default' AND leader_id = $4 AND term = $5 AND expires_at > now()
+    FOR SHARE
+), lost AS (
     SELECT x.id, d.worker_id, d.crash_loop_limit, d.marked_at
     FROM remuda.jobs x
     JOIN unnest($1::text[], $2::int[], $3::timestamptz[]) AS d(worker_id, crash_loop_limit, marked_at)
       ON x.worker_id = d.worker_id
-    WHERE x.state = 'running' AND x.started_at <= d.marked_at
+    WHERE x.state = 'running' AND x.started_at <= d.marked_at AND EXISTS (SELECT 1 FROM lease)
     FOR UPDATE OF x SKIP LOCKED
 ), rescued AS (
     UPDATE remuda.jobs j

@@ -1,0 +1,80 @@
+//! The lease's fencing term against a real PostgreSQL: a leader that lost the lease without
+//! knowing it writes nothing.
+
+use super::leader::{elect, Lease};
+use super::{promoter, rescuer};
+use crate::testing::TestDatabase;
+use std::time::Duration;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_leader_writes_nothing_once_another_was_elected() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms, heartbeat_at)
+         VALUES ('a', 'a', 'h', 1, '{default}', '{x}', 1, 3600000, now()),
+                ('b', 'b', 'h', 2, '{default}', '{x}', 1, 3600000, now()),
+                ('dead', 'dead', 'h', 3, '{default}', '{x}', 1, 1000, now() - interval '1 hour');
+         INSERT INTO remuda.jobs (state, queue, kind, args, run_at)
+         VALUES ('scheduled', 'default', 'x', '{}', now() - interval '1 second');",
+    )
+    .await
+    .expect("set the scene");
+    let lease = Duration::from_secs(60);
+    let first: Lease = elect(&db, "a", lease)
+        .await
+        .expect("elect")
+        .expect("a leads");
+    assert!(
+        elect(&db, "b", lease).await.expect("elect").is_none(),
+        "a holds the lease"
+    );
+    // a is cut off past its lease; b is elected meanwhile, a still believes it leads
+    conn.batch_execute("UPDATE remuda.leader SET expires_at = now() - interval '1 second'")
+        .await
+        .expect("expire a's lease");
+    let second = elect(&db, "b", lease)
+        .await
+        .expect("elect")
+        .expect("b leads");
+    assert!(second.term > first.term, "{first:?} then {second:?}");
+
+    promoter::promote(&db, &first)
+        .await
+        .expect("stale promotion");
+    rescuer::rescue(&db, &first).await.expect("stale rescue");
+    let state = |sql: &'static str| {
+        let db = db.clone();
+        async move {
+            let conn = db.conn().await.expect("conn");
+            conn.query_one(sql, &[])
+                .await
+                .expect("query")
+                .get::<_, String>(0)
+        }
+    };
+    let job = "SELECT state::text FROM remuda.jobs";
+    let verdict = "SELECT (heartbeat_at = '-infinity')::text FROM remuda.workers WHERE id = 'dead'";
+    assert_eq!(
+        state(job).await,
+        "scheduled",
+        "the stale leader promoted nothing"
+    );
+    assert_eq!(state(verdict).await, "false", "nor declared anyone dead");
+
+    promoter::promote(&db, &second).await.expect("promotion");
+    rescuer::rescue(&db, &second).await.expect("rescue");
+    assert_eq!(state(job).await, "available");
+    let gone = db
+        .conn()
+        .await
+        .expect("conn")
+        .query_opt("SELECT 1 FROM remuda.workers WHERE id = 'dead'", &[])
+        .await
+        .expect("query");
+    assert!(
+        gone.is_none(),
+        "the leader declared it dead and forgot it (no jobs)"
+    );
+}
