@@ -16,8 +16,8 @@ pub async fn database(args: &DbArgs) -> CliResult<Database> {
         resolve.url = args.database_url.clone().filter(|u| !u.is_empty());
     }
     resolve.embedded |= args.embedded;
-    let config = resolve.resolve().await?;
-    let db = Database::from_config(config, POOL_SIZE);
+    let (config, tls) = resolve.resolve_with_tls().await?;
+    let db = Database::with_tls(config, tls, POOL_SIZE)?;
     db.ping().await?;
     Ok(db)
 }

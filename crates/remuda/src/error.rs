@@ -218,6 +218,9 @@ fn connect_reason(e: &tokio_postgres::Error) -> String {
             words.push_str(&format!("; hint: {hint}"));
         }
         let advice = match db.code().code() {
+            "28000" if db.message().contains("no encryption") => {
+                "the server accepts this connection only over TLS: set sslmode=require in the URL (or verify-full with sslrootcert)"
+            }
             "3D000" => "the database does not exist: create it (createdb) or fix the name in the URL",
             "28P01" | "28000" => "authentication failed: check the user and password in the URL, and the server's pg_hba.conf",
             "53300" => "the server has no free connection slots: close idle clients or raise max_connections",
@@ -246,8 +249,11 @@ fn connect_reason(e: &tokio_postgres::Error) -> String {
         Some(std::io::ErrorKind::NotFound) => {
             "no server socket there: check that PostgreSQL is running and the host (socket directory) and port"
         }
-        _ if chain.contains("TLS") || chain.contains("tls") => {
-            "the server and client disagree on TLS: check sslmode in the URL"
+        _ if chain.contains("certificate") || chain.contains("UnknownIssuer") => {
+            "the server's TLS certificate was not accepted: with sslmode=verify-ca or verify-full, sslrootcert must name the CA that signed it, and with verify-full the certificate must name the host in the URL"
+        }
+        _ if chain.contains("TLS") || chain.contains("tls") || chain.contains("SSL") => {
+            "the server and client disagree on TLS: check sslmode in the URL (the server may not have TLS on)"
         }
         _ => "check that the server is running, or set DATABASE_URL",
     };

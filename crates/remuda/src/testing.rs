@@ -182,12 +182,20 @@ pub struct PrivateCluster {
 impl PrivateCluster {
     /// Initialises and starts a cluster with one migrated database, `remuda`.
     pub async fn start() -> Result<PrivateCluster> {
+        PrivateCluster::start_with(&crate::db::cluster::ClusterOptions::default()).await
+    }
+
+    /// [`PrivateCluster::start`] with settings of its own (TLS, a TCP port: see
+    /// [`ClusterOptions`](crate::db::cluster::ClusterOptions)).
+    pub async fn start_with(
+        options: &crate::db::cluster::ClusterOptions,
+    ) -> Result<PrivateCluster> {
         let home = std::env::temp_dir().join(format!(
             "remuda-cluster-{}-{:06x}",
             std::process::id(),
             fastrand::u32(..0x1000000)
         ));
-        let admin = crate::db::setup::start_private_cluster(&home).await?;
+        let admin = crate::db::cluster::start_private_cluster_with(&home, options).await?;
         let cluster = PrivateCluster { home, admin };
         let client = admin_client(&cluster.admin).await?;
         client.batch_execute("CREATE DATABASE remuda").await?;

@@ -167,7 +167,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     let mut handles = Vec::new();
     let drain_start = Instant::now();
     for _ in 0..args.workers {
-        let own = Client::new(Database::from_config(db.config().clone(), 8));
+        let own = Client::new(db.sibling(8));
         let worker = Worker::new(own)
             .config(WorkerConfig {
                 queues: queues.clone(),

@@ -227,7 +227,7 @@ async fn demo(database: remuda::Database, args: DemoArgs) -> CliResult<u8> {
     let mut stats = Vec::new();
     let drain_start = Instant::now();
     for _ in 0..args.workers.max(1) {
-        let own = Client::new(remuda::Database::from_config(database.config().clone(), 8));
+        let own = Client::new(database.sibling(8));
         let w = worker(own, args.concurrency);
         stats.push(w.stats());
         let token = stop.clone();

@@ -33,7 +33,7 @@ pub async fn create(admin: &Database, suffix: &str, pool: usize) -> CliResult<Da
         .map_err(|e| CliError::Remuda(e.into()))?;
     let mut config = admin.config().clone();
     config.dbname(&scratch);
-    let db = Database::from_config(config, pool);
+    let db = Database::with_tls(config, admin.tls().clone(), pool)?;
     remuda::migrate::run(&db).await?;
     Ok(db)
 }

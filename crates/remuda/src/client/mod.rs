@@ -180,6 +180,7 @@ impl Client {
         self.inner.listener.get_or_init(|| {
             Listener::start(
                 self.inner.db.config().clone(),
+                self.inner.db.tls().clone(),
                 self.inner.stop.child_token(),
             )
         })

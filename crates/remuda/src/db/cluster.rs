@@ -127,8 +127,35 @@ fn chown(path: &Path, owner: &Option<nix::unistd::User>) -> Result<()> {
     Ok(())
 }
 
+/// How a private cluster is set up when it is first made (tests use it for TLS and TCP).
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// The port: of its socket, and of TCP when `extra_settings` opens `listen_addresses`.
+    pub port: u16,
+    /// More `postgresql.conf` lines (`ssl = on`, `listen_addresses = '127.0.0.1'`).
+    pub extra_settings: String,
+    /// Files written into the data directory, readable by the server only (certificates and
+    /// keys, a `pg_hba.conf` replacing initdb's).
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            port: 5432,
+            extra_settings: String::new(),
+            files: Vec::new(),
+        }
+    }
+}
+
 /// Starts (or reuses) the private cluster under `home` and returns the admin connection.
 pub async fn start_private_cluster(home: &Path) -> Result<Config> {
+    start_private_cluster_with(home, &ClusterOptions::default()).await
+}
+
+/// [`start_private_cluster`] with the set-up of a new cluster given.
+pub async fn start_private_cluster_with(home: &Path, options: &ClusterOptions) -> Result<Config> {
     let home = std::path::absolute(home)
         .map_err(|e| Error::Setup(format!("bad REMUDA_HOME {}: {e}", home.display())))?;
     let data = home.join("pg");
@@ -136,7 +163,7 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
     let mut config = Config::new();
     config
         .host_path(&run)
-        .port(5432)
+        .port(options.port)
         .user("remuda")
         .dbname("postgres")
         .connect_timeout(Duration::from_secs(5));
@@ -198,9 +225,20 @@ pub async fn start_private_cluster(home: &Path) -> Result<Config> {
         .await?;
         let settings = format!(
             "\n# written by remuda: a private cluster reached only through its socket\n\
-             listen_addresses = ''\nunix_socket_directories = '{}'\nport = 5432\nmax_connections = 200\n",
-            run.to_string_lossy().replace('\'', "''")
+             listen_addresses = ''\nunix_socket_directories = '{}'\nport = {}\nmax_connections = 200\n{}\n",
+            run.to_string_lossy().replace('\'', "''"),
+            options.port,
+            options.extra_settings
         );
+        for (name, contents) in &options.files {
+            let path = data.join(name);
+            std::fs::write(&path, contents)
+                .map_err(|e| Error::Setup(format!("cannot write {}: {e}", path.display())))?;
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| Error::Setup(format!("cannot protect {}: {e}", path.display())))?;
+            chown(&path, &owner)?;
+        }
         use std::io::Write;
         std::fs::OpenOptions::new()
             .append(true)

@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast;
-use tokio_postgres::{AsyncMessage, Config, NoTls};
+use tokio_postgres::{AsyncMessage, Config};
 use tokio_util::sync::CancellationToken;
 
 /// Channels remuda listens on.
@@ -41,11 +41,11 @@ pub(crate) struct Listener {
 
 impl Listener {
     /// Starts listening in the background until `stop` is cancelled.
-    pub(crate) fn start(config: Config, stop: CancellationToken) -> Listener {
+    pub(crate) fn start(config: Config, tls: super::tls::Tls, stop: CancellationToken) -> Listener {
         let (events, _) = broadcast::channel(4096);
         let (ready_tx, ready) = tokio::sync::watch::channel(false);
         let sender = events.clone();
-        tokio::spawn(async move { run(config, sender, ready_tx, stop).await });
+        tokio::spawn(async move { run(config, tls, sender, ready_tx, stop).await });
         Listener { events, ready }
     }
 
@@ -65,17 +65,30 @@ impl Listener {
 
 async fn run(
     config: Config,
+    tls: super::tls::Tls,
     events: broadcast::Sender<Event>,
     ready: tokio::sync::watch::Sender<bool>,
     stop: CancellationToken,
 ) {
+    // the pool checked these settings when it was made (Database::with_tls)
+    let tls = if tls.applies_to(&config) {
+        match tls.connector() {
+            Ok(connector) => Some(connector),
+            Err(e) => {
+                tracing::error!("remuda listener: cannot set up TLS: {e}");
+                return;
+            }
+        }
+    } else {
+        None
+    };
     let mut backoff = Duration::from_millis(50);
     let mut connected_before = false;
     loop {
         if stop.is_cancelled() {
             return;
         }
-        let result = listen_once(&config, &events, &ready, &stop).await;
+        let result = listen_once(&config, &tls, &events, &ready, &stop).await;
         if ready.send_replace(false) {
             // it was listening: a fresh failure, not one more in a row
             backoff = Duration::from_millis(50);
@@ -102,11 +115,35 @@ async fn run(
 /// One connection's life: returns Ok when stopped, Err when the connection failed.
 async fn listen_once(
     config: &Config,
+    tls: &Option<tokio_postgres_rustls::MakeRustlsConnect>,
     events: &broadcast::Sender<Event>,
     ready: &tokio::sync::watch::Sender<bool>,
     stop: &CancellationToken,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    match tls {
+        Some(tls) => {
+            let (client, connection) = config.connect(tls.clone()).await?;
+            listen_on(client, connection, events, ready, stop).await
+        }
+        None => {
+            let (client, connection) = config.connect(tokio_postgres::NoTls).await?;
+            listen_on(client, connection, events, ready, stop).await
+        }
+    }
+}
+
+/// Listens on one connection until it fails or `stop`.
+async fn listen_on<S, T>(
+    client: tokio_postgres::Client,
+    mut connection: tokio_postgres::Connection<S, T>,
+    events: &broadcast::Sender<Event>,
+    ready: &tokio::sync::watch::Sender<bool>,
+    stop: &CancellationToken,
+) -> Result<(), tokio_postgres::Error>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));

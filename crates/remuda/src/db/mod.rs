@@ -7,6 +7,7 @@ mod jsonb;
 pub(crate) mod listener;
 pub mod setup;
 mod tid;
+pub mod tls;
 
 pub use jsonb::Jsonb;
 pub(crate) use tid::Tid;
@@ -23,6 +24,7 @@ use tokio_postgres::{Config, NoTls};
 pub struct Database {
     pool: Pool,
     config: Arc<Config>,
+    tls: Arc<tls::Tls>,
     target: Arc<str>,
 }
 
@@ -50,13 +52,27 @@ pub const POOL_CREATE_TIMEOUT: Duration = Duration::from_secs(15);
 impl Database {
     /// A pool for a connection string (`postgres://…` URL or `key=value` form). Connects
     /// lazily; call [`Database::ping`] to find out now whether the server answers.
+    /// `sslmode` and `sslrootcert` are honoured as libpq does (see [`tls`]).
     pub fn new(conninfo: &str, pool_size: usize) -> Result<Self> {
-        let config: Config = conninfo.parse().map_err(|e| {
-            Error::InvalidInput(format!(
-                "invalid database URL: {e}. Expected postgres://user@host:port/dbname or host=… dbname=…"
-            ))
-        })?;
-        Ok(Database::from_config(config, pool_size))
+        let (config, tls) = tls::parse(conninfo)?;
+        Database::with_tls(config, tls, pool_size)
+    }
+
+    /// A pool for a parsed configuration and its TLS settings; fails when the TLS settings
+    /// cannot be used (an `sslrootcert` that cannot be read).
+    pub fn with_tls(config: Config, tls: tls::Tls, pool_size: usize) -> Result<Self> {
+        tls.connector()?;
+        Ok(Database::build(config, tls, pool_size))
+    }
+
+    /// Another pool to the same database with the same settings (a worker's own pool).
+    pub fn sibling(&self, pool_size: usize) -> Database {
+        Database::build((*self.config).clone(), (*self.tls).clone(), pool_size)
+    }
+
+    /// The TLS settings of this database's connections.
+    pub fn tls(&self) -> &tls::Tls {
+        &self.tls
     }
 
     /// A pool for a parsed configuration.
@@ -74,7 +90,11 @@ impl Database {
     /// - `jit = off`: every statement here touches few rows, and `enable_sort = off` makes any
     ///   plan with a sort look expensive enough to compile: measured, a rescue of six jobs
     ///   spent 700 ms in JIT compilation instead of a millisecond of work.
-    pub fn from_config(mut config: Config, pool_size: usize) -> Self {
+    pub fn from_config(config: Config, pool_size: usize) -> Self {
+        Database::build(config, tls::Tls::default(), pool_size)
+    }
+
+    fn build(mut config: Config, tls: tls::Tls, pool_size: usize) -> Self {
         let options = match config.get_options() {
             Some(existing) if existing.contains(SESSION_OPTIONS) => existing.to_string(),
             Some(existing) if !existing.is_empty() => format!("{existing} {SESSION_OPTIONS}"),
@@ -97,13 +117,20 @@ impl Database {
             config.tcp_user_timeout(Duration::from_secs(30));
         }
         let target = describe(&config);
-        let manager = Manager::from_config(
-            config.clone(),
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = || ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let connector = if tls.applies_to(&config) {
+            tls.connector()
+        } else {
+            Err(Error::InvalidInput("no TLS here".into()))
+        };
+        let manager = match connector {
+            Ok(connector) => Manager::from_config(config.clone(), connector, manager_config()),
+            // no TLS for this connection (sslmode=disable, a Unix socket); a connector that
+            // cannot be made was refused by with_tls already
+            Err(_) => Manager::from_config(config.clone(), NoTls, manager_config()),
+        };
         // a call never waits forever: for a free connection (all busy: a leak, or a pool too
         // small for the load) or for a new one (a server that accepts but never answers)
         let pool = Pool::builder(manager)
@@ -116,6 +143,7 @@ impl Database {
         Database {
             pool,
             config: Arc::new(config),
+            tls: Arc::new(tls),
             target: target.into(),
         }
     }

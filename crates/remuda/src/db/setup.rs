@@ -47,13 +47,20 @@ impl Resolve {
 
     /// The connection to use, setting up the database (and the private cluster) if needed.
     pub async fn resolve(&self) -> Result<Config> {
+        Ok(self.resolve_with_tls().await?.0)
+    }
+
+    /// [`Resolve::resolve`], with the TLS settings of the URL (`sslmode`, `sslrootcert`).
+    pub async fn resolve_with_tls(&self) -> Result<(Config, super::tls::Tls)> {
         let dbname = self.dbname.as_deref().unwrap_or(DEFAULT_DBNAME);
         if let Some(url) = &self.url {
-            let config: Config = url.parse().map_err(|e| {
+            let (config, tls) = super::tls::parse(url).map_err(|e| {
                 Error::InvalidInput(format!(
-                    "invalid DATABASE_URL: {e}{}. Expected postgres://user@host:port/dbname?sslmode=…",
+                    "{e}{}",
                     unknown_parameter(url)
-                        .map(|p| format!(" (the parameter {p:?} is not one PostgreSQL connections take)"))
+                        .map(|p| format!(
+                            " (the parameter {p:?} is not one PostgreSQL connections take)"
+                        ))
                         .unwrap_or_default()
                 ))
             })?;
@@ -61,7 +68,7 @@ impl Resolve {
                 "database: {} (from the URL given)",
                 crate::db::describe(&config)
             );
-            return Ok(config);
+            return Ok((config, tls));
         }
         if !self.embedded {
             if let Some(admin) = find_local_server().await {
@@ -72,7 +79,7 @@ impl Resolve {
                     "database: {} (no URL given: the local server that let us in)",
                     crate::db::describe(&config)
                 );
-                return Ok(config);
+                return Ok((config, Default::default()));
             }
         }
         let home = match &self.home {
@@ -81,7 +88,7 @@ impl Resolve {
                 .map_err(|e| Error::Setup(format!("cannot read the current directory: {e}")))?
                 .join(".remuda"),
         };
-        private_cluster(&home, dbname).await
+        Ok((private_cluster(&home, dbname).await?, Default::default()))
     }
 }
 

@@ -443,10 +443,7 @@ impl Worker {
         self.client.check().await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
-        let db = crate::db::Database::from_config(
-            self.client.database().config().clone(),
-            WORKER_POOL_SIZE,
-        );
+        let db = self.client.database().sibling(WORKER_POOL_SIZE);
         let host = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())
