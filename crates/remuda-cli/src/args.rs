@@ -9,11 +9,25 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(flatten)]
     pub db: DbArgs,
-    /// More log output (-v info, -vv debug), on stderr.
+    /// More log output (-v info, -vv debug), on stderr. RUST_LOG (`warn`,
+    /// `remuda=debug,info`), when set, chooses instead.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// How log lines are written: text for people, or json (one object per line, with the
+    /// job id, kind, attempt and worker as fields) for log collectors.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Where the database is.

@@ -60,7 +60,14 @@ fn main() -> ExitCode {
         }
     };
     let worker = matches!(cli.command, args::Command::Worker(_));
-    init_logging(cli.verbose, worker);
+    if let Err(e) = init_logging(cli.verbose, worker, cli.log_format) {
+        if json {
+            output::print_error_json("BAD_INPUT", &e);
+        } else {
+            eprintln!("error: {e}");
+        }
+        return ExitCode::from(2);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -87,17 +94,39 @@ fn main() -> ExitCode {
 /// Logs go to stderr: warnings, and for a worker what it is doing (leadership, shutdown);
 /// `-v` shows more (for a worker, one line per job start and end with its outcome and
 /// duration). Colours only when stderr is a terminal.
-fn init_logging(verbose: u8, worker: bool) {
+fn init_logging(verbose: u8, worker: bool, format: args::LogFormat) -> Result<(), String> {
     use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = match verbose + u8::from(worker) {
         0 => tracing::Level::WARN,
         1 => tracing::Level::INFO,
         _ => tracing::Level::DEBUG,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_target(false)
-        .try_init();
+    let filter = match std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty()) {
+        Some(spec) => spec.parse::<tracing_subscriber::filter::Targets>().map_err(|e| {
+            format!("RUST_LOG={spec:?} is not a log filter ({e}): write levels like warn, or remuda=debug,info")
+        })?,
+        None => tracing_subscriber::filter::Targets::new().with_default(level),
+    };
+    let registry = tracing_subscriber::registry().with(filter);
+    let _ = match format {
+        args::LogFormat::Text => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_target(false),
+            )
+            .try_init(),
+        args::LogFormat::Json => registry
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .json()
+                    .with_writer(std::io::stderr)
+                    .with_current_span(false),
+            )
+            .try_init(),
+    };
+    Ok(())
 }

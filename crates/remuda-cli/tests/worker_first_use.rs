@@ -446,3 +446,47 @@ async fn a_verbose_worker_logs_each_job_with_its_outcome_and_duration() {
     );
     assert!(log.contains("job started"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_carry_the_job_as_fields_and_rust_log_filters_them() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write("remuda.toml", &format!("{FAST}\n[tasks.ping]\nbuiltin = \"noop\"\n"));
+    let id = enqueue(&db, &["ping"]).await;
+    let run = |env: Option<&'static str>, extra: &'static [&'static str]| {
+        let mut command = tokio::process::Command::new(BIN);
+        command
+            .args(["--database-url", db.conninfo(), "worker", "--once", "--config"])
+            .arg(&config)
+            .args(extra)
+            .env_remove("DATABASE_URL")
+            .env_remove("RUST_LOG");
+        if let Some(filter) = env {
+            command.env("RUST_LOG", filter);
+        }
+        command.output()
+    };
+    let output = run(Some("remuda=debug"), &["--log-format", "json"]).await.expect("run");
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let events: Vec<serde_json::Value> = stderr(&output)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l}")))
+        .collect();
+    let ended = events
+        .iter()
+        .find(|e| e["fields"]["message"] == "job ended")
+        .unwrap_or_else(|| panic!("no job line in {events:?}"));
+    assert_eq!(ended["fields"]["job"], id);
+    assert_eq!(ended["fields"]["kind"], "ping");
+    assert_eq!(ended["fields"]["attempt"], 1);
+    assert!(ended["fields"]["worker"].as_str().is_some_and(|w| !w.is_empty()), "{ended}");
+
+    enqueue(&db, &["ping"]).await;
+    let quiet = run(Some("error"), &["-vv"]).await.expect("run");
+    assert_eq!(code(&quiet), 0);
+    assert!(!stderr(&quiet).contains("job ended"), "RUST_LOG wins over -v: {}", stderr(&quiet));
+    let bad = run(Some("remuda=loud"), &[]).await.expect("run");
+    assert_eq!(code(&bad), 2);
+    assert!(stderr(&bad).contains("RUST_LOG"), "{}", stderr(&bad));
+}

@@ -68,7 +68,7 @@ pub(crate) async fn execute(
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     let began = std::time::Instant::now();
-    tracing::debug!(job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, "job started");
+    tracing::debug!(job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
     // the call itself inside catch_unwind too: a task may panic before returning its future
     let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
     let grace = shared.config.cancel_grace;
@@ -129,6 +129,7 @@ pub(crate) async fn execute(
         job = job.id,
         kind = %job.kind,
         attempt = job.attempt,
+        worker = %shared.worker_id,
         outcome = %ended,
         ms = began.elapsed().as_millis() as u64,
         "job ended"
