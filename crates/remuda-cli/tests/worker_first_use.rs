@@ -451,12 +451,21 @@ async fn a_verbose_worker_logs_each_job_with_its_outcome_and_duration() {
 async fn json_logs_carry_the_job_as_fields_and_rust_log_filters_them() {
     let db = migrated().await;
     let dir = TempDir::new();
-    let config = dir.write("remuda.toml", &format!("{FAST}\n[tasks.ping]\nbuiltin = \"noop\"\n"));
+    let config = dir.write(
+        "remuda.toml",
+        &format!("{FAST}\n[tasks.ping]\nbuiltin = \"noop\"\n"),
+    );
     let id = enqueue(&db, &["ping"]).await;
     let run = |env: Option<&'static str>, extra: &'static [&'static str]| {
         let mut command = tokio::process::Command::new(BIN);
         command
-            .args(["--database-url", db.conninfo(), "worker", "--once", "--config"])
+            .args([
+                "--database-url",
+                db.conninfo(),
+                "worker",
+                "--once",
+                "--config",
+            ])
             .arg(&config)
             .args(extra)
             .env_remove("DATABASE_URL")
@@ -466,7 +475,9 @@ async fn json_logs_carry_the_job_as_fields_and_rust_log_filters_them() {
         }
         command.output()
     };
-    let output = run(Some("remuda=debug"), &["--log-format", "json"]).await.expect("run");
+    let output = run(Some("remuda=debug"), &["--log-format", "json"])
+        .await
+        .expect("run");
     assert_eq!(code(&output), 0, "{}", stderr(&output));
     let events: Vec<serde_json::Value> = stderr(&output)
         .lines()
@@ -480,12 +491,21 @@ async fn json_logs_carry_the_job_as_fields_and_rust_log_filters_them() {
     assert_eq!(ended["fields"]["job"], id);
     assert_eq!(ended["fields"]["kind"], "ping");
     assert_eq!(ended["fields"]["attempt"], 1);
-    assert!(ended["fields"]["worker"].as_str().is_some_and(|w| !w.is_empty()), "{ended}");
+    assert!(
+        ended["fields"]["worker"]
+            .as_str()
+            .is_some_and(|w| !w.is_empty()),
+        "{ended}"
+    );
 
     enqueue(&db, &["ping"]).await;
     let quiet = run(Some("error"), &["-vv"]).await.expect("run");
     assert_eq!(code(&quiet), 0);
-    assert!(!stderr(&quiet).contains("job ended"), "RUST_LOG wins over -v: {}", stderr(&quiet));
+    assert!(
+        !stderr(&quiet).contains("job ended"),
+        "RUST_LOG wins over -v: {}",
+        stderr(&quiet)
+    );
     let bad = run(Some("remuda=loud"), &[]).await.expect("run");
     assert_eq!(code(&bad), 2);
     assert!(stderr(&bad).contains("RUST_LOG"), "{}", stderr(&bad));

@@ -48,9 +48,11 @@ impl SslMode {
             "require" => SslMode::Require,
             "verify-ca" => SslMode::VerifyCa,
             "verify-full" => SslMode::VerifyFull,
-            other => return Err(Error::InvalidInput(format!(
+            other => {
+                return Err(Error::InvalidInput(format!(
                 "invalid sslmode {other:?}: use disable, prefer, require, verify-ca or verify-full"
-            ))),
+            )))
+            }
         })
     }
 }
