@@ -333,6 +333,14 @@ workdir = \"work\"
 command = [\"sh\", \"-c\", \"echo hi\"]
 workdir = \"/surely/not/here\"
 
+[tasks.termed]
+command = [\"sh\", \"-c\", \"cat >/dev/null; kill -TERM $$\"]
+max_attempts = 1
+
+[tasks.piped]
+command = [\"sh\", \"-c\", \"cat >/dev/null; kill -PIPE $$\"]
+max_attempts = 1
+
 [tasks.bignum]
 command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{{\\\"n\\\": 123456789012345678901234567890.10}}'\"]
 "
@@ -341,6 +349,8 @@ command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{{\\\"n\\\": 1234567890123456
     let greet = enqueue(&db, &["greet"]).await;
     let lost = enqueue(&db, &["lost"]).await;
     let bignum = enqueue(&db, &["bignum"]).await;
+    let termed = enqueue(&db, &["termed"]).await;
+    let piped = enqueue(&db, &["piped"]).await;
     // started from another directory than the config's
     let worker = WorkerProcess::start(&db, &config);
     let greeted = wait_for_state(
@@ -358,6 +368,11 @@ command = [\"sh\", \"-c\", \"cat >/dev/null; echo '{{\\\"n\\\": 1234567890123456
         shown.contains("123456789012345678901234567890.10"),
         "a command's output is kept exactly: {shown}"
     );
+    // a command's death by a signal passes through its supervisor as it was
+    for (id, code) in [(termed, "SIGNAL_15"), (piped, "SIGNAL_13")] {
+        let job = wait_for_state(&db, id, &["failed"], Duration::from_secs(20)).await;
+        assert_eq!(job["errors"][0]["code"], code, "{job}");
+    }
     let lost = wait_for_state(&db, lost, &["scheduled", "failed"], Duration::from_secs(20)).await;
     let message = lost["errors"][0]["message"].as_str().unwrap_or_default();
     assert!(

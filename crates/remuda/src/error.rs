@@ -107,19 +107,16 @@ impl Error {
         }
     }
 
-    /// True when a statement may have been carried out although its answer never came: the
-    /// connection failed while it was in flight. A statement that got an error back from the
-    /// server (it has a SQLSTATE) was rolled back, and one that never got a connection was
-    /// never sent: neither leaves anything behind.
+    /// True when a statement may have been carried out although its caller cannot know
+    /// what it did: the connection failed while it was in flight, or its answer could not be
+    /// read. Only two failures are certain to have left nothing behind: an error the server
+    /// answered with (it has a SQLSTATE: the statement was rolled back), and a connection
+    /// never obtained (the statement was never sent).
     pub fn outcome_unknown(&self) -> bool {
         match self {
-            Error::Db(e) => {
-                e.code().is_none()
-                    && (e.is_closed()
-                        || std::error::Error::source(e)
-                            .is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some()))
-            }
-            _ => false,
+            Error::Db(e) => e.code().is_none(),
+            Error::Unreachable { .. } | Error::Pool(_) => false,
+            _ => true,
         }
     }
 

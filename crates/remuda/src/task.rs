@@ -78,6 +78,9 @@ pub struct JobContext {
     pub max_attempts: i32,
     /// The worker running it.
     pub worker_id: Arc<str>,
+    /// This attempt's time limit (the job's own, else its kind's), if any: the worker stops
+    /// the attempt with `TIMEOUT` when it runs out. Tasks that call out (HTTP) may pass it on.
+    pub timeout: Option<std::time::Duration>,
     /// Fires when the attempt must stop: the job was cancelled, the worker is shutting down,
     /// or it lost contact with the database for too long. A task that ignores it is
     /// aborted after the worker's `cancel_grace`.

@@ -189,6 +189,12 @@ async fn each_sslmode_connects_or_refuses_as_libpq_does() {
         .expect_err("no root file");
     assert!(err.to_string().contains("/surely/not/here.pem"), "{err}");
 
+    // a Unix socket never uses TLS, whatever the mode asks
+    let socket = format!("{} sslmode=require", cluster.conninfo());
+    Client::connect(&socket)
+        .await
+        .expect("require over the socket connects without TLS");
+
     drop(cluster);
     let _ = std::fs::remove_dir_all(&dir);
 }

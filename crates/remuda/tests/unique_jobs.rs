@@ -225,3 +225,27 @@ async fn unique_by_args_compares_json_values() {
         .expect_err("empty key");
     assert!(err.to_string().contains("non-empty key"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_key_in_two_kinds_of_one_batch_is_told_apart() {
+    let (_db, client) = common::setup().await;
+    let held = client
+        .insert(remuda::NewJob::new("x", &1).expect("job").unique_key("k"))
+        .await
+        .expect("first x");
+    let batch = [
+        remuda::NewJob::new("x", &2).expect("job").unique_key("k"),
+        remuda::NewJob::new("y", &3).expect("job").unique_key("k"),
+    ];
+    let inserted = client.insert_each(&batch).await.expect("batch");
+    assert!(inserted[0].duplicate, "{inserted:?}");
+    assert_eq!(inserted[0].id, held, "the x job holding the key");
+    assert!(!inserted[1].duplicate, "{inserted:?}");
+    assert_ne!(inserted[1].id, held);
+    let y = client
+        .job(inserted[1].id)
+        .await
+        .expect("lookup")
+        .expect("exists");
+    assert_eq!(y.kind, "y");
+}

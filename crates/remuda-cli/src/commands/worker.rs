@@ -113,10 +113,6 @@ pub fn build(client: remuda::Client, config: &Config, settings: WorkerConfig) ->
                 headers,
                 client: http.clone(),
                 max_output: max_payload,
-                request_timeout: task
-                    .timeout
-                    .is_none()
-                    .then_some(crate::executors::http::REQUEST_TIMEOUT),
             }),
             Runner::Builtin(_) => Arc::new(Noop),
         };

@@ -215,7 +215,14 @@ impl CommandTask {
                 ));
             }
         }
-        if find_program(&self.argv[0], self.workdir.as_deref()).is_none() {
+        // the PATH the command will have: its own env's, else the worker's
+        let path = self
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map(|(_, v)| std::ffi::OsString::from(v))
+            .or_else(|| std::env::var_os("PATH"));
+        if find_program(&self.argv[0], self.workdir.as_deref(), path).is_none() {
             return failed(format!(
                 "cannot run {:?}: no such program{}. Check the command in the worker config",
                 self.argv[0],
@@ -231,8 +238,12 @@ impl CommandTask {
 }
 
 /// Where `program` is: itself (against `workdir` when relative) if it names a path, else the
-/// first match on `PATH`.
-fn find_program(program: &str, workdir: Option<&str>) -> Option<std::path::PathBuf> {
+/// first match on `path` (the command's `PATH`).
+fn find_program(
+    program: &str,
+    workdir: Option<&str>,
+    path: Option<std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
     if program.contains('/') {
         let path = match workdir {
             Some(dir) if !program.starts_with('/') => std::path::Path::new(dir).join(program),
@@ -240,7 +251,7 @@ fn find_program(program: &str, workdir: Option<&str>) -> Option<std::path::PathB
         };
         return path.is_file().then_some(path);
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
+    std::env::split_paths(&path?)
         .map(|dir| dir.join(program))
         .find(|path| path.is_file())
 }

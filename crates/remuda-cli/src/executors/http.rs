@@ -15,9 +15,10 @@ const BODY_IN_MESSAGE: usize = 2000;
 /// drops packets fails with `HTTP_CONNECT` in seconds, whatever the task's timeout.
 pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
-/// Longest a request of a kind without a `timeout` may take, headers and body: an endpoint
-/// that never answers fails the attempt with `HTTP_ERROR` instead of holding its slot
-/// forever. A kind with a `timeout` is limited by that instead.
+/// Longest a request of an attempt without a timeout (neither the job's nor its kind's) may
+/// take, headers and body: an endpoint that never answers fails the attempt with
+/// `HTTP_ERROR` instead of holding its slot forever. An attempt with a timeout is limited by
+/// that instead.
 pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// An endpoint called once per job.
@@ -30,8 +31,6 @@ pub struct HttpTask {
     pub client: reqwest::Client,
     /// Largest response body accepted as a result.
     pub max_output: usize,
-    /// The request's own limit ([`REQUEST_TIMEOUT`] when the kind has no timeout).
-    pub request_timeout: Option<std::time::Duration>,
 }
 
 impl DynTask for HttpTask {
@@ -55,9 +54,7 @@ impl HttpTask {
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
-        if let Some(limit) = self.request_timeout {
-            request = request.timeout(limit);
-        }
+        request = request.timeout(ctx.timeout.unwrap_or(REQUEST_TIMEOUT));
         let mut response = request
             .body(job_document(&ctx, &args))
             .send()

@@ -74,6 +74,7 @@ mod tests {
             attempt: 2,
             max_attempts: 5,
             worker_id: "w".into(),
+            timeout: None,
             cancel: Default::default(),
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));

@@ -11,8 +11,8 @@
 //! - it survives the SIGTERM the worker sends to the group on cancel or shutdown (the command
 //!   gets it and decides), and dies with the group's SIGKILL;
 //! - it ends as the command ended: the same exit code, or killed by the same signal (it
-//!   re-executes itself as `__remuda-raise <n>`, whose fresh signal dispositions let it die of
-//!   the signal the command died of, SIGTERM included).
+//!   replaces itself with `sh -c 'kill -N $$'`, whose signal dispositions are the defaults, so
+//!   it dies of the signal the command died of, SIGTERM and SIGPIPE included).
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{getpgrp, getppid, Pid};
@@ -20,8 +20,6 @@ use std::process::ExitCode;
 
 /// First argument of a supervisor process.
 pub const SUPERVISE: &str = "__remuda-supervise";
-/// First argument of the short-lived image that dies of the command's signal.
-const RAISE: &str = "__remuda-raise";
 /// Exit code when the supervisor itself cannot start the command.
 const CANNOT_START: u8 = 127;
 
@@ -32,25 +30,12 @@ pub fn command_line(worker: u32, argv: &[String]) -> Vec<String> {
     line
 }
 
-/// Runs the supervisor (or the signal-raising image) when this process was started as one;
+/// Runs the supervisor when this process was started as one;
 /// `None` for every other invocation of the binary.
 pub fn run_if_asked() -> Option<ExitCode> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some(SUPERVISE) => Some(supervise(&args[2..])),
-        Some(RAISE) => {
-            let signal = args
-                .get(2)
-                .and_then(|n| n.parse::<i32>().ok())
-                .and_then(|n| Signal::try_from(n).ok());
-            if let Some(signal) = signal {
-                let _ = nix::sys::signal::raise(signal);
-            }
-            // a signal that does not end a process: end as a shell reports it
-            Some(ExitCode::from(128u8.wrapping_add(
-                signal.map_or(0, |s| s as i32).clamp(0, 127) as u8,
-            )))
-        }
         _ => None,
     }
 }
@@ -137,15 +122,12 @@ fn end_like(status: std::io::Result<std::process::ExitStatus>) -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(CANNOT_START));
     }
     let signal = status.signal().unwrap_or(Signal::SIGKILL as i32);
-    // our own handlers would catch the signal: a fresh image of this binary has none
-    if let Ok(exe) = std::env::current_exe() {
-        let program = std::ffi::CString::new(exe.as_os_str().as_encoded_bytes());
-        let args = [RAISE.to_string(), signal.to_string()]
-            .map(|a| std::ffi::CString::new(a).unwrap_or_default());
-        if let Ok(program) = program {
-            let argv = [program.clone(), args[0].clone(), args[1].clone()];
-            let _ = nix::unistd::execv(&program, &argv);
-        }
-    }
+    // our own handlers would catch the signal, and Rust ignores SIGPIPE: a shell started by
+    // std's exec (which restores SIGPIPE's default) has neither, and keeps our pid
+    use std::os::unix::process::CommandExt;
+    let error = std::process::Command::new("/bin/sh")
+        .args(["-c", "kill -$0 $$", &signal.to_string()])
+        .exec();
+    eprintln!("{SUPERVISE}: cannot end as the command did (signal {signal}): {error}");
     ExitCode::from(128u8.wrapping_add(signal.clamp(0, 127) as u8))
 }

@@ -542,8 +542,13 @@ async fn insert_unique<C: GenericClient>(
         let mut returned = rows.iter().peekable();
         let mut duplicates: Vec<(usize, String)> = Vec::new();
         for &i in &pending {
+            // the same key may be held in another scope (kind, queue): compare all of it
             let matches = match returned.peek() {
-                Some(row) => row.try_get::<_, Option<String>>(1)? == keys[i],
+                Some(row) => {
+                    row.try_get::<_, Option<String>>(1)? == keys[i]
+                        && row.try_get::<_, String>(2)? == jobs[i].kind
+                        && row.try_get::<_, String>(3)? == jobs[i].unique_queue().unwrap_or("")
+                }
                 None => false,
             };
             match (matches, &keys[i]) {

@@ -91,7 +91,8 @@ impl Database {
     ///   plan with a sort look expensive enough to compile: measured, a rescue of six jobs
     ///   spent 700 ms in JIT compilation instead of a millisecond of work.
     pub fn from_config(config: Config, pool_size: usize) -> Self {
-        Database::build(config, tls::Tls::default(), pool_size)
+        let tls = tls::Tls::of(&config);
+        Database::build(config, tls, pool_size)
     }
 
     fn build(mut config: Config, tls: tls::Tls, pool_size: usize) -> Self {
@@ -123,6 +124,8 @@ impl Database {
         let connector = if tls.applies_to(&config) {
             tls.connector()
         } else {
+            // a Unix socket offers no TLS: never ask for it there, whatever the mode
+            config.ssl_mode(tokio_postgres::config::SslMode::Disable);
             Err(Error::InvalidInput("no TLS here".into()))
         };
         let manager = match connector {

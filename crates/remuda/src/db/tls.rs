@@ -76,11 +76,12 @@ pub fn parse(conninfo: &str) -> Result<(Config, Tls)> {
             "invalid database URL: {e}. Expected postgres://user@host:port/dbname?sslmode=… or host=… dbname=…"
         ))
     })?;
-    config.ssl_mode(match tls.mode {
-        SslMode::Disable => DriverMode::Disable,
-        SslMode::Prefer => DriverMode::Prefer,
-        _ => DriverMode::Require,
-    });
+    if tls.mode == SslMode::VerifyCa && tls.root_cert.is_none() {
+        return Err(Error::InvalidInput(
+            "sslmode=verify-ca needs sslrootcert (the PEM file of the CA that signed the server's certificate): without a root of your own, any publicly issued certificate would pass, whatever name it bears".into(),
+        ));
+    }
+    config.ssl_mode(tls.driver_mode());
     Ok((config, tls))
 }
 
@@ -154,7 +155,15 @@ fn split_words(text: &str) -> Vec<String> {
     if !word.is_empty() {
         words.push(word);
     }
-    words
+    // `key = value` is as good as `key=value`
+    let mut joined: Vec<String> = Vec::with_capacity(words.len());
+    for word in words {
+        match joined.last_mut() {
+            Some(last) if last.ends_with('=') || word.starts_with('=') => last.push_str(&word),
+            _ => joined.push(word),
+        }
+    }
+    joined
 }
 
 fn percent_decode(text: &str) -> String {
@@ -178,6 +187,28 @@ fn percent_decode(text: &str) -> String {
 }
 
 impl Tls {
+    /// The TLS settings a driver configuration already holds (disable, prefer or require,
+    /// nothing verified): for a configuration built without a connection string.
+    pub fn of(config: &Config) -> Tls {
+        Tls {
+            mode: match config.get_ssl_mode() {
+                DriverMode::Disable => SslMode::Disable,
+                DriverMode::Require => SslMode::Require,
+                _ => SslMode::Prefer,
+            },
+            root_cert: None,
+        }
+    }
+
+    /// The mode the driver negotiates with (it verifies nothing itself).
+    pub fn driver_mode(&self) -> DriverMode {
+        match self.mode {
+            SslMode::Disable => DriverMode::Disable,
+            SslMode::Prefer => DriverMode::Prefer,
+            _ => DriverMode::Require,
+        }
+    }
+
     /// Whether connections made with `config` use TLS at all: not with `disable`, and not
     /// over Unix sockets (PostgreSQL offers no TLS there).
     pub fn applies_to(&self, config: &Config) -> bool {
@@ -368,6 +399,12 @@ mod tests {
         assert_eq!(config.get_ssl_mode(), DriverMode::Require);
         let (config, tls) = parse("host=h dbname='my db' sslmode=disable").expect("parses");
         assert_eq!(tls.mode, SslMode::Disable);
+        let (_, tls) = parse("host=h sslmode = require dbname=x").expect("parses");
+        assert_eq!(tls.mode, SslMode::Require, "spaces around = count too");
+        assert!(
+            parse("postgres://u@h/app?sslmode=verify-ca").is_err(),
+            "verify-ca needs a root"
+        );
         assert_eq!(config.get_dbname(), Some("my db"));
         let (_, tls) = parse("postgres://u@h/app").expect("parses");
         assert_eq!(tls, Tls::default());

@@ -2,7 +2,8 @@
 -- by a job of the same kind (and, when $14 names it, the same queue) in one of that job's
 -- unique states ($13, an array literal per job) is not inserted, nor is the second of two
 -- with one key in the batch. Rows come back in input
--- order (id and key of each inserted row); the caller finds the duplicates' ids with
+-- order (id, key, kind and queue scope of each inserted row: the key's whole scope, which the
+-- caller compares to tell the inserted jobs from the duplicates); the caller finds the duplicates' ids with
 -- unique_lookup.sql. Jobs without a key ($12 NULL) are always inserted. $1 … $11 are the
 -- columns of insert_jobs.sql.
 INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args,
@@ -17,4 +18,4 @@ FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6:
          requires, unique_key, unique_states, unique_queue)
 ON CONFLICT (kind, (COALESCE(unique_queue, '')), unique_key)
     WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING
-RETURNING id, unique_key
+RETURNING id, unique_key, kind, COALESCE(unique_queue, '') AS unique_scope

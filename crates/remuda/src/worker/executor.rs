@@ -51,6 +51,11 @@ pub(crate) async fn execute(
         super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
         return;
     };
+    let timeout = job
+        .timeout_ms
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis)
+        .or(registered.options.timeout);
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
@@ -59,12 +64,8 @@ pub(crate) async fn execute(
         max_attempts: job.max_attempts,
         worker_id: shared.worker_id.clone(),
         cancel: stop.soft.clone(),
+        timeout,
     };
-    let timeout = job
-        .timeout_ms
-        .and_then(|ms| u64::try_from(ms).ok())
-        .map(Duration::from_millis)
-        .or(registered.options.timeout);
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     let began = std::time::Instant::now();

@@ -514,7 +514,7 @@ impl Worker {
         let spawn = |name: &'static str,
                      task: futures_util::future::BoxFuture<'static, ()>,
                      stop: &CancellationToken| {
-            supervise::spawn(name, task, stop.clone(), failures.clone())
+            supervise::spawn(name, task, supervise::until(stop), failures.clone())
         };
         spawn(
             "settings",
@@ -553,21 +553,13 @@ impl Worker {
         let stop_claiming = CancellationToken::new();
         let drained = CancellationToken::new();
         // the producer ends by itself when its queues are drained (exit_when_drained)
-        let producer = if config.exit_when_drained {
-            tokio::spawn(producer::run(
-                shared.clone(),
-                stop_claiming.clone(),
-                drained.clone(),
-            ))
-        } else {
-            spawn(
+        let producer = {
+            let (stop_claiming, drained) = (stop_claiming.clone(), drained.clone());
+            supervise::spawn(
                 "producer",
-                Box::pin(producer::run(
-                    shared.clone(),
-                    stop_claiming.clone(),
-                    drained.clone(),
-                )),
-                &stop_claiming,
+                producer::run(shared.clone(), stop_claiming.clone(), drained.clone()),
+                move || !stop_claiming.is_cancelled() && !drained.is_cancelled(),
+                failures.clone(),
             )
         };
         // The completer ends only when told to; ending before means it failed, and then no
@@ -596,8 +588,15 @@ impl Worker {
             abort_all(&shared);
         }
 
-        // Let running jobs finish, then stop and release the rest.
-        let mut force = std::pin::pin!(force);
+        // Let running jobs finish, then stop and release the rest. A background task that
+        // fails meanwhile hurries the shutdown as a second signal does: without a heartbeat
+        // the jobs must be gone before anyone may rescue them.
+        let mut force = std::pin::pin!(async {
+            tokio::select! {
+                _ = force => {}
+                _ = failures.failed.cancelled() => {}
+            }
+        });
         let mut forced = false;
         let all = u32::try_from(config.concurrency).unwrap_or(u32::MAX);
         let mut released = 0u64;

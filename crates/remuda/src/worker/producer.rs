@@ -53,6 +53,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut notified = true;
     let mut rechecks = 0u32;
     let mut drain_confirmed = false;
+    // draining: since when this worker waits for retries to fall due
+    let mut retry_wait_since: Option<std::time::Instant> = None;
     // per key-limited queue: the last concurrency key served (keys take turns from there)
     let mut cursors: std::collections::HashMap<String, String> = Default::default();
     // a claim failed: its statement may have committed with the answer lost
@@ -213,10 +215,21 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 drain_confirmed = true;
                 continue;
             }
-            if let Some(due) = next_retry(&shared, &kinds).await {
-                // a retry falls due soon: wait for it (the leader promotes it), then drain on
+            // a retry falls due soon: wait for it (the leader promotes it), then drain on;
+            // but never longer than drain_wait and two promotions in all, should no leader
+            // promote it (every worker with maintenance off)
+            let patience = shared.config.drain_wait + shared.config.promote_interval * 2;
+            let since = *retry_wait_since.get_or_insert_with(std::time::Instant::now);
+            let due = match since.elapsed() < patience {
+                true => next_retry(&shared, &kinds).await,
+                false => None,
+            };
+            if let Some(due) = due {
                 drain_confirmed = false;
-                let wait = (due - chrono::Utc::now()).to_std().unwrap_or_default();
+                let wait = (due - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or_default()
+                    .max(Duration::from_millis(50));
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = shared.wake.notified() => {}
@@ -229,6 +242,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         }
         if claimed > 0 {
             drain_confirmed = false;
+            retry_wait_since = None;
         }
         if claimed > 0 {
             rechecks = 0;

@@ -11,6 +11,12 @@ use std::sync::{Arc, Mutex};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+/// The background tasks of one worker are expected to run until this is cancelled.
+pub(crate) fn until(stop: &CancellationToken) -> impl Fn() -> bool + Send + 'static {
+    let stop = stop.clone();
+    move || !stop.is_cancelled()
+}
+
 /// The first background failure of a worker, if any.
 #[derive(Default)]
 pub(crate) struct Failures {
@@ -35,18 +41,19 @@ impl Failures {
     }
 }
 
-/// Spawns background task `name`, reporting to `failures` if it ends (or panics) before
-/// `stop` asked it to.
+/// Spawns background task `name`, reporting to `failures` if it ends (or panics) while
+/// `expected` says it should still run. Aborting the returned handle aborts the task too.
 pub(crate) fn spawn(
     name: &'static str,
     task: impl Future<Output = ()> + Send + 'static,
-    stop: CancellationToken,
+    expected: impl Fn() -> bool + Send + 'static,
     failures: Arc<Failures>,
 ) -> JoinHandle<()> {
-    let inner = tokio::spawn(task);
+    let inner = AbortOnDrop(tokio::spawn(task));
     tokio::spawn(async move {
-        let ended = inner.await;
-        if stop.is_cancelled() {
+        let mut inner = inner;
+        let ended = (&mut inner.0).await;
+        if !expected() {
             return;
         }
         failures.report(match ended {
@@ -63,6 +70,15 @@ pub(crate) fn spawn(
             Err(e) => format!("its {name} task failed: {e}"),
         });
     })
+}
+
+/// Aborts the task it holds when dropped: the supervising task's abort reaches it.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// A place where a test can make background task `task` fail (see
