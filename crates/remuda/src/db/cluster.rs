@@ -58,35 +58,8 @@ fn cluster_owner() -> Result<Option<nix::unistd::User>> {
     ))
 }
 
-/// Runs a PostgreSQL program (as the cluster's owner when root) without blocking the
-/// runtime: `pg_ctl start` waits up to a minute, and workers in the same runtime must keep
-/// running meanwhile (a fault test crashes and restarts the server under running workers).
-async fn run_as(
-    bin: &Path,
-    program: &str,
-    args: &[&str],
-    owner: &Option<nix::unistd::User>,
-) -> Result<String> {
-    let mut command = tokio::process::Command::new(bin.join(program));
-    command.args(args).env("LC_ALL", "C").env("LANG", "C");
-    if let Some(user) = owner {
-        command.uid(user.uid.as_raw()).gid(user.gid.as_raw());
-        command.env("HOME", &user.dir);
-    }
-    let output = command
-        .output()
-        .await
-        .map_err(|e| Error::Setup(format!("cannot run {program}: {e}")))?;
-    program_output(program, output)
-}
-
-/// The same, blocking: only for `Drop`, which cannot wait on a future.
-fn run_as_blocking(
-    bin: &Path,
-    program: &str,
-    args: &[&str],
-    owner: &Option<nix::unistd::User>,
-) -> Result<String> {
+/// The command that runs a PostgreSQL program, as the cluster's owner when we are root.
+fn program(bin: &Path, program: &str, args: &[&str], owner: &Option<nix::unistd::User>) -> Command {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(bin.join(program));
     command.args(args).env("LC_ALL", "C").env("LANG", "C");
@@ -94,10 +67,23 @@ fn run_as_blocking(
         command.uid(user.uid.as_raw()).gid(user.gid.as_raw());
         command.env("HOME", &user.dir);
     }
-    let output = command
+    command
+}
+
+/// Runs a PostgreSQL program without blocking the runtime: `pg_ctl start` waits up to a
+/// minute, and workers in the same runtime must keep running meanwhile (a fault test crashes
+/// and restarts the server under running workers).
+async fn run_as(
+    bin: &Path,
+    name: &str,
+    args: &[&str],
+    owner: &Option<nix::unistd::User>,
+) -> Result<String> {
+    let output = tokio::process::Command::from(program(bin, name, args, owner))
         .output()
-        .map_err(|e| Error::Setup(format!("cannot run {program}: {e}")))?;
-    program_output(program, output)
+        .await
+        .map_err(|e| Error::Setup(format!("cannot run {name}: {e}")))?;
+    program_output(name, output)
 }
 
 /// A program's stdout and stderr, or its failure with them.
@@ -279,35 +265,35 @@ pub async fn stop_private_cluster(home: &Path) -> Result<()> {
 /// `fast`, or `immediate` (a crash, as far as the database is concerned: it recovers from its
 /// write-ahead log at the next start; the fault-injection tests use it).
 pub async fn stop_private_cluster_with(home: &Path, mode: &str) -> Result<()> {
-    let data = home.join("pg");
-    if !data.join("postmaster.pid").exists() {
+    let Some(command) = stop_command(home, mode)? else {
         return Ok(());
-    }
-    let bin = find_postgres_binaries()?;
-    let owner = cluster_owner()?;
-    run_as(
-        &bin,
-        "pg_ctl",
-        &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
-        &owner,
-    )
-    .await?;
-    Ok(())
+    };
+    let output = tokio::process::Command::from(command)
+        .output()
+        .await
+        .map_err(|e| Error::Setup(format!("cannot run pg_ctl: {e}")))?;
+    program_output("pg_ctl", output).map(|_| ())
 }
 
 /// [`stop_private_cluster_with`], blocking the thread: for `Drop` implementations.
 pub fn stop_private_cluster_blocking(home: &Path, mode: &str) -> Result<()> {
+    let Some(mut command) = stop_command(home, mode)? else {
+        return Ok(());
+    };
+    let output = command
+        .output()
+        .map_err(|e| Error::Setup(format!("cannot run pg_ctl: {e}")))?;
+    program_output("pg_ctl", output).map(|_| ())
+}
+
+/// The `pg_ctl stop` of the cluster under `home`, if it runs.
+fn stop_command(home: &Path, mode: &str) -> Result<Option<Command>> {
     let data = home.join("pg");
     if !data.join("postmaster.pid").exists() {
-        return Ok(());
+        return Ok(None);
     }
     let bin = find_postgres_binaries()?;
     let owner = cluster_owner()?;
-    run_as_blocking(
-        &bin,
-        "pg_ctl",
-        &["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"],
-        &owner,
-    )?;
-    Ok(())
+    let args = ["-D", &data.to_string_lossy(), "-m", mode, "-w", "stop"];
+    Ok(Some(program(&bin, "pg_ctl", &args, &owner)))
 }
