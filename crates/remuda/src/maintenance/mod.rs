@@ -36,104 +36,64 @@ impl From<&WorkerConfig> for Settings {
     }
 }
 
-/// Runs maintenance for this worker until `stop`: the election, and each duty on its own
-/// interval while this worker holds the lease. The duties are separate futures polled
-/// together, so a slow one (a rescue scanning a large table) never delays another (the
-/// promotion of due jobs); each writes only under the lease it was given (see `leader.rs`).
+/// Runs maintenance for this worker until `stop`: each round it takes or renews the lease
+/// and, while it holds it, rescues and expires; between rounds it promotes due jobs as they
+/// fall due. Every write goes under the lease it was given (see `leader.rs`).
 pub(crate) async fn run(
     db: Database,
     worker_id: Arc<str>,
     settings: Settings,
     stop: CancellationToken,
 ) {
-    let (held, lease) = tokio::sync::watch::channel(None::<leader::Lease>);
-    let elect = elect(&db, &worker_id, &settings, &stop, held);
-    let rescue = duty("rescue", settings.interval, lease.clone(), &stop, |lease| {
-        let db = db.clone();
-        async move { rescuer::rescue(&db, &lease).await.map(|_| None) }
-    });
-    let expire = duty("expiry", settings.interval, lease.clone(), &stop, |lease| {
-        let db = db.clone();
-        async move { rescuer::expire(&db, &lease).await.map(|_| None) }
-    });
-    let promote = duty(
-        "promotion",
-        settings.promote_interval,
-        lease,
-        &stop,
-        |lease| {
-            let db = db.clone();
-            async move { promoter::promote(&db, &lease).await }
-        },
-    );
-    tokio::join!(elect, rescue, expire, promote);
-}
-
-/// Takes or renews the lease every `interval`, publishing it (or its loss) to the duties.
-async fn elect(
-    db: &Database,
-    worker_id: &str,
-    settings: &Settings,
-    stop: &CancellationToken,
-    held: tokio::sync::watch::Sender<Option<leader::Lease>>,
-) {
-    let lease_for = settings.interval * 3;
+    let lease = settings.interval * 3;
+    let mut held: Option<leader::Lease> = None;
+    let mut next_round = Instant::now();
+    let mut next_promotion = Instant::now();
     loop {
         crate::worker::supervise::fault_point("maintenance");
-        let lease = match leader::elect(db, worker_id, lease_for).await {
-            Ok(lease) => lease,
-            Err(e) => {
-                tracing::warn!("remuda maintenance: leader election failed: {e}");
-                None
-            }
-        };
-        if lease.is_some() && *held.borrow() != lease {
-            tracing::info!("remuda worker {worker_id} is now the maintenance leader");
-        }
-        // the duties hear of a change only (taken, lost, a new term), not of each renewal
-        held.send_if_modified(|held| {
-            let changed = *held != lease;
-            *held = lease;
-            changed
-        });
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(settings.interval) => {}
-        }
-    }
-}
-
-/// Runs one maintenance duty while the lease is held: at once when the lease is taken,
-/// then every `interval`, or sooner when the duty says when it has work next (the promoter
-/// knows when the next scheduled job falls due).
-async fn duty<F, Fut>(
-    name: &'static str,
-    interval: Duration,
-    mut lease: tokio::sync::watch::Receiver<Option<leader::Lease>>,
-    stop: &CancellationToken,
-    work: F,
-) where
-    F: Fn(leader::Lease) -> Fut,
-    Fut: std::future::Future<Output = crate::Result<Option<Instant>>>,
-{
-    loop {
-        let current = lease.borrow_and_update().clone();
-        let next = match current {
-            None => None,
-            Some(held) => match work(held).await {
-                Ok(next) => next,
+        let now = Instant::now();
+        if now >= next_round {
+            next_round = now + settings.interval;
+            held = match leader::elect(&db, &worker_id, lease).await {
+                Ok(elected) => {
+                    if elected.is_some() && held.is_none() {
+                        tracing::info!("remuda worker {worker_id} is now the maintenance leader");
+                    }
+                    elected
+                }
                 Err(e) => {
-                    tracing::warn!("remuda maintenance: {name} failed: {e}");
+                    tracing::warn!("remuda maintenance: leader election failed: {e}");
                     None
                 }
-            },
+            };
+            if let Some(lease) = &held {
+                if let Err(e) = rescuer::rescue(&db, lease).await {
+                    tracing::warn!("remuda maintenance: rescue failed: {e}");
+                }
+                if let Err(e) = rescuer::expire(&db, lease).await {
+                    tracing::warn!("remuda maintenance: expiry failed: {e}");
+                }
+            }
+        }
+        if let Some(lease) = held.as_ref().filter(|_| now >= next_promotion) {
+            next_promotion = match promoter::promote(&db, lease).await {
+                Ok(next_due) => {
+                    let cap = Instant::now() + settings.promote_interval;
+                    next_due.map_or(cap, |due| due.min(cap))
+                }
+                Err(e) => {
+                    tracing::warn!("remuda maintenance: promotion failed: {e}");
+                    Instant::now() + settings.promote_interval
+                }
+            };
+        }
+        let wake = if held.is_some() {
+            next_round.min(next_promotion)
+        } else {
+            next_round
         };
-        let cap = Instant::now() + interval;
-        let wake = next.map_or(cap, |due| due.min(cap));
         tokio::select! {
             _ = stop.cancelled() => return,
-            // taken or lost: act on it at once
-            changed = lease.changed() => if changed.is_err() { return },
             _ = tokio::time::sleep_until(wake.into()) => {}
         }
     }

@@ -51,9 +51,9 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_CONCURRENCY: usize = 100_000;
 
 /// Connections of a worker's own pool: one for each task that may hold one at the same time
-/// as the others — producer, completer, heartbeat, settings refresh, cancel reconciliation,
-/// and maintenance's election, rescue, expiry and promotion — so none waits for another.
-const WORKER_POOL_SIZE: usize = 5 + 4;
+/// as the others — producer, completer, heartbeat, settings refresh, cancel reconciliation
+/// and maintenance — so none waits for another.
+const WORKER_POOL_SIZE: usize = 6;
 
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
