@@ -20,9 +20,12 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Where a job is in its life. Stored as the PostgreSQL enum `remuda.job_state` with these
-/// lowercase names.
+/// lowercase names. Later versions may add states (workflows will wait for their
+/// dependencies): match with a wildcard arm, and iterate [`JobState::ALL`] rather than
+/// assume its length.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum JobState {
     /// Waiting for `run_at` (delayed, or backing off before a retry). In: insert with a future
     /// `run_at`, retry with backoff. Out: the promoter makes it `available`; cancel; expiry.

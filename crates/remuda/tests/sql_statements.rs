@@ -159,3 +159,28 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         );
     }
 }
+
+/// A newer schema may add job states; this build's counts per queue keep working, and count
+/// the states it knows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_counts_survive_a_state_this_build_does_not_know() {
+    let db = remuda::testing::TestDatabase::new()
+        .await
+        .expect("test database");
+    let client = db.client().await.expect("client");
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("conn");
+    // separate statements: a new enum value cannot be used in the transaction that adds it
+    conn.batch_execute("ALTER TYPE remuda.job_state ADD VALUE 'waiting'")
+        .await
+        .expect("a state from the future");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (state, queue, kind, args) VALUES
+           ('waiting', 'q', 'x', '{}'), ('available', 'q', 'x', '{}')",
+    )
+    .await
+    .expect("jobs in it");
+    let stats = client.queue_stats().await.expect("counts still work");
+    let q = stats.iter().find(|s| s.queue == "q").expect("queue q");
+    assert_eq!(q.count(remuda::JobState::Available), 1);
+}
