@@ -153,10 +153,21 @@ impl Database {
 
     /// Takes a connection from the pool.
     pub async fn conn(&self) -> Result<Object> {
+        use deadpool_postgres::{PoolError, TimeoutType};
         self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => {
-                Error::unreachable(self.target.to_string(), &e)
-            }
+            PoolError::Backend(e) => Error::unreachable(self.target.to_string(), &e),
+            PoolError::Timeout(TimeoutType::Create) => Error::Unreachable {
+                target: self.target.to_string(),
+                reason: format!(
+                    "no answer within {} s: the server accepted the connection but did not complete the start-up (overloaded, stuck, or not PostgreSQL at that address); check the host and port",
+                    POOL_CREATE_TIMEOUT.as_secs()
+                ),
+            },
+            PoolError::Timeout(TimeoutType::Wait) => Error::Pool(format!(
+                "all {} connections stayed busy for {} s: too many concurrent calls for the pool, or calls that never end",
+                self.pool.status().max_size,
+                POOL_WAIT_TIMEOUT.as_secs()
+            )),
             other => Error::Pool(other.to_string()),
         })
     }
