@@ -89,68 +89,38 @@ async fn the_demo_runs_in_its_own_database_and_leaves_the_users_jobs_alone() {
     );
 }
 
+/// `remuda enqueue ARGS… --json`, its report.
+async fn enqueue_report(db: &TestDatabase, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["enqueue"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    json(&remuda(db, &all).await)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unique_keys_are_scoped_by_kind_and_optionally_by_queue() {
     let db = migrated().await;
     let ping = enqueue(&db, &["ping", "--unique-key", "k1"]).await;
-    let other = json(&remuda(&db, &["enqueue", "other", "--unique-key", "k1", "--json"]).await);
+    let other = enqueue_report(&db, &["other", "--unique-key", "k1"]).await;
     assert_eq!(
         other["duplicate"], false,
         "another kind may hold the same key: {other}"
     );
     assert_ne!(other["id"].as_i64(), Some(ping));
-    let again = json(&remuda(&db, &["enqueue", "ping", "--unique-key", "k1", "--json"]).await);
+    let again = enqueue_report(&db, &["ping", "--unique-key", "k1"]).await;
     assert_eq!(again["duplicate"], true);
     assert_eq!(again["id"].as_i64(), Some(ping));
     // per queue: the same kind may hold the key once in each queue
-    let a = json(
-        &remuda(
-            &db,
-            &[
-                "enqueue",
-                "sync",
-                "--unique-key",
-                "q",
-                "--unique-per-queue",
-                "--queue",
-                "a",
-                "--json",
-            ],
-        )
-        .await,
-    );
-    let b = json(
-        &remuda(
-            &db,
-            &[
-                "enqueue",
-                "sync",
-                "--unique-key",
-                "q",
-                "--unique-per-queue",
-                "--queue",
-                "b",
-                "--json",
-            ],
-        )
-        .await,
-    );
-    let a2 = json(
-        &remuda(
-            &db,
-            &[
-                "enqueue",
-                "sync",
-                "--unique-key",
-                "q",
-                "--unique-per-queue",
-                "--queue",
-                "a",
-                "--json",
-            ],
-        )
-        .await,
-    );
+    let per_queue = ["sync", "--unique-key", "q", "--unique-per-queue", "--queue"];
+    let in_queue = |queue: &'static str| {
+        let mut args = per_queue.to_vec();
+        args.push(queue);
+        let db = &db;
+        async move { enqueue_report(db, &args).await }
+    };
+    let a = in_queue("a").await;
+    let b = in_queue("b").await;
+    let a2 = in_queue("a").await;
     assert_eq!(
         (a["duplicate"].clone(), b["duplicate"].clone()),
         (false.into(), false.into())
@@ -162,56 +132,34 @@ async fn unique_keys_are_scoped_by_kind_and_optionally_by_queue() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unique_states_and_period_from_the_command_line() {
     let db = migrated().await;
-    let keep_cancelled = ["--unique-states", "scheduled,available,running,cancelled"];
-    let mut args = vec!["enqueue", "nightly", "--unique-key", "n", "--json"];
-    args.extend(keep_cancelled);
-    let first = json(&remuda(&db, &args).await);
+    let nightly = [
+        "nightly",
+        "--unique-key",
+        "n",
+        "--unique-states",
+        "scheduled,available,running,cancelled",
+    ];
+    let first = enqueue_report(&db, &nightly).await;
     let id = first["id"].as_i64().expect("id").to_string();
     assert_eq!(code(&remuda(&db, &["cancel", &id]).await), 0);
-    let second = json(&remuda(&db, &args).await);
+    let second = enqueue_report(&db, &nightly).await;
     assert_eq!(
         second["duplicate"], true,
         "a cancelled job still holds its key: {second}"
     );
     // without cancelled among its states, the default, a new job is made
-    let plain = json(&remuda(&db, &["enqueue", "hourly", "--unique-key", "h", "--json"]).await);
+    let hourly = ["hourly", "--unique-key", "h"];
+    let plain = enqueue_report(&db, &hourly).await;
     assert_eq!(
         code(&remuda(&db, &["cancel", &plain["id"].to_string()]).await),
         0
     );
-    let fresh = json(&remuda(&db, &["enqueue", "hourly", "--unique-key", "h", "--json"]).await);
+    let fresh = enqueue_report(&db, &hourly).await;
     assert_eq!(fresh["duplicate"], false);
     // a period: one per clock hour
-    let p1 = json(
-        &remuda(
-            &db,
-            &[
-                "enqueue",
-                "tick",
-                "--unique-key",
-                "t",
-                "--unique-period",
-                "1h",
-                "--json",
-            ],
-        )
-        .await,
-    );
-    let p2 = json(
-        &remuda(
-            &db,
-            &[
-                "enqueue",
-                "tick",
-                "--unique-key",
-                "t",
-                "--unique-period",
-                "1h",
-                "--json",
-            ],
-        )
-        .await,
-    );
+    let tick = ["tick", "--unique-key", "t", "--unique-period", "1h"];
+    let p1 = enqueue_report(&db, &tick).await;
+    let p2 = enqueue_report(&db, &tick).await;
     assert_eq!(p2["duplicate"], true);
     assert_eq!(p1["id"], p2["id"]);
     let bad = remuda(
