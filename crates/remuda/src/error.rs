@@ -78,6 +78,10 @@ pub enum Error {
     /// Setting up a local PostgreSQL failed.
     #[error("{0}")]
     Setup(String),
+    /// A transaction whose commit answer was lost is not known yet to have committed or not
+    /// (the server is still ending it, or cannot be asked): ask again later.
+    #[error("{0}")]
+    CommitInDoubt(String),
 }
 
 impl Error {
@@ -86,7 +90,7 @@ impl Error {
     /// overloaded, serialization conflict).
     pub fn is_transient(&self) -> bool {
         match self {
-            Error::Unreachable { .. } | Error::Pool(_) => true,
+            Error::Unreachable { .. } | Error::Pool(_) | Error::CommitInDoubt(_) => true,
             Error::Db(e) => match e.code() {
                 // no SQLSTATE: the connection failed (transient) or the request could not even
                 // be encoded (it never will be)

@@ -64,6 +64,10 @@ pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
 pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql");
 /// Rescue the running jobs of the dead workers $1 (from mark_dead.sql, with their crash-loop …
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
+/// The id of the current transaction (assigning one), kept by the completer to ask later …
+pub(crate) const TRANSACTION_ID: &str = include_str!("sql/transaction_id.sql");
+/// Whether transaction $1 (from transaction_id.sql) committed: 'committed', 'aborted' or …
+pub(crate) const TRANSACTION_STATUS: &str = include_str!("sql/transaction_status.sql");
 /// Which of the jobs $1 this worker ($2) runs are no longer its own: cancelled, rescued, or …
 pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
 /// Unique keys for "unique by args": the kind and the md5 of the args as jsonb (which orders …
@@ -72,7 +76,7 @@ pub(crate) const UNIQUE_ARGS_KEYS: &str = include_str!("sql/unique_args_keys.sql
 pub(crate) const UNIQUE_LOOKUP: &str = include_str!("sql/unique_lookup.sql");
 /// Per queue, the available jobs that no live worker can take: none serving the queue and the …
 pub(crate) const UNROUTABLE: &str = include_str!("sql/unroutable.sql");
-/// Ask for a completion notification for one unfinished job (only awaited jobs pay for it).
+/// Ask for a completion notification for one unfinished job (only awaited jobs pay for it): …
 pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
 /// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
 pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
@@ -117,6 +121,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("release_orphans", RELEASE_ORPHANS),
     ("rescue", RESCUE),
     ("running_lost", RUNNING_LOST),
+    ("transaction_id", TRANSACTION_ID),
+    ("transaction_status", TRANSACTION_STATUS),
     ("unique_args_keys", UNIQUE_ARGS_KEYS),
     ("unique_lookup", UNIQUE_LOOKUP),
     ("unroutable", UNROUTABLE),

@@ -256,10 +256,12 @@ impl TaskOptions {
         Ok(())
     }
 
-    /// Whether an attempt that failed with `error` gets another one.
-    pub fn should_retry(&self, error: &TaskError, attempt: i32, max_attempts: i32) -> bool {
-        attempt < max_attempts
-            && error.retryable != Some(false)
+    /// Whether this policy retries `error`: an error the task did not mark permanent, and
+    /// one of the codes in [`TaskOptions::retry_on`] if set. The job then gets another attempt
+    /// if it has any left, which the database decides as it writes the outcome (one rule for
+    /// every error, a lost worker's included).
+    pub fn retries(&self, error: &TaskError) -> bool {
+        error.retryable != Some(false)
             && self
                 .retry_on
                 .as_ref()
@@ -313,11 +315,10 @@ mod tests {
     fn retry_decision_follows_policy() {
         let all = TaskOptions::default();
         let err = TaskError::new("BOOM", "x");
-        assert!(all.should_retry(&err, 1, 3));
-        assert!(!all.should_retry(&err, 3, 3), "last attempt");
-        assert!(!all.should_retry(&TaskError::permanent("BAD", "x"), 1, 3));
+        assert!(all.retries(&err));
+        assert!(!all.retries(&TaskError::permanent("BAD", "x")));
         let only_timeout = TaskOptions::default().retry_on(["TIMEOUT"]);
-        assert!(!only_timeout.should_retry(&err, 1, 3));
-        assert!(only_timeout.should_retry(&TaskError::new("TIMEOUT", "x"), 1, 3));
+        assert!(!only_timeout.retries(&err));
+        assert!(only_timeout.retries(&TaskError::new("TIMEOUT", "x")));
     }
 }

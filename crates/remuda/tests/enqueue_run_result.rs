@@ -132,7 +132,8 @@ async fn a_job_whose_row_moved_while_it_ran_is_still_completed() {
         .expect("the job started");
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("connection");
-    let place = "SELECT ctid::text AS place, awaited FROM remuda.jobs WHERE id = $1";
+    let place =
+        "SELECT ctid::text AS place, flags & 1 = 1 AS awaited FROM remuda.jobs WHERE id = $1";
     let claimed: String = conn
         .query_one(place, &[&id])
         .await

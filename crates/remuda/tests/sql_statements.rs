@@ -129,14 +129,20 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         ),
         (
             "complete_jobs",
-            "bigint[], int[], text[], jsonb[], jsonb[], timestamptz[], text, timestamptz[]",
-            "'{}', '{}', '{}', '{}', '{}', '{}', 'w', '{}'",
+            "bigint[], int[], timestamptz[], text[], jsonb[], jsonb[], bigint[], text",
+            "'{}', '{}', '{}', '{}', '{}', '{}', '{}', 'w'",
             "Index Scan using jobs_pkey on jobs j",
         ),
         (
             "release_jobs",
             "bigint[], int[], text, timestamptz[]",
             "'{}', '{}', 'w', '{}'",
+            "Index Scan using jobs_pkey on jobs j",
+        ),
+        (
+            "expire",
+            "bigint, text, bigint",
+            "1000, 'w', 1",
             "Index Scan using jobs_pkey on jobs j",
         ),
         (

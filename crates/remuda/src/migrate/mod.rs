@@ -48,10 +48,15 @@ const MIGRATIONS: &[Migration] = &[
         name: "leader_term",
         sql: include_str!("0007_leader_term.sql"),
     },
+    Migration {
+        version: 8,
+        name: "finalization",
+        sql: include_str!("0008_finalization.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 7;
+pub const LATEST: i32 = 8;
 
 /// Advisory lock key that serialises migrations ("remuda" in ASCII).
 const LOCK_KEY: i64 = 0x72656d756461;

@@ -1,5 +1,6 @@
--- Cancel a job that has not finished. A running job's worker is told on `remuda_cancel`
--- ("worker_id:job_id") and stops it; its completion is then rejected by the running guard.
+-- Cancel a job that has not finished, through the finalization seam (which tells waiters). A
+-- running job's worker is told on `remuda_cancel` ("worker_id:job_id") and stops it; its
+-- completion is then rejected by the running guard.
 -- Returns the state the job had (no row: no such job) and whether it was cancelled now (changed).
 WITH target AS (
     SELECT id, state AS old_state, worker_id FROM remuda.jobs WHERE id = $1 FOR UPDATE
@@ -10,11 +11,13 @@ WITH target AS (
             'code', 'CANCELLED', 'message', 'the job was cancelled', 'data', NULL))
     FROM target t
     WHERE j.id = t.id AND t.old_state IN ('scheduled', 'available', 'running')
-    RETURNING j.id, j.awaited
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.old_state, j.attempt
 )
 SELECT t.old_state::text AS old_state,
        (SELECT count(*) FROM cancelled) AS changed,
        (SELECT count(*) FROM (SELECT pg_notify('remuda_cancel', t.worker_id || ':' || t.id)
                               WHERE t.old_state = 'running' AND t.worker_id IS NOT NULL) c) AS told,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', c.id::text) FROM cancelled c WHERE c.awaited) n) AS notified
+       (SELECT remuda.transitioned(array_agg(ROW(c.id, c.queue, c.kind, c.flags, c.counted,
+                                                 c.old_state, 'cancelled', c.attempt)::remuda.transition))
+        FROM cancelled c) AS seam
 FROM target t

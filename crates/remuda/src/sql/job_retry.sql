@@ -1,4 +1,5 @@
--- Run a job that is not running again, now: a final job gets one more attempt if it used them
+-- Run a job that is not running again, now, through the finalization seam (which wakes its
+-- queue): a final job gets one more attempt if it used them
 -- all (its error history is kept), a scheduled one stops waiting. Returns the state it had
 -- and whether it was made available now (changed). A job never claimed keeps max_attempts NULL
 -- (the worker's default for its kind); an expired job's deadline is lifted, or it would expire again.
@@ -15,9 +16,11 @@ WITH target AS (
     FROM target t
     WHERE j.id = t.id AND t.old_state <> 'running' AND t.old_state <> 'available'
       AND (t.old_state <> 'completed' OR $2::bool)
-    RETURNING j.queue
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.old_state, j.attempt
 )
 SELECT t.old_state::text AS old_state,
        (SELECT count(*) FROM retried) AS changed,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', r.queue) FROM retried r) w) AS woken
+       (SELECT remuda.transitioned(array_agg(ROW(r.id, r.queue, r.kind, r.flags, r.counted,
+                                                 r.old_state, 'available', r.attempt)::remuda.transition))
+        FROM retried r) AS seam
 FROM target t

@@ -1,4 +1,4 @@
--- Redrive: run again, now, every job in final state $1 (failed, cancelled or expired) of
+-- Redrive: run again, now, through the finalization seam, every job in final state $1 (failed, cancelled or expired) of
 -- queue $2 and kind $3 (NULL for any), as job_retry.sql does for one: one more attempt if it
 -- used them all, its error history kept, an expired deadline lifted. A unique job whose key
 -- another job holds now is left as it is (it would be a duplicate). Returns how many.
@@ -19,8 +19,9 @@ WITH retried AS (
                 AND COALESCE(h.unique_queue, '') = COALESCE(x.unique_queue, '')
                 AND h.id <> x.id AND h.state = ANY (h.unique_states)))
         FOR UPDATE SKIP LOCKED))
-    RETURNING j.queue
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.attempt
 )
-SELECT (SELECT count(*) FROM retried) AS retried,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
-                              FROM (SELECT DISTINCT queue FROM retried) q) w) AS woken
+SELECT count(*) AS retried,
+       remuda.transitioned(array_agg(ROW(r.id, r.queue, r.kind, r.flags, r.counted,
+                                         $1::text::remuda.job_state, 'available', r.attempt)::remuda.transition)) AS seam
+FROM retried r

@@ -1,8 +1,8 @@
 -- Give running jobs back without burning an attempt (graceful shutdown past its timeout):
--- available again, attempt restored, and the queues woken so another worker takes them.
--- Guarded like a completion: still running for this worker ($3) in the same run (attempt $2,
--- claim time $4). started_at is kept: the job has started once, so its deadline no longer
--- applies (see expire.sql).
+-- available again, attempt restored, through the finalization seam (which wakes the queues
+-- so another worker takes them). Guarded like a completion: still running for this worker
+-- ($3) in the same run (attempt $2, claim time $4). started_at is kept: the job has started
+-- once, so its deadline no longer applies (see expire.sql).
 WITH released AS (
     UPDATE remuda.jobs j
     SET state = 'available', attempt = j.attempt - 1, worker_id = NULL
@@ -10,8 +10,9 @@ WITH released AS (
     -- state as text: found by primary key, never by a partial index (see complete_jobs.sql)
     WHERE j.id = u.id AND j.attempt = u.attempt AND j.started_at = u.started_at
       AND j.state::text = 'running' AND j.worker_id = $3
-    RETURNING j.queue
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.attempt
 )
-SELECT (SELECT count(*) FROM released) AS released,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
-                              FROM (SELECT DISTINCT queue FROM released) q) w) AS woken
+SELECT count(*) AS released,
+       remuda.transitioned(array_agg(ROW(r.id, r.queue, r.kind, r.flags, r.counted, 'running',
+                                         'available', r.attempt)::remuda.transition)) AS seam
+FROM released r

@@ -1,6 +1,7 @@
 -- Rescue the running jobs of the dead workers $1 (from mark_dead.sql, with their crash-loop
 -- limits $2 and the moments $3 they were declared dead): each gets a WORKER_LOST error in its
--- history and is retried at once if attempts remain, failed otherwise. A job whose last
+-- history and is retried at once if attempts remain, failed otherwise (remuda.retry_or_fail),
+-- through the finalization seam. A job whose last
 -- crash_loop_limit attempts in a row ended with their worker lost (lost_streak) is failed
 -- with CRASH_LOOP instead of being handed to yet another worker. Only jobs that started before
 -- the verdict are taken: a worker that comes back registers again under the same id, and what
@@ -23,17 +24,17 @@ WITH lease AS (
     FOR UPDATE OF x SKIP LOCKED
 ), rescued AS (
     UPDATE remuda.jobs j
-    SET state = CASE WHEN j.lost_streak + 1 < v.crash_loop_limit AND j.attempt < COALESCE(j.max_attempts, 1)
-                     THEN 'available' ELSE 'failed' END::remuda.job_state,
+    SET state = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit THEN 'failed'
+                     ELSE remuda.retry_or_fail(j.attempt, j.max_attempts, 0) END,
         lost_streak = j.lost_streak + 1,
-        finished_at = CASE WHEN j.lost_streak + 1 < v.crash_loop_limit AND j.attempt < COALESCE(j.max_attempts, 1)
-                           THEN NULL ELSE now() END,
-        result = CASE WHEN j.lost_streak + 1 < v.crash_loop_limit AND j.attempt < COALESCE(j.max_attempts, 1) THEN NULL
-                      WHEN j.lost_streak + 1 >= v.crash_loop_limit THEN jsonb_build_object('err', jsonb_build_object(
+        finished_at = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit
+                             OR remuda.retry_or_fail(j.attempt, j.max_attempts, 0) = 'failed'
+                           THEN now() END,
+        result = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit THEN jsonb_build_object('err', jsonb_build_object(
                           'code', 'CRASH_LOOP',
                           'message', 'its last ' || (j.lost_streak + 1) || ' attempts in a row ended with their worker lost: quarantined, as the job itself may be what kills workers',
                           'data', NULL))
-                      ELSE jsonb_build_object('err', jsonb_build_object(
+                      WHEN remuda.retry_or_fail(j.attempt, j.max_attempts, 0) = 'failed' THEN jsonb_build_object('err', jsonb_build_object(
                           'code', 'WORKER_LOST',
                           'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
                           'data', NULL)) END,
@@ -44,12 +45,12 @@ WITH lease AS (
     FROM lost v
     WHERE j.id = v.id
       AND j.state = 'running' AND j.worker_id = v.worker_id AND j.started_at <= v.marked_at
-    RETURNING j.id, j.queue, j.state, j.awaited, j.lost_streak >= v.crash_loop_limit AS quarantined
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.state, j.attempt,
+              j.lost_streak >= v.crash_loop_limit AS quarantined
 )
-SELECT (SELECT count(*) FROM rescued WHERE state = 'available') AS retried,
-       (SELECT count(*) FROM rescued WHERE state = 'failed') AS failed,
-       (SELECT count(*) FROM rescued WHERE quarantined) AS quarantined,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
-                              FROM (SELECT DISTINCT queue FROM rescued WHERE state = 'available') q) w) AS woken,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_done', r.id::text) FROM rescued r
-                              WHERE r.awaited AND r.state = 'failed') n) AS notified
+SELECT count(*) FILTER (WHERE r.state = 'available') AS retried,
+       count(*) FILTER (WHERE r.state = 'failed') AS failed,
+       count(*) FILTER (WHERE r.quarantined) AS quarantined,
+       remuda.transitioned(array_agg(ROW(r.id, r.queue, r.kind, r.flags, r.counted, 'running',
+                                         r.state, r.attempt)::remuda.transition)) AS seam
+FROM rescued r

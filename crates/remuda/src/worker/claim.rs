@@ -108,6 +108,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
         args: row.try_get("args")?,
         started_at: row.try_get("started_at")?,
         tid: row.try_get("tid")?,
+        flags: row.try_get("flags")?,
     })
 }
 

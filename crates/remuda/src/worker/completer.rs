@@ -1,66 +1,30 @@
 //! The batching completer: executors hand it each attempt's outcome and it writes them many
-//! at a time with one `UPDATE … FROM unnest(…)`: successes, the bulk of the work, through the
-//! lean `complete_ok.sql`, which finds each row where its claim left it; everything else
-//! through `complete_jobs.sql`. While one write is in
-//! flight the next batch accumulates, so under load batches grow by themselves and when idle
-//! a lone completion is written at once (what `wait` needs). Writes that fail for any reason
-//! but their data are retried with backoff (a permission or a feature missing during a
-//! rolling deploy says nothing about the outcome); a batch the database refuses as data
-//! (SQLSTATE 22, 23, 54, see `Error::is_refused_data`) is written one outcome at a time,
-//! and an outcome that still cannot be written fails its job with `OUTCOME_UNWRITABLE`, so one
-//! bad outcome never blocks the others. At shutdown the worker gives the last writes a
-//! deadline (`give_up`); whatever is left is rescued once the worker is gone.
+//! at a time, each batch in one transaction: successes of plain jobs, the bulk of the work,
+//! through the lean `complete_ok.sql`, which finds each row where its claim left it; every
+//! other end through `complete_jobs.sql`, which hands the rows it wrote to the finalization
+//! seam (`remuda.transitioned`, see migration 8); releases through `release_jobs.sql`. While
+//! one write is in flight the next batch accumulates, so under load batches grow by
+//! themselves and when idle a lone completion is written at once (what `wait` needs).
+//! The transaction's id is kept: when a commit's answer is lost, the database is asked
+//! whether it committed (`pg_xact_status`), so a batch is never written twice nor counted as
+//! stale for having been written once already. Writes that fail for any reason but their data
+//! are retried with backoff (a permission or a feature missing during a rolling deploy says
+//! nothing about the outcome); a batch the database refuses as data (SQLSTATE 22, 23, 54, see
+//! `Error::is_refused_data`) is written one outcome at a time, and an outcome that still
+//! cannot be written fails its job with `OUTCOME_UNWRITABLE`, so one bad outcome never blocks
+//! the others. At shutdown the worker gives the last writes a deadline (`give_up`); whatever
+//! is left is rescued once the worker is gone.
 
+use super::outcome::{Columns, End};
+pub(crate) use super::outcome::{Outcome, Run};
 use super::WorkerStats;
-use crate::db::{Database, Jsonb, Tid};
+use crate::db::{Database, Jsonb};
 use crate::{sql, Error, Result};
-use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// The end of one attempt, as the completer writes it.
-#[derive(Debug)]
-pub(crate) enum Outcome {
-    /// A state change of a running job: completed, failed, or back to scheduled/available.
-    Write {
-        id: i64,
-        attempt: i32,
-        /// The claim's time (with the attempt, the guard of the write).
-        started_at: DateTime<Utc>,
-        /// Where the claim left the row (a hint: see `complete_ok.sql`).
-        tid: Tid,
-        state: &'static str,
-        result: Option<Jsonb>,
-        error: Option<Jsonb>,
-        run_at: Option<DateTime<Utc>>,
-    },
-    /// Give the job back untouched (shutdown, or a stop that may not have been a real
-    /// cancel): the attempt is not counted. Guarded, so a job really cancelled stays so.
-    Release {
-        id: i64,
-        attempt: i32,
-        started_at: DateTime<Utc>,
-    },
-    /// Everything sent before this is written (or given up) when the sender hears back.
-    Flush(tokio::sync::oneshot::Sender<()>),
-    /// Everything sent before this is written; the completer stops.
-    Stop,
-}
-
-impl Outcome {
-    /// Bytes of JSON this outcome sends.
-    fn size(&self) -> usize {
-        match self {
-            Outcome::Write { result, error, .. } => {
-                result.as_ref().map_or(0, Jsonb::len) + error.as_ref().map_or(0, Jsonb::len)
-            }
-            _ => 0,
-        }
-    }
-}
 
 /// Most outcomes written by one statement.
 pub(crate) const MAX_BATCH: usize = 5000;
@@ -119,9 +83,10 @@ async fn write_with_retry(
     stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
+    let mut doubt = None;
     loop {
         let result = tokio::select! {
-            result = write(db, worker_id, batch, stats) => result,
+            result = write(db, worker_id, batch, stats, &mut doubt) => result,
             // a write stuck on a dead connection must not hold the shutdown
             _ = give_up.cancelled() => {
                 tracing::error!("remuda completer: giving up on {} outcomes at shutdown; their jobs will be rescued", batch.len());
@@ -183,8 +148,10 @@ async fn write_fallback(
     stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
+    let mut doubt = None;
     loop {
-        match write(db, worker_id, std::slice::from_ref(&fallback), stats).await {
+        let batch = std::slice::from_ref(&fallback);
+        match write(db, worker_id, batch, stats, &mut doubt).await {
             Ok(()) => return,
             Err(e) if !e.is_refused_data() && !give_up.is_cancelled() => {
                 tokio::select! {
@@ -203,28 +170,18 @@ async fn write_fallback(
 
 /// The outcome written instead of one the database refused: the job fails, saying why.
 fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
-    let Outcome::Write {
-        id,
-        attempt,
-        started_at,
-        tid,
-        ..
-    } = outcome
-    else {
+    let Outcome::Ended { run, .. } = outcome else {
         return None;
     };
     let message = format!("the outcome of this attempt could not be stored: {error}");
     let result = serde_json::json!({"err": {"code": "OUTCOME_UNWRITABLE", "message": message, "data": null}});
-    Some(Outcome::Write {
-        id: *id,
-        attempt: *attempt,
-        started_at: *started_at,
-        tid: *tid,
-        state: "failed",
-        result: Some(Jsonb(result.to_string())),
-        // not appended to `errors`: the refusal may have been about that very array
-        error: None,
-        run_at: None,
+    Some(Outcome::Ended {
+        run: *run,
+        end: End::Failed {
+            result: Jsonb(result.to_string()),
+            // not appended to `errors`: the refusal may have been about that very array
+            error: None,
+        },
     })
 }
 
@@ -236,191 +193,173 @@ fn jittered(delay: Duration) -> Duration {
     delay + delay.mul_f64(fastrand::f64() / 4.0)
 }
 
-/// Writes one batch: successes through `complete_ok.sql` (found by their place), the rest and
-/// the successes it missed through `complete_jobs.sql` (found by id), releases through
-/// `release_jobs.sql`. Outcomes neither statement could write were stale, and are counted.
+/// What a batch's write did, as the database counted it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Written {
+    /// Outcomes in the batch (releases aside).
+    sent: u64,
+    completed: u64,
+    failed: u64,
+    retried: u64,
+    snoozed: u64,
+}
+
+impl Written {
+    fn accepted(&self) -> u64 {
+        self.completed + self.failed + self.retried + self.snoozed
+    }
+
+    /// Adds the counts to the worker's and says how many outcomes were stale.
+    fn record(&self, stats: &WorkerStats) {
+        stats.completed.fetch_add(self.completed, Ordering::Relaxed);
+        stats.failed.fetch_add(self.failed, Ordering::Relaxed);
+        stats.retried.fetch_add(self.retried, Ordering::Relaxed);
+        stats.snoozed.fetch_add(self.snoozed, Ordering::Relaxed);
+        stats.written.fetch_add(self.accepted(), Ordering::Relaxed);
+        let rejected = self.sent.saturating_sub(self.accepted());
+        if rejected > 0 {
+            // stale: the job was cancelled, or rescued while this worker could not heartbeat
+            stats.rejected.fetch_add(rejected, Ordering::Relaxed);
+            tracing::warn!(
+                "remuda completer: {rejected} of {} outcomes rejected as stale: those jobs were no longer this worker's at that attempt (cancelled, or rescued after this worker went silent)",
+                self.sent
+            );
+        }
+    }
+}
+
+/// A transaction whose commit answer was lost: its id, and what it wrote had it committed.
+struct InDoubt {
+    xid: String,
+    written: Written,
+}
+
+/// Writes one batch in one transaction, then counts what the database accepted. When an
+/// earlier try's commit answer was lost (`doubt`), the database is asked first whether it
+/// committed: then the batch is written already, and counted as that try wrote it.
 async fn write(
     db: &Database,
     worker_id: &str,
     batch: &[Outcome],
     stats: &WorkerStats,
+    doubt: &mut Option<InDoubt>,
 ) -> Result<()> {
-    let mut ok = OkColumns::default();
-    let mut rest = WriteColumns::default();
-    let mut released = ReleaseColumns::default();
-    for outcome in batch {
-        match outcome {
-            Outcome::Write {
-                id,
-                attempt,
-                started_at,
-                tid,
-                state: "completed",
-                result,
-                error: None,
-                run_at: None,
-            } => ok.push(*tid, *id, *attempt, *started_at, result.as_ref()),
-            Outcome::Write { .. } => rest.push(outcome),
-            Outcome::Release {
-                id,
-                attempt,
-                started_at,
-            } => released.push(*id, *attempt, *started_at),
-            Outcome::Stop | Outcome::Flush(_) => {}
-        }
-    }
-    let conn = db.conn().await?;
-    // every outcome to write, once: the fallback below writes some of them a second way
-    let sent = (ok.ids.len() + rest.ids.len()) as u64;
-    let mut written = 0;
-    if !ok.ids.is_empty() {
-        let statement = conn.prepare_cached(sql::COMPLETE_OK).await?;
-        let hit = conn
-            .execute(
-                &statement,
-                &[
-                    &ok.tids,
-                    &ok.ids,
-                    &ok.attempts,
-                    &ok.started,
-                    &ok.results,
-                    &worker_id,
-                ],
-            )
-            .await?;
-        written += hit;
-        if hit < ok.ids.len() as u64 {
-            // some rows moved since their claim: write those by id (the rows written above
-            // are no longer running, so this statement cannot write them twice)
-            for i in 0..ok.ids.len() {
-                rest.push_completed(&ok, i);
+    let mut conn = db.conn().await?;
+    if let Some(earlier) = doubt.as_ref() {
+        let statement = conn.prepare_cached(sql::TRANSACTION_STATUS).await?;
+        let status: Option<String> = conn
+            .query_one(&statement, &[&earlier.xid])
+            .await?
+            .try_get("status")?;
+        match status.as_deref() {
+            Some("committed") => {
+                earlier.written.record(stats);
+                *doubt = None;
+                return Ok(());
             }
+            Some("in progress") => {
+                return Err(Error::CommitInDoubt(format!(
+                    "the server is still ending transaction {} (an earlier try of this write)",
+                    earlier.xid
+                )))
+            }
+            // aborted (or too old to know, which cannot be: it is this worker's own, recent)
+            _ => *doubt = None,
         }
     }
-    if !rest.ids.is_empty() {
-        let statement = conn.prepare_cached(sql::COMPLETE_JOBS).await?;
-        let r = &rest;
-        written += conn
-            .execute(
+    let columns = Columns::new(batch);
+    let tx = conn.transaction().await?;
+    let (xid, written) = write_in(&tx, worker_id, &columns).await?;
+    match tx.commit().await.map_err(Error::from) {
+        Ok(()) => {
+            written.record(stats);
+            Ok(())
+        }
+        Err(e) => {
+            if e.outcome_unknown() {
+                *doubt = Some(InDoubt { xid, written });
+            }
+            Err(e)
+        }
+    }
+}
+
+/// The statements of one batch, inside its transaction: successes through `complete_ok.sql`
+/// (found by their place), the rest and the successes it missed through `complete_jobs.sql`
+/// (found by id), releases through `release_jobs.sql`. Returns the transaction's id and the
+/// counts.
+async fn write_in(
+    tx: &deadpool_postgres::Transaction<'_>,
+    worker_id: &str,
+    columns: &Columns<'_>,
+) -> Result<(String, Written)> {
+    let (ok, released) = (&columns.ok, &columns.released);
+    let mut written = Written {
+        sent: (ok.ids.len() + columns.rest.ids.len()) as u64,
+        ..Written::default()
+    };
+    let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
+    let mut rest = None;
+    let xid: String = if ok.ids.is_empty() {
+        tx.query_one(&id_statement, &[]).await?.try_get("xid")?
+    } else {
+        let statement = tx.prepare_cached(sql::COMPLETE_OK).await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &ok.tids,
+            &ok.ids,
+            &ok.attempts,
+            &ok.started,
+            &ok.results,
+            &worker_id,
+        ];
+        // one round trip for both: the driver sends them together
+        let (xid, hit) = tokio::try_join!(
+            tx.query_one(&id_statement, &[]),
+            tx.execute(&statement, &params)
+        )?;
+        written.completed = hit;
+        if hit < ok.ids.len() as u64 {
+            // some rows moved or became flagged since their claim: write those by id (the
+            // rows written above are no longer running, so this cannot write them twice)
+            let mut all = columns.rest.clone();
+            all.push_completed(ok);
+            rest = Some(all);
+        }
+        xid.try_get("xid")?
+    };
+    let r = rest.as_ref().unwrap_or(&columns.rest);
+    if !r.ids.is_empty() {
+        let statement = tx.prepare_cached(sql::COMPLETE_JOBS).await?;
+        let row = tx
+            .query_one(
                 &statement,
                 &[
                     &r.ids,
                     &r.attempts,
-                    &r.states,
+                    &r.started,
+                    &r.outcomes,
                     &r.results,
                     &r.errors,
-                    &r.run_ats,
+                    &r.delays,
                     &worker_id,
-                    &r.started,
                 ],
             )
             .await?;
-    }
-    stats.written.fetch_add(written, Ordering::Relaxed);
-    if written < sent {
-        // stale: the job was cancelled, or rescued while this worker could not heartbeat
-        // (or an earlier try of this very write committed and its answer was lost)
-        let rejected = sent - written;
-        stats.rejected.fetch_add(rejected, Ordering::Relaxed);
-        tracing::warn!(
-            "remuda completer: {rejected} of {sent} outcomes rejected as stale: those jobs were no longer this worker's at that attempt (cancelled, or rescued after this worker went silent)"
-        );
+        written.completed += count(&row, "completed")?;
+        written.failed += count(&row, "failed")?;
+        written.retried += count(&row, "retried")?;
+        written.snoozed += count(&row, "snoozed")?;
     }
     if !released.ids.is_empty() {
-        let statement = conn.prepare_cached(sql::RELEASE_JOBS).await?;
-        let r = &released;
-        conn.execute(&statement, &[&r.ids, &r.attempts, &worker_id, &r.started])
+        let statement = tx.prepare_cached(sql::RELEASE_JOBS).await?;
+        let r = released;
+        tx.query_one(&statement, &[&r.ids, &r.attempts, &worker_id, &r.started])
             .await?;
     }
-    Ok(())
+    Ok((xid, written))
 }
 
-/// The parameters of `complete_ok.sql`, one element per successful outcome.
-#[derive(Default)]
-struct OkColumns<'a> {
-    tids: Vec<Tid>,
-    ids: Vec<i64>,
-    attempts: Vec<i32>,
-    started: Vec<DateTime<Utc>>,
-    results: Vec<Option<&'a Jsonb>>,
-}
-
-impl<'a> OkColumns<'a> {
-    fn push(
-        &mut self,
-        tid: Tid,
-        id: i64,
-        attempt: i32,
-        started_at: DateTime<Utc>,
-        result: Option<&'a Jsonb>,
-    ) {
-        self.tids.push(tid);
-        self.ids.push(id);
-        self.attempts.push(attempt);
-        self.started.push(started_at);
-        self.results.push(result);
-    }
-}
-
-/// The parameters of `complete_jobs.sql`, one element per outcome.
-#[derive(Default)]
-struct WriteColumns<'a> {
-    ids: Vec<i64>,
-    attempts: Vec<i32>,
-    started: Vec<DateTime<Utc>>,
-    states: Vec<&'static str>,
-    results: Vec<Option<&'a Jsonb>>,
-    errors: Vec<Option<&'a Jsonb>>,
-    run_ats: Vec<Option<DateTime<Utc>>>,
-}
-
-impl<'a> WriteColumns<'a> {
-    fn push(&mut self, outcome: &'a Outcome) {
-        if let Outcome::Write {
-            id,
-            attempt,
-            started_at,
-            state,
-            result,
-            error,
-            run_at,
-            ..
-        } = outcome
-        {
-            self.ids.push(*id);
-            self.attempts.push(*attempt);
-            self.started.push(*started_at);
-            self.states.push(state);
-            self.results.push(result.as_ref());
-            self.errors.push(error.as_ref());
-            self.run_ats.push(*run_at);
-        }
-    }
-
-    /// The `i`th success of `ok`, to be written by id.
-    fn push_completed(&mut self, ok: &OkColumns<'a>, i: usize) {
-        self.ids.push(ok.ids[i]);
-        self.attempts.push(ok.attempts[i]);
-        self.started.push(ok.started[i]);
-        self.states.push("completed");
-        self.results.push(ok.results[i]);
-        self.errors.push(None);
-        self.run_ats.push(None);
-    }
-}
-
-/// The parameters of `release_jobs.sql`.
-#[derive(Default)]
-struct ReleaseColumns {
-    ids: Vec<i64>,
-    attempts: Vec<i32>,
-    started: Vec<DateTime<Utc>>,
-}
-
-impl ReleaseColumns {
-    fn push(&mut self, id: i64, attempt: i32, started_at: DateTime<Utc>) {
-        self.ids.push(id);
-        self.attempts.push(attempt);
-        self.started.push(started_at);
-    }
+fn count(row: &tokio_postgres::Row, column: &str) -> Result<u64> {
+    let n: i64 = row.try_get(column)?;
+    Ok(u64::try_from(n).unwrap_or(0))
 }

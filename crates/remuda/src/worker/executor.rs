@@ -1,14 +1,16 @@
 //! Running one claimed job: decode, run with its timeout, turn a panic into a `PANIC` error,
-//! decide between completed, retry and failed, and hand the outcome to the completer.
+//! say how the attempt ended (completed, an error to retry or not, a snooze) and hand that to
+//! the completer. Whether a retryable error is retried or fails the job (attempts left) is
+//! the database's decision, made when the outcome is written (`remuda.retry_or_fail`).
 
-use super::completer::Outcome;
+use super::completer::{Outcome, Run};
+use super::outcome::End;
 use super::{Running, Shared};
 use crate::db::{Jsonb, Tid};
 use crate::task::{JobContext, TaskError};
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
@@ -26,6 +28,21 @@ pub(crate) struct Claimed {
     pub started_at: DateTime<Utc>,
     /// Where the claim left the row: the completer's hint for finding it again.
     pub tid: Tid,
+    /// The job's flags (see migration 8): 0 for a plain job.
+    pub flags: i32,
+}
+
+impl Claimed {
+    /// This run, as the completer's writes name it.
+    pub fn run(&self) -> Run {
+        Run {
+            id: self.id,
+            attempt: self.attempt,
+            started_at: self.started_at,
+            tid: self.tid,
+            flags: self.flags,
+        }
+    }
 }
 
 /// Runs the job to its outcome; the permit (the concurrency slot) is held until the outcome
@@ -42,11 +59,7 @@ pub(crate) async fn execute(
         // cannot happen: the claim only returns kinds we registered; give it back untouched
         let _ = shared
             .completer
-            .send(Outcome::Release {
-                id: job.id,
-                attempt: job.attempt,
-                started_at: job.started_at,
-            })
+            .send(Outcome::Release { run: job.run() })
             .await;
         super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
         return;
@@ -90,11 +103,7 @@ pub(crate) async fn execute(
             }
         } => Some(result),
     };
-    let release = Outcome::Release {
-        id: job.id,
-        attempt: job.attempt,
-        started_at: job.started_at,
-    };
+    let release = Outcome::Release { run: job.run() };
     let (outcome, ended) = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
         // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
@@ -104,7 +113,7 @@ pub(crate) async fn execute(
         // an error after being asked to stop is most likely the stop itself: not counted
         Some(Ok(Err(_))) if stop.soft.is_cancelled() => (release, "stopped".to_string()),
         Some(Ok(Err(error))) if error.snooze.is_some() => {
-            (snooze(&shared, &job, &error), "snoozed".to_string())
+            (snooze(&job, &error), "snoozed".to_string())
         }
         Some(Ok(Err(error))) => {
             let code = error.code.clone();
@@ -169,20 +178,15 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
         );
         return final_failure(shared, job, error);
     }
-    shared.stats.completed.fetch_add(1, Ordering::Relaxed);
     let mut text = String::with_capacity(output.0.len() + 7);
     text.push_str("{\"ok\":");
     text.push_str(&output.0);
     text.push('}');
-    Outcome::Write {
-        id: job.id,
-        attempt: job.attempt,
-        started_at: job.started_at,
-        tid: job.tid,
-        state: "completed",
-        result: Some(Jsonb(text)),
-        error: None,
-        run_at: None,
+    Outcome::Ended {
+        run: job.run(),
+        end: End::Completed {
+            result: Jsonb(text),
+        },
     }
 }
 
@@ -244,50 +248,33 @@ fn error_entry(shared: &Shared, job: &Claimed, error: &TaskError) -> Jsonb {
     Jsonb(entry.to_string())
 }
 
-fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
-    shared.stats.failed.fetch_add(1, Ordering::Relaxed);
+/// The job's result should this error end it: `{"err": {code, message, data}}`.
+fn error_result(error: &TaskError) -> Jsonb {
     let result = serde_json::json!({"err": {"code": error.code, "message": error.message, "data": error.data}});
-    Outcome::Write {
-        id: job.id,
-        attempt: job.attempt,
-        started_at: job.started_at,
-        tid: job.tid,
-        state: "failed",
-        result: Some(Jsonb(result.to_string())),
-        error: Some(error_entry(shared, job, &error)),
-        run_at: None,
+    Jsonb(result.to_string())
+}
+
+fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
+    Outcome::Ended {
+        run: job.run(),
+        end: End::Failed {
+            result: error_result(&error),
+            error: Some(error_entry(shared, job, &error)),
+        },
     }
 }
 
-fn snooze(shared: &Shared, job: &Claimed, error: &TaskError) -> Outcome {
-    shared.stats.snoozed.fetch_add(1, Ordering::Relaxed);
-    let delay = error.snooze.unwrap_or_default();
-    again_after(job, delay, ("snooze_available", "snooze_scheduled"), None)
-}
-
-/// The job waits `delay` (available at once when zero, else scheduled) for its next run.
-fn again_after(
-    job: &Claimed,
-    delay: Duration,
-    (now, later): (&'static str, &'static str),
-    error: Option<Jsonb>,
-) -> Outcome {
-    let run_at = chrono::Duration::from_std(delay)
-        .ok()
-        .and_then(|d| Utc::now().checked_add_signed(d))
-        .unwrap_or(chrono::DateTime::<Utc>::MAX_UTC);
-    Outcome::Write {
-        id: job.id,
-        attempt: job.attempt,
-        started_at: job.started_at,
-        tid: job.tid,
-        state: if delay.is_zero() { now } else { later },
-        result: None,
-        error,
-        run_at: Some(run_at),
+fn snooze(job: &Claimed, error: &TaskError) -> Outcome {
+    Outcome::Ended {
+        run: job.run(),
+        end: End::Snooze {
+            delay: error.snooze.unwrap_or_default(),
+        },
     }
 }
 
+/// An error: retried after the task's backoff when its policy retries this error (and the
+/// job has attempts left, which the database decides), failing the job otherwise.
 fn failure(
     shared: &Shared,
     job: &Claimed,
@@ -295,11 +282,15 @@ fn failure(
     error: TaskError,
 ) -> Outcome {
     let error = bounded(shared, error);
-    if !options.should_retry(&error, job.attempt, job.max_attempts) {
+    if !options.retries(&error) {
         return final_failure(shared, job, error);
     }
-    shared.stats.retried.fetch_add(1, Ordering::Relaxed);
-    let delay = options.backoff.delay(job.attempt);
-    let entry = error_entry(shared, job, &error);
-    again_after(job, delay, ("available", "scheduled"), Some(entry))
+    Outcome::Ended {
+        run: job.run(),
+        end: End::Retry {
+            result: error_result(&error),
+            error: error_entry(shared, job, &error),
+            delay: options.backoff.delay(job.attempt),
+        },
+    }
 }

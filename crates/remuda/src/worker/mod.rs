@@ -31,6 +31,7 @@ mod completer;
 mod dispatch;
 mod executor;
 mod heartbeat;
+mod outcome;
 mod producer;
 mod settings;
 pub(crate) mod supervise;
@@ -249,9 +250,10 @@ pub struct WorkerStats {
     /// Checks for jobs claimed by a statement whose answer was lost (each one scans this
     /// worker's running jobs in the table): made only after a claim whose connection failed.
     pub orphan_checks: AtomicU64,
-    /// Outcomes written to the database. The counts above grow when a task returns; a job is
-    /// finished for everyone else (`wait`, listings, dependants) only once its outcome is
-    /// written, which the completer does in batches a moment later.
+    /// Outcomes written to the database. The counts above are of outcomes written too, as
+    /// the database decided them (a retryable error on the last attempt counts as failed):
+    /// a job is finished for everyone else (`wait`, listings, dependants) only once its
+    /// outcome is written, which the completer does in batches a moment after the task returns.
     pub written: AtomicU64,
 }
 

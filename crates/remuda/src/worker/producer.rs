@@ -314,11 +314,7 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
     tokio::spawn(async move {
         let _ = shared
             .completer
-            .send(super::completer::Outcome::Release {
-                id: job.id,
-                attempt: job.attempt,
-                started_at: job.started_at,
-            })
+            .send(super::completer::Outcome::Release { run: job.run() })
             .await;
     });
 }
