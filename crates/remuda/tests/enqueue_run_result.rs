@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{setup, start_with, Add, AddArgs};
+use common::{setup, start_with, Add, AddArgs, Gate};
 use remuda::{JobResult, JobState, NewJob};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,24 +91,6 @@ async fn args_over_the_size_limit_are_refused_and_nothing_is_written() {
         .await
         .expect("list")
         .is_empty());
-}
-
-/// Holds each job until the test lets it go.
-struct Gate {
-    started: Arc<tokio::sync::Notify>,
-    open: Arc<tokio::sync::Notify>,
-}
-
-impl remuda::Task for Gate {
-    const KIND: &'static str = "gate";
-    type Args = i64;
-    type Output = i64;
-
-    async fn run(&self, _ctx: remuda::JobContext, n: i64) -> Result<i64, remuda::TaskError> {
-        self.started.notify_one();
-        self.open.notified().await;
-        Ok(n)
-    }
 }
 
 /// The completer finds a finished job at the place its claim left the row; a job whose row

@@ -139,6 +139,24 @@ impl Task for Misbehave {
     }
 }
 
+/// Holds each job until the test lets it go: signals `started`, then waits for `open`.
+pub struct Gate {
+    pub started: Arc<tokio::sync::Notify>,
+    pub open: Arc<tokio::sync::Notify>,
+}
+
+impl Task for Gate {
+    const KIND: &'static str = "gate";
+    type Args = i64;
+    type Output = i64;
+
+    async fn run(&self, _ctx: JobContext, n: i64) -> Result<i64, TaskError> {
+        self.started.notify_one();
+        self.open.notified().await;
+        Ok(n)
+    }
+}
+
 /// Connects a client to a fresh test database.
 pub async fn setup() -> (TestDatabase, Client) {
     let db = TestDatabase::new().await.expect("test database");

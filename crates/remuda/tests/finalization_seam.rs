@@ -1,0 +1,428 @@
+//! The finalization seam: every statement that ends a run or finishes a job hands its rows to
+//! `remuda.transitioned()` in its own transaction, where registered hooks add their work and
+//! commit or roll back with the state change; the completer's batches are transactions whose
+//! lost commit answers are settled, not counted as stale.
+
+mod common;
+
+use common::{error_code, fast_config, setup, start, Gate};
+use remuda::{
+    Backoff, Client, JobContext, JobState, NewJob, Task, TaskError, TaskOptions, Worker,
+    WorkerConfig,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Whether a `SnoozeOnce` job has snoozed (one such job per test binary).
+static SNOOZED: AtomicBool = AtomicBool::new(false);
+
+/// Does as its arguments say: fail (retryably), snooze once, hold until asked to stop, or
+/// return its input.
+struct Script;
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "do", rename_all = "snake_case")]
+enum Step {
+    Fail,
+    SnoozeOnce,
+    Hold,
+    Ok,
+}
+
+impl Task for Script {
+    const KIND: &'static str = "script";
+    type Args = Step;
+    type Output = String;
+
+    fn options() -> TaskOptions {
+        TaskOptions::default()
+            .max_attempts(2)
+            .backoff(Backoff::Fixed {
+                delay: Duration::from_millis(50),
+                jitter: false,
+            })
+    }
+
+    async fn run(&self, ctx: JobContext, step: Step) -> Result<String, TaskError> {
+        match step {
+            Step::Fail => Err(TaskError::new("BOOM", format!("attempt {}", ctx.attempt))),
+            // a snooze gives the attempt back: the attempt number cannot tell the runs apart
+            Step::SnoozeOnce if !SNOOZED.swap(true, Ordering::SeqCst) => {
+                Err(TaskError::snooze(Duration::from_millis(10)))
+            }
+            Step::Hold => {
+                ctx.cancel.cancelled().await;
+                Err(TaskError::new("STOPPED", "asked to stop"))
+            }
+            Step::SnoozeOnce | Step::Ok => Ok(format!("done on attempt {}", ctx.attempt)),
+        }
+    }
+}
+
+/// A hook that records every row it is given (id, old state, new state, flags) in
+/// `seen_transitions`.
+const RECORDING_HOOK: &str = "
+    CREATE TABLE seen_transitions (id bigint, old_state text, new_state text, flags int);
+    CREATE FUNCTION record_transitions(changed remuda.transition[]) RETURNS void
+    LANGUAGE sql AS $$
+        INSERT INTO seen_transitions
+        SELECT c.id, c.old_state::text, c.new_state::text, c.flags FROM unnest(changed) c
+    $$;
+    INSERT INTO remuda.transition_hooks (name, function)
+    VALUES ('record', 'record_transitions(remuda.transition[])');";
+
+async fn seen(client: &Client) -> BTreeSet<(i64, String, String)> {
+    let conn = client.database().conn().await.expect("connection");
+    conn.query("SELECT id, old_state, new_state FROM seen_transitions", &[])
+        .await
+        .expect("seen transitions")
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+async fn sql(client: &Client, text: &str) {
+    let conn = client.database().conn().await.expect("connection");
+    conn.batch_execute(text).await.expect(text);
+}
+
+async fn wait_until_state(client: &Client, id: i64, state: JobState) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let job = client.job(id).await.expect("job").expect("exists");
+        if job.state == state {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "job {id} stayed {:?}, never {state:?}",
+            job.state
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn worker(client: &Client) -> Worker {
+    Worker::new(client.clone())
+        .config(WorkerConfig {
+            shutdown_timeout: Duration::from_millis(300),
+            ..fast_config()
+        })
+        .register(Script)
+}
+
+/// Retry, failure, snooze, an awaited success, release at shutdown, cancel, an operator's
+/// retry, expiry and rescue all reach the hook, each with its old and new state; a plain
+/// job's success (the lean lane) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_transition_reaches_the_registered_hook_in_its_own_transaction() {
+    let (_db, client) = setup().await;
+    sql(&client, RECORDING_HOOK).await;
+    // a queue no worker serves, for jobs that must wait
+    let parked = |step: &Step| NewJob::new("script", step).expect("job").queue("parked");
+
+    let failing = client
+        .enqueue::<Script>(&Step::Fail)
+        .await
+        .expect("enqueue");
+    let snoozing = client
+        .enqueue::<Script>(&Step::SnoozeOnce)
+        .await
+        .expect("enqueue");
+    let plain = client.enqueue::<Script>(&Step::Ok).await.expect("enqueue");
+    let awaited = client
+        .insert(
+            parked(&Step::Ok)
+                .queue("default")
+                .delay(Duration::from_secs(1)),
+        )
+        .await
+        .expect("enqueue");
+    let cancelled = client.insert(parked(&Step::Ok)).await.expect("enqueue");
+    let expiring = client
+        .insert(
+            parked(&Step::Ok).expires_at(chrono::Utc::now() + chrono::Duration::milliseconds(300)),
+        )
+        .await
+        .expect("enqueue");
+    // a job running for a worker that died an hour ago, to be rescued
+    let orphan = client.insert(parked(&Step::Ok)).await.expect("enqueue");
+    sql(
+        &client,
+        &format!(
+            "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms, heartbeat_at)
+             VALUES ('gone', 'gone', 'nowhere', 1, '{{parked}}', '{{script}}', 1, 1000, now() - interval '1 hour');
+             UPDATE remuda.jobs SET state = 'running', worker_id = 'gone', attempt = 1, max_attempts = 3,
+                                    started_at = now() - interval '1 hour'
+             WHERE id = {orphan};"
+        ),
+    )
+    .await;
+
+    let running = start(worker(&client));
+    let job = client
+        .wait(awaited, Duration::from_secs(20))
+        .await
+        .expect("awaited job");
+    assert_eq!(job.state, JobState::Completed);
+    wait_until_state(&client, failing, JobState::Failed).await;
+    wait_until_state(&client, snoozing, JobState::Completed).await;
+    wait_until_state(&client, plain, JobState::Completed).await;
+    wait_until_state(&client, expiring, JobState::Expired).await;
+    wait_until_state(&client, orphan, JobState::Available).await;
+    client.cancel(cancelled).await.expect("cancel");
+    client.retry(cancelled).await.expect("retry");
+    // held by the worker until it shuts down, then given back
+    let held = client
+        .enqueue::<Script>(&Step::Hold)
+        .await
+        .expect("enqueue");
+    wait_until_state(&client, held, JobState::Running).await;
+    let report = running.shutdown().await;
+    assert_eq!(report.rejected, 0, "{report:?}");
+    wait_until_state(&client, held, JobState::Available).await;
+
+    let t = |id: i64, old: &str, new: &str| (id, old.to_string(), new.to_string());
+    let expected: BTreeSet<_> = [
+        t(failing, "running", "scheduled"),
+        t(failing, "running", "failed"),
+        t(snoozing, "running", "scheduled"),
+        t(awaited, "running", "completed"),
+        t(expiring, "available", "expired"),
+        t(orphan, "running", "available"),
+        t(cancelled, "available", "cancelled"),
+        t(cancelled, "cancelled", "available"),
+        t(held, "running", "available"),
+    ]
+    .into_iter()
+    .collect();
+    let got = seen(&client).await;
+    assert_eq!(got, expected, "the hook saw: {got:?}");
+    assert!(
+        !got.iter().any(|(id, ..)| *id == plain),
+        "a plain job's success takes the lean lane, past the seam"
+    );
+    let failed = client.job(failing).await.expect("job").expect("exists");
+    assert_eq!(error_code(&failed), Some("BOOM"));
+    assert_eq!(
+        failed.attempt, 2,
+        "failed on its last attempt, as retry_or_fail decided"
+    );
+}
+
+/// A hook that fails takes the state change down with it: a cancel is refused and leaves the
+/// job as it was, and the completer keeps the job's outcome until the hook lets it through,
+/// without the rows the failing hook wrote before it failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
+    let (_db, client) = setup().await;
+    sql(
+        &client,
+        "CREATE TABLE attempts (id bigint);
+         CREATE TABLE refusing (active boolean);
+         INSERT INTO refusing VALUES (true);
+         CREATE FUNCTION refuse(changed remuda.transition[]) RETURNS void LANGUAGE plpgsql AS $$
+         BEGIN
+             INSERT INTO attempts SELECT c.id FROM unnest(changed) c;
+             IF (SELECT bool_or(active) FROM refusing) THEN
+                 RAISE EXCEPTION 'the hook refuses' USING ERRCODE = 'RH001';
+             END IF;
+         END $$;
+         INSERT INTO remuda.transition_hooks (name, function)
+         VALUES ('refuse', 'refuse(remuda.transition[])');",
+    )
+    .await;
+    let parked = client
+        .insert(
+            NewJob::new("script", &Step::Ok)
+                .expect("job")
+                .queue("parked"),
+        )
+        .await
+        .expect("enqueue");
+    let refused = client.cancel(parked).await.expect_err("the hook refuses");
+    assert!(
+        refused.to_string().contains("the hook refuses"),
+        "{refused}"
+    );
+    let job = client.job(parked).await.expect("job").expect("exists");
+    assert_eq!(job.state, JobState::Available, "the cancel was rolled back");
+
+    let failing = client
+        .enqueue::<Script>(&Step::Fail)
+        .await
+        .expect("enqueue");
+    let running = start(worker(&client));
+    wait_until_state(&client, failing, JobState::Running).await;
+    // the completer tries and is refused, again and again: the job stays running
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(
+        client
+            .job(failing)
+            .await
+            .expect("job")
+            .expect("exists")
+            .state,
+        JobState::Running
+    );
+    sql(&client, "UPDATE refusing SET active = false").await;
+    wait_until_state(&client, failing, JobState::Failed).await;
+    running.shutdown().await;
+    let conn = client.database().conn().await.expect("connection");
+    let rows: Vec<i64> = conn
+        .query("SELECT id FROM attempts", &[])
+        .await
+        .expect("attempts")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    // only the two accepted transitions (the retry and the failure) left rows behind
+    assert_eq!(rows, vec![failing, failing], "{rows:?}");
+}
+
+/// A proxy to the shared server that, once armed, lets the next `COMMIT` through and then
+/// drops the connection before its answer comes back: the commit happened, the client cannot
+/// know it.
+struct CommitEater {
+    port: u16,
+    armed: Arc<AtomicBool>,
+    eaten: Arc<AtomicBool>,
+}
+
+impl CommitEater {
+    async fn start(upstream: std::net::SocketAddr) -> CommitEater {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let armed = Arc::new(AtomicBool::new(false));
+        let eaten = Arc::new(AtomicBool::new(false));
+        let (a, e) = (armed.clone(), eaten.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (armed, eaten) = (a.clone(), e.clone());
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, mut server_write) = server.into_split();
+                    let cut = tokio_util::sync::CancellationToken::new();
+                    let back = tokio::spawn(copy_until(server_read, client_write, cut.clone()));
+                    let mut client_read = client_read;
+                    // the startup message has no type byte; every message after it has one
+                    let mut typed = false;
+                    loop {
+                        let Some(message) = read_message(&mut client_read, typed).await else {
+                            break;
+                        };
+                        typed = true;
+                        let commit = message.first() == Some(&b'Q')
+                            && message.get(5..11) == Some(b"COMMIT".as_slice());
+                        if server_write.write_all(&message).await.is_err() {
+                            break;
+                        }
+                        if commit && armed.swap(false, Ordering::SeqCst) {
+                            // the server commits; its answer never reaches the client
+                            cut.cancel();
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            eaten.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                    cut.cancel();
+                    let _ = back.await;
+                });
+            }
+        });
+        CommitEater { port, armed, eaten }
+    }
+}
+
+async fn read_message(from: &mut tokio::net::tcp::OwnedReadHalf, typed: bool) -> Option<Vec<u8>> {
+    let mut head = vec![0u8; if typed { 5 } else { 4 }];
+    from.read_exact(&mut head).await.ok()?;
+    let at = head.len() - 4;
+    let len = u32::from_be_bytes(head[at..].try_into().ok()?) as usize;
+    let mut body = vec![0u8; len.checked_sub(4)?];
+    from.read_exact(&mut body).await.ok()?;
+    head.extend_from_slice(&body);
+    Some(head)
+}
+
+async fn copy_until(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    cut: tokio_util::sync::CancellationToken,
+) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = tokio::select! {
+            n = from.read(&mut buf) => match n { Ok(0) | Err(_) => return, Ok(n) => n },
+            _ = cut.cancelled() => return,
+        };
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The connection breaks after the completer's COMMIT reached the server and before its
+/// answer came back. The completer asks the database whether that transaction committed
+/// and counts the batch once, as completed: not as stale, and not written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
+    let (_db, client) = setup().await;
+    let conn = client.database().conn().await.expect("connection");
+    let row = conn
+        .query_one("SELECT current_database(), current_user", &[])
+        .await
+        .expect("names");
+    let (database, user): (String, String) = (row.get(0), row.get(1));
+    drop(conn);
+    let eater = CommitEater::start("127.0.0.1:5432".parse().expect("address")).await;
+    let through = Client::connect(&format!(
+        "host=127.0.0.1 port={} user={user} dbname={database} sslmode=disable",
+        eater.port
+    ))
+    .await
+    .expect("client through the proxy");
+    let started = Arc::new(tokio::sync::Notify::new());
+    let open = Arc::new(tokio::sync::Notify::new());
+    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let running = start(
+        Worker::new(through)
+            .config(WorkerConfig {
+                maintenance: false,
+                ..fast_config()
+            })
+            .register(Gate {
+                started: started.clone(),
+                open: open.clone(),
+            }),
+    );
+    tokio::time::timeout(Duration::from_secs(10), started.notified())
+        .await
+        .expect("the job started");
+    eater.armed.store(true, Ordering::SeqCst);
+    open.notify_one();
+    wait_until_state(&client, id, JobState::Completed).await;
+    // the completer hears of the broken connection and settles its write
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let report = running.shutdown().await;
+    assert!(
+        eater.eaten.load(Ordering::SeqCst),
+        "the commit's answer was dropped"
+    );
+    assert_eq!(
+        (report.completed, report.rejected),
+        (1, 0),
+        "the lost commit is counted as written, once: {report:?}"
+    );
+    let job = client.job(id).await.expect("job").expect("exists");
+    assert_eq!(job.attempt, 1, "run once");
+}
