@@ -178,7 +178,7 @@ impl Error {
 
 /// A database error as a user should read it: the server's message with its SQLSTATE and
 /// whatever detail, hint and position it gave, or the driver's message and its causes.
-fn describe_db_error(e: &tokio_postgres::Error) -> String {
+pub(crate) fn describe_db_error(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         let mut words = format!(
             "{}: {} (SQLSTATE {})",

@@ -261,3 +261,21 @@ pub(crate) fn background_task_should_fail(task: &str) -> bool {
         .unwrap_or_else(|p| p.into_inner())
         .contains(&task)
 }
+
+/// A migration a test adds after remuda's own, to exercise the migration runner.
+#[derive(Clone, Copy, Debug)]
+pub struct ExtraMigration {
+    /// Its version: above [`migrate::LATEST`].
+    pub version: i32,
+    /// Its name.
+    pub name: &'static str,
+    /// Its statements.
+    pub sql: &'static str,
+    /// Run outside a transaction, statement by statement (see [`migrate`]).
+    pub outside_transaction: bool,
+}
+
+/// Runs remuda's migrations followed by `extra`, as [`migrate::run`] does.
+pub async fn migrate_with(db: &Database, extra: &[ExtraMigration]) -> Result<migrate::Report> {
+    migrate::run_with(db, extra).await
+}

@@ -21,17 +21,26 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
             let report = remuda::migrate::run(&connect::database(db).await?).await?;
             if flags.json {
                 print_json(&serde_json::json!({
-                    "from": report.from, "to": report.to, "applied": report.applied
+                    "from": report.from, "to": report.to, "applied": report.applied,
+                    "resumed": report.resumed
                 }));
-            } else if report.applied.is_empty() {
+            } else if report.applied.is_empty() && report.resumed.is_empty() {
                 crate::out!("schema is up to date (version {})", report.to);
             } else {
-                crate::out!(
-                    "migrated from version {} to {}: {}",
-                    report.from,
-                    report.to,
-                    report.applied.join(", ")
-                );
+                if !report.resumed.is_empty() {
+                    crate::out!(
+                        "finished what an earlier run left half-done: {}",
+                        report.resumed.join(", ")
+                    );
+                }
+                if !report.applied.is_empty() {
+                    crate::out!(
+                        "migrated from version {} to {}: {}",
+                        report.from,
+                        report.to,
+                        report.applied.join(", ")
+                    );
+                }
             }
             Ok(0)
         }

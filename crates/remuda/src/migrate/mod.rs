@@ -1,56 +1,86 @@
-//! Schema migrations: numbered `.sql` files embedded in the binary, applied in order in one
-//! transaction under an advisory lock, recorded in `remuda.schema_migrations`. Many processes
-//! may run [`run`] at once: one applies, the others wait and find nothing to do. A database
-//! migrated by a newer remuda is refused rather than touched.
+//! Schema migrations: numbered `.sql` files embedded in the binary, applied in order under a
+//! session advisory lock, recorded in `remuda.schema_migrations`. Many processes may run
+//! [`run`] at once: one applies, the others wait and find nothing to do. A database migrated
+//! by a newer remuda is refused rather than touched.
+//!
+//! A migration runs in a transaction of its own, or, when it must (`CREATE INDEX
+//! CONCURRENTLY` on a large table, `ALTER TYPE … ADD VALUE`), outside one, statement by
+//! statement: it is recorded as started before its first statement and as finished after its
+//! last, so a run that died half-way (a crash, a killed process) is found by the next run,
+//! which drops the invalid indexes it left and runs the migration again. Such a migration's
+//! statements are therefore written to be run again (`IF NOT EXISTS`), and end with `;` at
+//! the end of a line (no `$$` bodies: those belong in a transactional migration).
+
+mod apply;
 
 use crate::{Database, Error, Result};
+pub use apply::Report;
+
+/// How a migration is applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// All of it in one transaction, with its record.
+    Transaction,
+    /// Statement by statement, each committed on its own (see the module's doc).
+    Outside,
+}
 
 /// One migration.
-struct Migration {
-    version: i32,
-    name: &'static str,
-    sql: &'static str,
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Migration {
+    pub version: i32,
+    pub name: &'static str,
+    pub sql: &'static str,
+    pub mode: Mode,
 }
 
 const MIGRATIONS: &[Migration] = &[
     Migration {
         version: 1,
         name: "jobs",
+        mode: Mode::Transaction,
         sql: include_str!("0001_jobs.sql"),
     },
     Migration {
         version: 2,
         name: "reliability",
+        mode: Mode::Transaction,
         sql: include_str!("0002_reliability.sql"),
     },
     Migration {
         version: 3,
         name: "unique_jobs",
+        mode: Mode::Transaction,
         sql: include_str!("0003_unique_jobs.sql"),
     },
     Migration {
         version: 4,
         name: "queues",
+        mode: Mode::Transaction,
         sql: include_str!("0004_queues.sql"),
     },
     Migration {
         version: 5,
         name: "enqueue_path",
+        mode: Mode::Transaction,
         sql: include_str!("0005_enqueue_path.sql"),
     },
     Migration {
         version: 6,
         name: "unique_scope",
+        mode: Mode::Transaction,
         sql: include_str!("0006_unique_scope.sql"),
     },
     Migration {
         version: 7,
         name: "leader_term",
+        mode: Mode::Transaction,
         sql: include_str!("0007_leader_term.sql"),
     },
     Migration {
         version: 8,
         name: "finalization",
+        mode: Mode::Transaction,
         sql: include_str!("0008_finalization.sql"),
     },
 ];
@@ -58,73 +88,30 @@ const MIGRATIONS: &[Migration] = &[
 /// The schema version this build needs.
 pub const LATEST: i32 = 8;
 
-/// Advisory lock key that serialises migrations ("remuda" in ASCII).
-const LOCK_KEY: i64 = 0x72656d756461;
-
-/// What [`run`] did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Report {
-    /// Version before.
-    pub from: i32,
-    /// Version after.
-    pub to: i32,
-    /// Names of the migrations applied now.
-    pub applied: Vec<String>,
+/// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
+/// run left half-done.
+pub async fn run(db: &Database) -> Result<Report> {
+    apply::apply(db, MIGRATIONS).await
 }
 
-/// Creates or upgrades the schema to [`LATEST`].
-pub async fn run(db: &Database) -> Result<Report> {
-    let mut conn = db.conn().await?;
-    let tx = conn.transaction().await?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK_KEY])
-        .await?;
-    tx.batch_execute(
-        "CREATE SCHEMA IF NOT EXISTS remuda;
-         CREATE TABLE IF NOT EXISTS remuda.schema_migrations (
-             version integer PRIMARY KEY,
-             name text NOT NULL,
-             applied_at timestamptz NOT NULL DEFAULT now()
-         );",
-    )
-    .await?;
-    let from: i32 = tx
-        .query_one(
-            "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations",
-            &[],
-        )
-        .await?
-        .get(0);
-    if from > LATEST {
-        return Err(Error::SchemaTooNew {
-            found: from,
-            expected: LATEST,
-        });
-    }
-    let mut applied = Vec::new();
-    for m in MIGRATIONS.iter().filter(|m| m.version > from) {
-        tx.batch_execute(m.sql).await.map_err(|e| {
-            Error::Setup(format!(
-                "migration {:04}_{} failed: {}",
-                m.version,
-                m.name,
-                e.as_db_error()
-                    .map(|d| d.message().to_string())
-                    .unwrap_or_else(|| e.to_string())
-            ))
-        })?;
-        tx.execute(
-            "INSERT INTO remuda.schema_migrations (version, name) VALUES ($1, $2)",
-            &[&m.version, &m.name],
-        )
-        .await?;
-        applied.push(format!("{:04}_{}", m.version, m.name));
-    }
-    tx.commit().await?;
-    Ok(Report {
-        from,
-        to: LATEST.max(from),
-        applied,
-    })
+/// [`run`] with the test's migrations after remuda's own.
+#[cfg(feature = "testing")]
+pub(crate) async fn run_with(
+    db: &Database,
+    extra: &[crate::testing::ExtraMigration],
+) -> Result<Report> {
+    let mut all = MIGRATIONS.to_vec();
+    all.extend(extra.iter().map(|m| Migration {
+        version: m.version,
+        name: m.name,
+        sql: m.sql,
+        mode: if m.outside_transaction {
+            Mode::Outside
+        } else {
+            Mode::Transaction
+        },
+    }));
+    apply::apply(db, &all).await
 }
 
 /// The schema version in the database; 0 when remuda was never migrated there.
@@ -136,16 +123,26 @@ pub async fn current_version(db: &Database) -> Result<i32> {
             &[],
         )
         .await?;
-    if !row.get::<_, bool>(0) {
+    if !row.try_get::<_, bool>(0)? {
         return Ok(0);
     }
-    Ok(conn
+    // a migration started and not finished does not count: the schema is not there yet
+    let finished = conn
         .query_one(
-            "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations",
+            "SELECT to_regclass('remuda.schema_migrations') IS NOT NULL
+                    AND EXISTS (SELECT 1 FROM pg_attribute
+                                WHERE attrelid = 'remuda.schema_migrations'::regclass
+                                  AND attname = 'finished' AND NOT attisdropped)",
             &[],
         )
         .await?
-        .get(0))
+        .try_get::<_, bool>(0)?;
+    let query = if finished {
+        "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations WHERE finished"
+    } else {
+        "SELECT coalesce(max(version), 0) FROM remuda.schema_migrations"
+    };
+    Ok(conn.query_one(query, &[]).await?.try_get(0)?)
 }
 
 /// Fails unless the schema is exactly at [`LATEST`], saying what to do.

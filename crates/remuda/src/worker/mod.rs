@@ -646,10 +646,12 @@ impl Worker {
         if completer_failure.is_none() {
             let _ = shared.completer.send(completer::Outcome::Stop).await;
             tracing::info!("remuda worker {worker_id}: writing the last outcomes");
-            // a database that is down must not hold the worker forever
+            // a database that is down must not hold the worker forever; a background task
+            // that failed stopped the jobs, but their releases are still worth writing
+            let hurry = !forced && failures.reason().is_none();
             let written = tokio::select! {
                 done = tokio::time::timeout(config.shutdown_timeout, &mut completer_task) => done.is_ok(),
-                _ = &mut force, if !forced => false,
+                _ = &mut force, if hurry => false,
             };
             if !written {
                 give_up.cancel();
