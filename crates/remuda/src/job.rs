@@ -44,6 +44,9 @@ pub enum JobState {
     Cancelled,
     /// Final: it did not start before its `expires_at` deadline.
     Expired,
+    /// A state a newer schema added, which this build cannot name: a job read in it is
+    /// shown rather than refused. Never written, and not in [`JobState::ALL`].
+    Unknown,
 }
 
 impl JobState {
@@ -68,6 +71,7 @@ impl JobState {
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
             JobState::Expired => "expired",
+            JobState::Unknown => "unknown",
         }
     }
 
@@ -203,7 +207,8 @@ impl Job {
             id: row.try_get("id")?,
             kind: row.try_get("kind")?,
             queue: row.try_get("queue")?,
-            state: state.parse().map_err(crate::Error::InvalidInput)?,
+            // a newer schema's state: the job is still shown
+            state: state.parse().unwrap_or(JobState::Unknown),
             attempt: row.try_get("attempt")?,
             max_attempts: row.try_get("max_attempts")?,
             priority: row.try_get("priority")?,

@@ -1,6 +1,7 @@
 //! Migrations outside a transaction: `CREATE INDEX CONCURRENTLY` and `ALTER TYPE … ADD VALUE`
 //! run statement by statement under the migration lock, a run killed half-way is found and
-//! finished by the next one, and a schema newer than the build is still refused.
+//! finished by the next one, a schema newer than the build is still refused, and a job in a
+//! state this build does not know is still read.
 
 use remuda::testing::{migrate_with, ExtraMigration, TestDatabase};
 use remuda::{Database, Error};
@@ -36,6 +37,12 @@ const FINISHED: &str = "SELECT coalesce((SELECT finished FROM remuda.schema_migr
 async fn a_migration_outside_a_transaction_builds_an_index_concurrently_and_adds_a_state() {
     let test = TestDatabase::new().await.expect("test database");
     let db = test.database().expect("pool");
+    // connected while the schema is this build's
+    let client = test.client().await.expect("client");
+    let id = client
+        .insert(remuda::NewJob::new("any", &()).expect("job"))
+        .await
+        .expect("enqueue");
     let report = migrate_with(&db, &[INDEX_AND_STATE])
         .await
         .expect("migrate");
@@ -50,6 +57,21 @@ async fn a_migration_outside_a_transaction_builds_an_index_concurrently_and_adds
         .await
     );
     assert!(one_bool(&db, FINISHED).await);
+    // a job in the new state is still read by this build, which cannot name the state
+    let conn = db.conn().await.expect("connection");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'archived' WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("archive");
+    let job = client.job(id).await.expect("read").expect("exists");
+    assert_eq!(job.state, remuda::JobState::Unknown);
+    let listed = client
+        .jobs(&remuda::JobFilter::default())
+        .await
+        .expect("list");
+    assert_eq!(listed.len(), 1);
     let again = migrate_with(&db, &[INDEX_AND_STATE])
         .await
         .expect("migrate again");
