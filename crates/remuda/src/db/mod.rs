@@ -139,6 +139,10 @@ impl Database {
         let pool = Pool::builder(manager)
             .max_size(pool_size.max(2))
             .runtime(deadpool_postgres::Runtime::Tokio1)
+            // the connection used last is handed out first: the hot path keeps a few warm
+            // backends however large the pool (first-in first-out spread a drain over every
+            // connection of the worker's pool, each of them a backend on 2 cores)
+            .queue_mode(deadpool_postgres::QueueMode::Lifo)
             .wait_timeout(Some(POOL_WAIT_TIMEOUT))
             .create_timeout(Some(POOL_CREATE_TIMEOUT))
             .build()

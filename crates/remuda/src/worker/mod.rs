@@ -51,10 +51,10 @@ use tokio_util::sync::CancellationToken;
 /// Largest `concurrency` and `claim_batch` accepted.
 pub const MAX_CONCURRENCY: usize = 100_000;
 
-/// Connections of a worker's own pool: one for each task that may hold one at the same time
-/// as the others — producer, completer, heartbeat, settings refresh, cancel reconciliation
-/// and maintenance — so none waits for another.
-const WORKER_POOL_SIZE: usize = 6;
+/// Connections of a worker's own pool besides maintenance's: one for each task that may hold
+/// one at the same time as the others — producer, completer, heartbeat, settings refresh and
+/// cancel reconciliation — so none waits for another.
+const WORKER_POOL_SIZE: usize = 5;
 
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
@@ -445,7 +445,15 @@ impl Worker {
         self.client.check().await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
-        let db = self.client.database().sibling(WORKER_POOL_SIZE);
+        let maintenance_connections = if config.maintenance {
+            maintenance::CONNECTIONS
+        } else {
+            0
+        };
+        let db = self
+            .client
+            .database()
+            .sibling(WORKER_POOL_SIZE + maintenance_connections);
         let host = nix::unistd::gethostname()
             .ok()
             .and_then(|h| h.into_string().ok())
@@ -546,6 +554,7 @@ impl Worker {
                     worker_id.clone(),
                     maintenance::Settings::from(&config),
                     background.clone(),
+                    failures.clone(),
                 )),
                 &background,
             )
