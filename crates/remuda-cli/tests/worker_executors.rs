@@ -338,3 +338,44 @@ async fn enqueue_wait_exits_by_outcome() {
     );
     assert!(worker.stop().await.success());
 }
+
+/// An endpoint that never completes the TCP handshake (its listen queue is full and it never
+/// accepts) fails an attempt that has no timeout of its own with `HTTP_CONNECT` after the
+/// client's connect timeout (10 s), instead of holding the slot until the request timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_that_never_accepts_fails_after_the_connect_timeout() {
+    let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+    socket
+        .bind("127.0.0.1:0".parse().expect("address"))
+        .expect("bind");
+    let port = socket.local_addr().expect("addr").port();
+    let listener = socket.listen(0).expect("listen");
+    // one connection waiting fills a queue of 0: the next handshakes get no answer
+    let _waiting = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("fill the queue");
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write(
+        "remuda.toml",
+        &format!(
+            r#"
+[worker]
+poll_interval = "200ms"
+
+[tasks.http_blackhole]
+url = "http://127.0.0.1:{port}/never"
+max_attempts = 1
+"#
+        ),
+    );
+    let worker = WorkerProcess::start(&db, &config);
+    let id = enqueue(&db, &["http_blackhole"]).await;
+    let job = wait_for_state(&db, id, &["failed"], Duration::from_secs(40)).await;
+    assert_eq!(error_code(&job), "HTTP_CONNECT", "{job}");
+    let message = job["result"]["err"]["message"].as_str().unwrap_or_default();
+    // reqwest's words for its connect timeout
+    assert!(message.contains("deadline has elapsed"), "{message}");
+    assert!(worker.stop().await.success());
+    drop(listener);
+}
