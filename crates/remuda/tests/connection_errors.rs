@@ -1,6 +1,7 @@
 //! A connection that fails says why, in the server's or the network's words, with the advice
-//! that fits: authentication failed (a private cluster that wants a password), and a server
-//! that accepts the connection but never answers (a listener of the test's own).
+//! that fits: authentication failed (a private cluster that wants a password), a server
+//! that accepts the connection but never answers (a listener of the test's own), and a pool
+//! whose connections all stay busy.
 
 use remuda::db::cluster::ClusterOptions;
 use remuda::testing::PrivateCluster;
@@ -76,4 +77,29 @@ async fn a_server_that_never_answers_times_out_and_says_so() {
     assert!(text.contains("no answer within 15 s"), "{text}");
     assert!(err.is_database_unusable(), "{err:?}");
     held.abort();
+}
+
+/// A pool whose every connection stays taken fails the next call after its wait timeout,
+/// saying why, instead of waiting for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_whose_connections_all_stay_busy_says_so_after_its_wait_timeout() {
+    let test = remuda::testing::TestDatabase::new()
+        .await
+        .expect("test database");
+    let config: tokio_postgres::Config = test.conninfo().parse().expect("conninfo");
+    let pool = remuda::Database::from_config(config, 2);
+    let _first = pool.conn().await.expect("first connection");
+    let _second = pool.conn().await.expect("second connection");
+    let started = std::time::Instant::now();
+    let err = pool.conn().await.expect_err("no connection left");
+    assert!(
+        started.elapsed() >= remuda::db::POOL_WAIT_TIMEOUT,
+        "gave up after {:?}",
+        started.elapsed()
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("all 2 connections stayed busy for 30 s"),
+        "{text}"
+    );
 }
