@@ -374,8 +374,11 @@ max_attempts = 1
     let job = wait_for_state(&db, id, &["failed"], Duration::from_secs(40)).await;
     assert_eq!(error_code(&job), "HTTP_CONNECT", "{job}");
     let message = job["result"]["err"]["message"].as_str().unwrap_or_default();
-    // reqwest's words for its connect timeout
-    assert!(message.contains("deadline has elapsed"), "{message}");
+    // reqwest's words for its connect timeout (which depend on where it was cut short)
+    assert!(
+        message.contains("deadline has elapsed") || message.contains("timed out"),
+        "{message}"
+    );
     assert!(worker.stop().await.success());
     drop(listener);
 }

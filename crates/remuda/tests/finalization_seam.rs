@@ -216,7 +216,8 @@ async fn every_transition_reaches_the_registered_hook_in_its_own_transaction() {
 
 /// A hook that fails takes the state change down with it: a cancel is refused and leaves the
 /// job as it was, and the completer keeps the job's outcome until the hook lets it through,
-/// without the rows the failing hook wrote before it failed.
+/// without the rows the failing hook wrote before it failed, while plain jobs' successes
+/// (which the hook never sees) go on being written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
     let (_db, client) = setup().await;
@@ -268,6 +269,19 @@ async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
             .expect("exists")
             .state,
         JobState::Running
+    );
+    // a plain job's success is not held back by the refused outcome
+    let plain = client.enqueue::<Script>(&Step::Ok).await.expect("enqueue");
+    wait_until_state(&client, plain, JobState::Completed).await;
+    assert_eq!(
+        client
+            .job(failing)
+            .await
+            .expect("job")
+            .expect("exists")
+            .state,
+        JobState::Running,
+        "still refused"
     );
     sql(&client, "UPDATE refusing SET active = false").await;
     wait_until_state(&client, failing, JobState::Failed).await;

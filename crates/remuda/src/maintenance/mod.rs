@@ -100,9 +100,12 @@ pub(crate) async fn run(
             }
         }),
     ];
+    // aborted with this task (a worker that cannot wait for maintenance to end), the duties
+    // are aborted too
+    let duties = duties.map(supervise::AbortOnDrop);
     elect_until(&db, &worker_id, interval, &publish, &stop).await;
-    for duty in duties {
-        let _ = duty.await;
+    for mut duty in duties {
+        let _ = (&mut duty.0).await;
     }
 }
 

@@ -18,9 +18,13 @@
 --   1  awaited: a waiter wants `remuda_done` at its final state (replaces the `awaited` column)
 -- Higher bits are reserved for the floors that hook into the seam (workflow nodes,
 -- completion notifications). A job with any bit set is finished through the general lane.
+-- Adding the column rewrites nothing (a constant default). The `awaited` column stays, unused
+-- by this version, for the workers of the previous one during a rolling upgrade (their
+-- statements name it); a later migration drops it. Nothing is copied from it: a waiter of
+-- the previous version that marked a job just before the upgrade finds its result by its
+-- one-second poll instead of a notification, and a copy would scan the whole table under
+-- the lock this ALTER takes.
 ALTER TABLE remuda.jobs ADD COLUMN flags integer NOT NULL DEFAULT 0;
-UPDATE remuda.jobs SET flags = 1 WHERE awaited AND state IN ('scheduled', 'available', 'running');
-ALTER TABLE remuda.jobs DROP COLUMN awaited;
 
 -- One changed row, as the seam and its hooks receive it.
 CREATE TYPE remuda.transition AS (
@@ -96,6 +100,12 @@ BEGIN
     FROM (SELECT DISTINCT c.queue FROM unnest(changed) c
           WHERE c.new_state = 'available' OR (c.counted AND c.old_state = 'running')) w;
     FOR hook IN SELECT h.function FROM remuda.transition_hooks h ORDER BY h.name LOOP
+        -- a hook whose function was dropped since (regprocedure keeps no dependency) is
+        -- passed over, with a warning, rather than failing every state change
+        IF to_regprocedure(hook::text) IS NULL THEN
+            RAISE WARNING 'remuda: transition hook function % no longer exists; skipped (delete it from remuda.transition_hooks)', hook::oid;
+            CONTINUE;
+        END IF;
         EXECUTE format('SELECT %s($1)', hook::regproc) USING changed;
     END LOOP;
     RETURN cardinality(changed);

@@ -34,21 +34,58 @@ const BOOTSTRAP: &str = "
     );
     ALTER TABLE remuda.schema_migrations ADD COLUMN IF NOT EXISTS finished boolean NOT NULL DEFAULT true;";
 
+/// How long a run waits between tries of the migration lock while another run holds it.
+const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Applies `migrations` (in version order) under the migration lock.
 pub(crate) async fn apply(db: &Database, migrations: &[Migration]) -> Result<Report> {
-    let conn = db.conn().await?;
-    conn.execute("SELECT pg_advisory_lock($1)", &[&LOCK_KEY])
-        .await?;
-    let result = apply_locked(&conn, migrations).await;
+    let mut session = Session(Some(db.conn().await?));
+    let conn = session.conn()?;
+    // tried, not waited for inside the server: a session waiting in pg_advisory_lock holds a
+    // snapshot, which a CREATE INDEX CONCURRENTLY of the run holding the lock would wait
+    // for, while it waits for that run: a deadlock
+    while !conn
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK_KEY])
+        .await?
+        .try_get::<_, bool>(0)?
+    {
+        tokio::time::sleep(LOCK_POLL).await;
+    }
+    let result = apply_locked(conn, migrations).await;
     if conn
         .execute("SELECT pg_advisory_unlock($1)", &[&LOCK_KEY])
         .await
-        .is_err()
+        .is_ok()
+        && result.is_ok()
     {
-        // never hand a session that may still hold the lock back to the pool
-        drop(Object::take(conn));
+        session.release();
     }
     result
+}
+
+/// The migration session: back to the pool only once its lock is released and no
+/// transaction is open; dropped otherwise (an error, or the run's future dropped half-way),
+/// closing the session, which ends both.
+struct Session(Option<Object>);
+
+impl Session {
+    fn conn(&self) -> Result<&Object> {
+        self.0
+            .as_ref()
+            .ok_or_else(|| Error::Setup("the migration session is gone".into()))
+    }
+
+    fn release(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(Object::take(conn));
+        }
+    }
 }
 
 async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report> {

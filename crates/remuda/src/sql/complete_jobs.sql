@@ -21,6 +21,7 @@ WITH written AS (
         finished_at = CASE WHEN remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
                            THEN now() END,
         run_at = CASE WHEN u.outcome IN ('retry', 'snooze')
+                           AND NOT remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
                       THEN now() + u.delay_ms * interval '1 millisecond' ELSE j.run_at END,
         result = CASE WHEN remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
                       THEN u.result END,

@@ -2,8 +2,9 @@
 //! at a time, each batch in one transaction: successes of plain jobs, the bulk of the work,
 //! through the lean `complete_ok.sql`, which finds each row where its claim left it; every
 //! other end through `complete_jobs.sql`, which hands the rows it wrote to the finalization
-//! seam (`remuda.transitioned`, see migration 8); releases through `release_jobs.sql`. While
-//! one write is in flight the next batch accumulates, so under load batches grow by
+//! seam (`remuda.transitioned`, see migration 8); releases through `release_jobs.sql`. The
+//! general lane writes in a task of its own, so a seam hook that keeps failing holds back only
+//! the outcomes it would see. While one write is in flight the next batch accumulates, so under load batches grow by
 //! themselves and when idle a lone completion is written at once (what `wait` needs).
 //! The transaction's id is kept: when a commit's answer is lost, the database is asked
 //! whether it committed (`pg_xact_status`), so a batch is never written twice nor counted as
@@ -20,6 +21,7 @@ pub(crate) use super::outcome::{Outcome, Run};
 use super::WorkerStats;
 use crate::db::{Database, Jsonb};
 use crate::{sql, Error, Result};
+use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,6 +41,18 @@ pub(crate) async fn run(
     give_up: CancellationToken,
     stats: Arc<WorkerStats>,
 ) {
+    // the general lane writes in a task of its own: a seam hook that keeps failing (its
+    // error rolls the write back) holds back the outcomes of flagged jobs and failures, not
+    // the plain successes the hook never sees
+    let (general, general_rx) = mpsc::unbounded_channel();
+    let general_task = tokio::spawn(run_general(
+        db.clone(),
+        worker_id.clone(),
+        general_rx,
+        give_up.clone(),
+        stats.clone(),
+    ));
+    let general_task = super::supervise::AbortOnDrop(general_task);
     let mut batch = Vec::with_capacity(256);
     let mut flushes = Vec::new();
     loop {
@@ -53,6 +67,58 @@ pub(crate) async fn run(
                 outcome => {
                     bytes += outcome.size();
                     batch.push(outcome);
+                }
+            }
+            if stop || batch.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
+                break;
+            }
+            next = rx.try_recv().ok();
+        }
+        let (lean, rest): (Vec<_>, Vec<_>) = batch.drain(..).partition(Outcome::is_lean);
+        if !lean.is_empty() {
+            write_with_retry(&db, &worker_id, &lean, &give_up, &stats).await;
+        }
+        // the general lane answers a flush once it has written everything sent before it
+        let mut forward: Vec<Outcome> = rest;
+        forward.extend(flushes.drain(..).map(Outcome::Flush));
+        if stop {
+            forward.push(Outcome::Stop);
+        }
+        if !forward.is_empty() && general.send(forward).is_err() {
+            return;
+        }
+        if stop {
+            let mut task = general_task;
+            let _ = (&mut task.0).await;
+            return;
+        }
+    }
+}
+
+/// The general lane: writes what the completer hands it (never plain successes), batching
+/// what accumulates while a write is in flight, and answers flushes in order.
+async fn run_general(
+    db: Database,
+    worker_id: Arc<str>,
+    mut rx: mpsc::UnboundedReceiver<Vec<Outcome>>,
+    give_up: CancellationToken,
+    stats: Arc<WorkerStats>,
+) {
+    let mut batch = Vec::new();
+    let mut flushes = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut stop = false;
+        let mut bytes = 0;
+        let mut next = Some(first);
+        while let Some(part) = next.take() {
+            for outcome in part {
+                match outcome {
+                    Outcome::Stop => stop = true,
+                    Outcome::Flush(done) => flushes.push(done),
+                    outcome => {
+                        bytes += outcome.size();
+                        batch.push(outcome);
+                    }
                 }
             }
             if stop || batch.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
@@ -228,10 +294,57 @@ impl Written {
     }
 }
 
-/// A transaction whose commit answer was lost: its id, and what it wrote had it committed.
+/// A transaction whose commit answer was lost: its id, the server's start time and the
+/// session that ran it (see `transaction_status.sql`), and what it wrote had it committed.
 struct InDoubt {
     xid: String,
+    server_started: DateTime<Utc>,
+    pid: i32,
     written: Written,
+}
+
+/// Asks whether the transaction in `doubt` committed. `Ok(true)`: it did, and is counted.
+/// `Ok(false)`: it did not, or that cannot be known: write again (the guards reject what was
+/// written already). An error while it is still in progress.
+async fn settle(
+    conn: &deadpool_postgres::Object,
+    doubt: &mut Option<InDoubt>,
+    stats: &WorkerStats,
+) -> Result<bool> {
+    let Some(earlier) = doubt.as_ref() else {
+        return Ok(false);
+    };
+    let statement = conn.prepare_cached(sql::TRANSACTION_STATUS).await?;
+    let row = conn
+        .query_one(
+            &statement,
+            &[&earlier.xid, &earlier.server_started, &earlier.pid],
+        )
+        .await?;
+    let status: Option<String> = row.try_get("status")?;
+    match status.as_deref() {
+        Some("committed") => {
+            earlier.written.record(stats);
+            *doubt = None;
+            Ok(true)
+        }
+        Some("in progress") => Err(Error::CommitInDoubt(format!(
+            "transaction {} (an earlier try of this write) is still open on the server; its session is being ended",
+            earlier.xid
+        ))),
+        Some(_) => {
+            *doubt = None;
+            Ok(false)
+        }
+        None => {
+            tracing::warn!(
+                "remuda completer: the server restarted since transaction {} (an earlier try of this write) whose commit answer was lost; writing again (outcomes it wrote are counted as stale)",
+                earlier.xid
+            );
+            *doubt = None;
+            Ok(false)
+        }
+    }
 }
 
 /// Writes one batch in one transaction, then counts what the database accepted. When an
@@ -245,31 +358,12 @@ async fn write(
     doubt: &mut Option<InDoubt>,
 ) -> Result<()> {
     let mut conn = db.conn().await?;
-    if let Some(earlier) = doubt.as_ref() {
-        let statement = conn.prepare_cached(sql::TRANSACTION_STATUS).await?;
-        let status: Option<String> = conn
-            .query_one(&statement, &[&earlier.xid])
-            .await?
-            .try_get("status")?;
-        match status.as_deref() {
-            Some("committed") => {
-                earlier.written.record(stats);
-                *doubt = None;
-                return Ok(());
-            }
-            Some("in progress") => {
-                return Err(Error::CommitInDoubt(format!(
-                    "the server is still ending transaction {} (an earlier try of this write)",
-                    earlier.xid
-                )))
-            }
-            // aborted (or too old to know, which cannot be: it is this worker's own, recent)
-            _ => *doubt = None,
-        }
+    if settle(&conn, doubt, stats).await? {
+        return Ok(());
     }
     let columns = Columns::new(batch);
     let tx = conn.transaction().await?;
-    let (xid, written) = write_in(&tx, worker_id, &columns).await?;
+    let (id, written) = write_in(&tx, worker_id, &columns).await?;
     match tx.commit().await.map_err(Error::from) {
         Ok(()) => {
             written.record(stats);
@@ -277,10 +371,32 @@ async fn write(
         }
         Err(e) => {
             if e.outcome_unknown() {
-                *doubt = Some(InDoubt { xid, written });
+                *doubt = Some(InDoubt {
+                    xid: id.xid,
+                    server_started: id.server_started,
+                    pid: id.pid,
+                    written,
+                });
             }
             Err(e)
         }
+    }
+}
+
+/// What `transaction_id.sql` returns.
+struct TransactionId {
+    xid: String,
+    server_started: DateTime<Utc>,
+    pid: i32,
+}
+
+impl TransactionId {
+    fn from_row(row: &tokio_postgres::Row) -> Result<Self> {
+        Ok(TransactionId {
+            xid: row.try_get("xid")?,
+            server_started: row.try_get("server_started")?,
+            pid: row.try_get("pid")?,
+        })
     }
 }
 
@@ -292,7 +408,7 @@ async fn write_in(
     tx: &deadpool_postgres::Transaction<'_>,
     worker_id: &str,
     columns: &Columns<'_>,
-) -> Result<(String, Written)> {
+) -> Result<(TransactionId, Written)> {
     let (ok, released) = (&columns.ok, &columns.released);
     let mut written = Written {
         sent: (ok.ids.len() + columns.rest.ids.len()) as u64,
@@ -300,8 +416,8 @@ async fn write_in(
     };
     let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
     let mut rest = None;
-    let xid: String = if ok.ids.is_empty() {
-        tx.query_one(&id_statement, &[]).await?.try_get("xid")?
+    let id = if ok.ids.is_empty() {
+        TransactionId::from_row(&tx.query_one(&id_statement, &[]).await?)?
     } else {
         let statement = tx.prepare_cached(sql::COMPLETE_OK).await?;
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
@@ -313,7 +429,7 @@ async fn write_in(
             &worker_id,
         ];
         // one round trip for both: the driver sends them together
-        let (xid, hit) = tokio::try_join!(
+        let (id, hit) = tokio::try_join!(
             tx.query_one(&id_statement, &[]),
             tx.execute(&statement, &params)
         )?;
@@ -325,7 +441,7 @@ async fn write_in(
             all.push_completed(ok);
             rest = Some(all);
         }
-        xid.try_get("xid")?
+        TransactionId::from_row(&id)?
     };
     let r = rest.as_ref().unwrap_or(&columns.rest);
     if !r.ids.is_empty() {
@@ -356,7 +472,7 @@ async fn write_in(
         tx.query_one(&statement, &[&r.ids, &r.attempts, &worker_id, &r.started])
             .await?;
     }
-    Ok((xid, written))
+    Ok((id, written))
 }
 
 fn count(row: &tokio_postgres::Row, column: &str) -> Result<u64> {

@@ -97,6 +97,11 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
+    /// Whether the lean lane writes it: the success of a plain job (flags 0).
+    pub fn is_lean(&self) -> bool {
+        matches!(self, Outcome::Ended { run, end: End::Completed { .. } } if run.flags == 0)
+    }
+
     /// Bytes of JSON this outcome sends.
     pub fn size(&self) -> usize {
         match self {
@@ -126,7 +131,7 @@ impl<'a> Columns<'a> {
                 Outcome::Ended {
                     run,
                     end: End::Completed { result },
-                } if run.flags == 0 => columns.ok.push(run, result),
+                } if outcome.is_lean() => columns.ok.push(run, result),
                 Outcome::Ended { run, end } => columns.rest.push(run, end.name(), end),
                 Outcome::Release { run } => columns.released.push(run),
                 Outcome::Stop | Outcome::Flush(_) => {}

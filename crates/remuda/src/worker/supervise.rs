@@ -73,7 +73,7 @@ pub(crate) fn spawn(
 }
 
 /// Aborts the task it holds when dropped: the supervising task's abort reaches it.
-struct AbortOnDrop(JoinHandle<()>);
+pub(crate) struct AbortOnDrop(pub JoinHandle<()>);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
