@@ -298,9 +298,10 @@ async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
     assert_eq!(rows, vec![failing, failing], "{rows:?}");
 }
 
-/// A proxy to the shared server that, once armed, lets the next `COMMIT` through and then
-/// drops the connection before its answer comes back: the commit happened, the client cannot
-/// know it.
+/// A proxy to the shared server that, once armed, cuts the client off at its next `COMMIT`:
+/// after letting it through and before its answer comes back (the commit happened, the client
+/// cannot know it), or, when `swallow`, before it reaches the server, whose session is kept
+/// open as a network partition would leave it (idle in its transaction, holding its locks).
 struct CommitEater {
     port: u16,
     armed: Arc<AtomicBool>,
@@ -308,7 +309,7 @@ struct CommitEater {
 }
 
 impl CommitEater {
-    async fn start(upstream: std::net::SocketAddr) -> CommitEater {
+    async fn start(upstream: std::net::SocketAddr, swallow: bool) -> CommitEater {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -337,10 +338,19 @@ impl CommitEater {
                         typed = true;
                         let commit = message.first() == Some(&b'Q')
                             && message.get(5..11) == Some(b"COMMIT".as_slice());
+                        let cut_here = commit && armed.swap(false, Ordering::SeqCst);
+                        if cut_here && swallow {
+                            // the server never hears of it; its session stays open
+                            cut.cancel();
+                            eaten.store(true, Ordering::SeqCst);
+                            // (the copy back ends and closes the client's side; the server's
+                            // side stays open for as long as the test runs)
+                            std::future::pending::<()>().await;
+                        }
                         if server_write.write_all(&message).await.is_err() {
                             break;
                         }
-                        if commit && armed.swap(false, Ordering::SeqCst) {
+                        if cut_here {
                             // the server commits; its answer never reaches the client
                             cut.cancel();
                             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -385,11 +395,9 @@ async fn copy_until(
     }
 }
 
-/// The connection breaks after the completer's COMMIT reached the server and before its
-/// answer came back. The completer asks the database whether that transaction committed
-/// and counts the batch once, as completed: not as stale, and not written twice.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
+/// Runs one job through a worker whose connections pass through a [`CommitEater`] armed
+/// while the job runs; returns the worker's report once the job is completed.
+async fn complete_through_a_cut(swallow: bool) -> remuda::WorkerReport {
     let (_db, client) = setup().await;
     let conn = client.database().conn().await.expect("connection");
     let row = conn
@@ -398,7 +406,7 @@ async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
         .expect("names");
     let (database, user): (String, String) = (row.get(0), row.get(1));
     drop(conn);
-    let eater = CommitEater::start("127.0.0.1:5432".parse().expect("address")).await;
+    let eater = CommitEater::start("127.0.0.1:5432".parse().expect("address"), swallow).await;
     let through = Client::connect(&format!(
         "host=127.0.0.1 port={} user={user} dbname={database} sslmode=disable",
         eater.port
@@ -430,13 +438,35 @@ async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
     let report = running.shutdown().await;
     assert!(
         eater.eaten.load(Ordering::SeqCst),
-        "the commit's answer was dropped"
+        "the connection was cut at COMMIT"
     );
+    let job = client.job(id).await.expect("job").expect("exists");
+    assert_eq!(job.attempt, 1, "run once");
+    report
+}
+
+/// The connection breaks after the completer's COMMIT reached the server and before its
+/// answer came back. The completer asks the database whether that transaction committed
+/// and counts the batch once, as completed: not as stale, and not written twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
+    let report = complete_through_a_cut(false).await;
     assert_eq!(
         (report.completed, report.rejected),
         (1, 0),
         "the lost commit is counted as written, once: {report:?}"
     );
-    let job = client.job(id).await.expect("job").expect("exists");
-    assert_eq!(job.attempt, 1, "run once");
+}
+
+/// The connection breaks before the COMMIT reached the server, which keeps the session open
+/// (a partition sends no FIN): the transaction stays open, holding the job's row. The
+/// completer ends that session and writes the batch again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_commit_that_never_arrived_is_ended_on_the_server_and_written_again() {
+    let report = complete_through_a_cut(true).await;
+    assert_eq!(
+        (report.completed, report.rejected),
+        (1, 0),
+        "written once, by the second try: {report:?}"
+    );
 }
