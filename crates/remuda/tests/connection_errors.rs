@@ -1,7 +1,7 @@
 //! A connection that fails says why, in the server's or the network's words, with the advice
 //! that fits: authentication failed (a private cluster that wants a password), a server
 //! that accepts the connection but never answers (a listener of the test's own), and a pool
-//! whose connections all stay busy.
+//! whose connections all stay busy; a database that does not exist, and a refused connection.
 
 use remuda::db::cluster::ClusterOptions;
 use remuda::testing::PrivateCluster;
@@ -102,4 +102,40 @@ async fn a_pool_whose_connections_all_stay_busy_says_so_after_its_wait_timeout()
         text.contains("all 2 connections stayed busy for 30 s"),
         "{text}"
     );
+}
+
+/// A database that does not exist and a port where nothing listens are named as such, each
+/// with the advice that fits, not a generic "check that the server is running".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_database_and_a_refused_connection_are_named_with_their_advice() {
+    let test = remuda::testing::TestDatabase::new()
+        .await
+        .expect("test database");
+    let config: tokio_postgres::Config = test.conninfo().parse().expect("conninfo");
+    let mut missing = config.clone();
+    missing.dbname("remuda_no_such_database");
+    let err = remuda::Database::from_config(missing, 1)
+        .ping()
+        .await
+        .expect_err("no such database");
+    let text = err.to_string();
+    assert!(
+        text.contains("SQLSTATE 3D000") && text.contains("create it (createdb)"),
+        "{text}"
+    );
+    assert!(!text.contains("Check that the server is running"), "{text}");
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let err = Client::connect(&format!("postgres://remuda@127.0.0.1:{port}/remuda"))
+        .await
+        .expect_err("nothing listens");
+    let text = err.to_string();
+    assert!(
+        text.contains("connection refused: no server listens there"),
+        "{text}"
+    );
+    assert!(err.is_database_unusable(), "{err:?}");
 }
