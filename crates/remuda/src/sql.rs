@@ -12,6 +12,8 @@ pub(crate) const CLAIM_LOCK: &str = include_str!("sql/claim_lock.sql");
 pub(crate) const CLUSTER_GET: &str = include_str!("sql/cluster_get.sql");
 /// Set the cluster-wide cap on running jobs ($1, NULL for none) and tell the workers.
 pub(crate) const CLUSTER_SET: &str = include_str!("sql/cluster_set.sql");
+/// How many of the successes $1 (attempts $2, claim times $3) of worker $4 are written …
+pub(crate) const COMPLETED_IN_RUN: &str = include_str!("sql/completed_in_run.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
 pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
 /// Write many successful outcomes at once: the common case of complete_jobs.sql, without its …
@@ -95,6 +97,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("cluster_get", CLUSTER_GET),
     ("cluster_set", CLUSTER_SET),
     ("complete_jobs", COMPLETE_JOBS),
+    ("completed_in_run", COMPLETED_IN_RUN),
     ("complete_ok", COMPLETE_OK),
     ("copy_jobs", COPY_JOBS),
     ("expire", EXPIRE),

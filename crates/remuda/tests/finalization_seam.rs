@@ -298,10 +298,38 @@ async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
     assert_eq!(rows, vec![failing, failing], "{rows:?}");
 }
 
-/// A proxy to the shared server that, once armed, cuts the client off at its next `COMMIT`:
-/// after letting it through and before its answer comes back (the commit happened, the client
-/// cannot know it), or, when `swallow`, before it reaches the server, whose session is kept
-/// open as a network partition would leave it (idle in its transaction, holding its locks).
+/// A [`Gate`] whose job fails for good, once let go, when its number is negative.
+struct Hinge(Gate);
+
+impl Task for Hinge {
+    const KIND: &'static str = "hinge";
+    type Args = i64;
+    type Output = i64;
+
+    async fn run(&self, ctx: JobContext, n: i64) -> Result<i64, TaskError> {
+        let n = self.0.run(ctx, n).await?;
+        if n < 0 {
+            return Err(TaskError::permanent("NEGATIVE", "a negative number"));
+        }
+        Ok(n)
+    }
+}
+
+/// Where a [`CommitEater`] cuts the client off, once armed.
+#[derive(Clone, Copy, PartialEq)]
+enum Cut {
+    /// After letting the next `COMMIT` through, before its answer comes back: the commit
+    /// happened, the client cannot know it.
+    AfterCommit,
+    /// Before the next `COMMIT` reaches the server, whose session is kept open as a network
+    /// partition would leave it (idle in its transaction, holding its locks).
+    BeforeCommit,
+    /// After the next lean write of successes (`complete_ok.sql`, an autocommit statement)
+    /// reached the server, before its answer comes back.
+    AfterLeanWrite,
+}
+
+/// A proxy to the shared server that cuts the client off where told (see [`Cut`]).
 struct CommitEater {
     port: u16,
     armed: Arc<AtomicBool>,
@@ -309,7 +337,7 @@ struct CommitEater {
 }
 
 impl CommitEater {
-    async fn start(upstream: std::net::SocketAddr, swallow: bool) -> CommitEater {
+    async fn start(upstream: std::net::SocketAddr, at: Cut) -> CommitEater {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -331,15 +359,39 @@ impl CommitEater {
                     let mut client_read = client_read;
                     // the startup message has no type byte; every message after it has one
                     let mut typed = false;
+                    // the name of the lean statement on this connection, and whether it was
+                    // just bound (its Sync ends the request)
+                    let mut lean: Option<Vec<u8>> = None;
+                    let mut lean_bound = false;
                     loop {
                         let Some(message) = read_message(&mut client_read, typed).await else {
                             break;
                         };
                         typed = true;
-                        let commit = message.first() == Some(&b'Q')
-                            && message.get(5..11) == Some(b"COMMIT".as_slice());
-                        let cut_here = commit && armed.swap(false, Ordering::SeqCst);
-                        if cut_here && swallow {
+                        let body = message.get(5..).unwrap_or_default();
+                        let name = body.split(|b| *b == 0).next().unwrap_or_default().to_vec();
+                        match message.first() {
+                            Some(b'P')
+                                if String::from_utf8_lossy(body)
+                                    .contains("Write many successful outcomes at once") =>
+                            {
+                                lean = Some(name)
+                            }
+                            Some(b'B') => {
+                                let statement = body.split(|b| *b == 0).nth(1).unwrap_or_default();
+                                lean_bound = lean.as_deref() == Some(statement);
+                            }
+                            _ => {}
+                        }
+                        let trigger = match at {
+                            Cut::AfterLeanWrite => message.first() == Some(&b'S') && lean_bound,
+                            _ => {
+                                message.first() == Some(&b'Q')
+                                    && message.get(5..11) == Some(b"COMMIT".as_slice())
+                            }
+                        };
+                        let cut_here = trigger && armed.swap(false, Ordering::SeqCst);
+                        if cut_here && at == Cut::BeforeCommit {
                             // the server never hears of it; its session stays open
                             cut.cancel();
                             eaten.store(true, Ordering::SeqCst);
@@ -396,8 +448,10 @@ async fn copy_until(
 }
 
 /// Runs one job through a worker whose connections pass through a [`CommitEater`] armed
-/// while the job runs; returns the worker's report once the job is completed.
-async fn complete_through_a_cut(swallow: bool) -> remuda::WorkerReport {
+/// while the job runs; returns the worker's report once the job is finished. A cut at a
+/// COMMIT needs the general lane's transaction: the job fails then (a success of a plain
+/// job is a lean write).
+async fn complete_through_a_cut(at: Cut) -> remuda::WorkerReport {
     let (_db, client) = setup().await;
     let conn = client.database().conn().await.expect("connection");
     let row = conn
@@ -405,8 +459,7 @@ async fn complete_through_a_cut(swallow: bool) -> remuda::WorkerReport {
         .await
         .expect("names");
     let (database, user): (String, String) = (row.get(0), row.get(1));
-    drop(conn);
-    let eater = CommitEater::start("127.0.0.1:5432".parse().expect("address"), swallow).await;
+    let eater = CommitEater::start("127.0.0.1:5432".parse().expect("address"), at).await;
     let through = Client::connect(&format!(
         "host=127.0.0.1 port={} user={user} dbname={database} sslmode=disable",
         eater.port
@@ -415,31 +468,37 @@ async fn complete_through_a_cut(swallow: bool) -> remuda::WorkerReport {
     .expect("client through the proxy");
     let started = Arc::new(tokio::sync::Notify::new());
     let open = Arc::new(tokio::sync::Notify::new());
-    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let lean = at == Cut::AfterLeanWrite;
+    let id = client
+        .enqueue::<Hinge>(&if lean { 7 } else { -7 })
+        .await
+        .expect("enqueue");
     let running = start(
         Worker::new(through)
             .config(WorkerConfig {
                 maintenance: false,
                 ..fast_config()
             })
-            .register(Gate {
+            .register(Hinge(Gate {
                 started: started.clone(),
                 open: open.clone(),
-            }),
+            })),
     );
     tokio::time::timeout(Duration::from_secs(10), started.notified())
         .await
         .expect("the job started");
     eater.armed.store(true, Ordering::SeqCst);
     open.notify_one();
-    wait_until_state(&client, id, JobState::Completed).await;
+    let end = if lean {
+        JobState::Completed
+    } else {
+        JobState::Failed
+    };
+    wait_until_state(&client, id, end).await;
     // the completer hears of the broken connection and settles its write
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let report = running.shutdown().await;
-    assert!(
-        eater.eaten.load(Ordering::SeqCst),
-        "the connection was cut at COMMIT"
-    );
+    assert!(eater.eaten.load(Ordering::SeqCst), "the connection was cut");
     let job = client.job(id).await.expect("job").expect("exists");
     assert_eq!(job.attempt, 1, "run once");
     report
@@ -450,9 +509,9 @@ async fn complete_through_a_cut(swallow: bool) -> remuda::WorkerReport {
 /// and counts the batch once, as completed: not as stale, and not written twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
-    let report = complete_through_a_cut(false).await;
+    let report = complete_through_a_cut(Cut::AfterCommit).await;
     assert_eq!(
-        (report.completed, report.rejected),
+        (report.failed, report.rejected),
         (1, 0),
         "the lost commit is counted as written, once: {report:?}"
     );
@@ -463,10 +522,22 @@ async fn a_commit_whose_answer_was_lost_is_counted_once_not_as_stale() {
 /// completer ends that session and writes the batch again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_that_never_arrived_is_ended_on_the_server_and_written_again() {
-    let report = complete_through_a_cut(true).await;
+    let report = complete_through_a_cut(Cut::BeforeCommit).await;
+    assert_eq!(
+        (report.failed, report.rejected),
+        (1, 0),
+        "written once, by the second try: {report:?}"
+    );
+}
+
+/// The answer of a lean write (plain successes, no transaction of its own) is lost: the
+/// completer finds the rows that write completed before writing again, and counts them once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lean_write_whose_answer_was_lost_is_counted_once_not_as_stale() {
+    let report = complete_through_a_cut(Cut::AfterLeanWrite).await;
     assert_eq!(
         (report.completed, report.rejected),
         (1, 0),
-        "written once, by the second try: {report:?}"
+        "the lost write is counted as written, once: {report:?}"
     );
 }

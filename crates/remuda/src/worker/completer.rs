@@ -1,15 +1,18 @@
 //! The batching completer: executors hand it each attempt's outcome and it writes them many
-//! at a time, each batch in one transaction: successes of plain jobs, the bulk of the work,
-//! through the lean `complete_ok.sql`, which finds each row where its claim left it; every
-//! other end through `complete_jobs.sql`, which hands the rows it wrote to the finalization
-//! seam (`remuda.transitioned`, see migration 8); releases through `release_jobs.sql`. The
-//! general lane writes in a task of its own, so a seam hook that keeps failing holds back only
-//! the outcomes it would see. While one write is in flight the next batch accumulates, so under load batches grow by
-//! themselves and when idle a lone completion is written at once (what `wait` needs).
-//! The transaction's id is kept: when a commit's answer is lost, the database is asked
-//! whether it committed (`pg_xact_status`), so a batch is never written twice nor counted as
-//! stale for having been written once already. Writes that fail for any reason but their data
-//! are retried with backoff (a permission or a feature missing during a rolling deploy says
+//! at a time. Successes of plain jobs, the bulk of the work, take the lean lane:
+//! `complete_ok.sql`, an autocommit statement that finds each row where its claim left it.
+//! Every other end takes the general lane, in a task of its own: each batch in one
+//! transaction, `complete_jobs.sql` handing the rows it wrote to the finalization seam
+//! (`remuda.transitioned`, see migration 8) and `release_jobs.sql` for releases; so a seam
+//! hook that keeps failing holds back only the outcomes it would see. While one write is in
+//! flight the next batch accumulates, so under load batches grow by themselves and when idle
+//! a lone completion is written at once (what `wait` needs).
+//! When a write's answer is lost with its connection, the next try settles it first: the
+//! general lane keeps each transaction's id and asks the server whether it committed
+//! (`pg_xact_status`, ending a session left idle in it), the lean lane counts the rows the
+//! lost try completed (`completed_in_run.sql`); so a batch is never counted as stale for
+//! having been written once already. Writes that fail for any reason but their data are
+//! retried with backoff (a permission or a feature missing during a rolling deploy says
 //! nothing about the outcome); a batch the database refuses as data (SQLSTATE 22, 23, 54, see
 //! `Error::is_refused_data`) is written one outcome at a time, and an outcome that still
 //! cannot be written fails its job with `OUTCOME_UNWRITABLE`, so one bad outcome never blocks
@@ -22,6 +25,7 @@ use super::WorkerStats;
 use crate::db::{Database, Jsonb};
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
+use deadpool_postgres::GenericClient;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -149,7 +153,7 @@ async fn write_with_retry(
     stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
-    let mut doubt = None;
+    let mut doubt = Doubt::default();
     loop {
         let result = tokio::select! {
             result = write(db, worker_id, batch, stats, &mut doubt) => result,
@@ -214,7 +218,7 @@ async fn write_fallback(
     stats: &WorkerStats,
 ) {
     let mut delay = Duration::from_millis(50);
-    let mut doubt = None;
+    let mut doubt = Doubt::default();
     loop {
         let batch = std::slice::from_ref(&fallback);
         match write(db, worker_id, batch, stats, &mut doubt).await {
@@ -294,6 +298,16 @@ impl Written {
     }
 }
 
+/// What a write whose answer was lost may have written, for the next try to settle.
+#[derive(Default)]
+struct Doubt {
+    /// A transaction of the general lane whose commit answer was lost.
+    transaction: Option<InDoubt>,
+    /// A lean write (plain successes, autocommit) whose answer was lost: some of its rows
+    /// may be written.
+    lean: bool,
+}
+
 /// A transaction whose commit answer was lost: its id, the server's start time and the
 /// session that ran it (see `transaction_status.sql`), and what it wrote had it committed.
 struct InDoubt {
@@ -347,21 +361,25 @@ async fn settle(
     }
 }
 
-/// Writes one batch in one transaction, then counts what the database accepted. When an
-/// earlier try's commit answer was lost (`doubt`), the database is asked first whether it
-/// committed: then the batch is written already, and counted as that try wrote it.
+/// Writes one batch and counts what the database accepted. A batch of plain successes only
+/// (the lean lane) is written by autocommit statements, the fewest the server can run; any
+/// other batch in one transaction, through the finalization seam. When an earlier try's
+/// answer was lost (`doubt`), what it wrote is found first and counted once.
 async fn write(
     db: &Database,
     worker_id: &str,
     batch: &[Outcome],
     stats: &WorkerStats,
-    doubt: &mut Option<InDoubt>,
+    doubt: &mut Doubt,
 ) -> Result<()> {
     let mut conn = db.conn().await?;
-    if settle(&conn, doubt, stats).await? {
+    if settle(&conn, &mut doubt.transaction, stats).await? {
         return Ok(());
     }
     let columns = Columns::new(batch);
+    if columns.rest.ids.is_empty() && columns.released.ids.is_empty() {
+        return write_lean(&conn, worker_id, &columns, stats, &mut doubt.lean).await;
+    }
     let tx = conn.transaction().await?;
     let (id, written) = write_in(&tx, worker_id, &columns).await?;
     match tx.commit().await.map_err(Error::from) {
@@ -371,13 +389,56 @@ async fn write(
         }
         Err(e) => {
             if e.outcome_unknown() {
-                *doubt = Some(InDoubt {
+                doubt.transaction = Some(InDoubt {
                     xid: id.xid,
                     server_started: id.server_started,
                     pid: id.pid,
                     written,
                 });
             }
+            Err(e)
+        }
+    }
+}
+
+/// Writes plain successes without a transaction of their own: `complete_ok.sql`, then its
+/// misses by id. After a try whose answer was lost (`unsure`), the rows it completed are
+/// counted first (`completed_in_run.sql`); the guards reject them when they are written again.
+async fn write_lean(
+    conn: &deadpool_postgres::Object,
+    worker_id: &str,
+    columns: &Columns<'_>,
+    stats: &WorkerStats,
+    unsure: &mut bool,
+) -> Result<()> {
+    let ok = &columns.ok;
+    let mut written = Written {
+        sent: ok.ids.len() as u64,
+        ..Written::default()
+    };
+    let result = async {
+        if *unsure {
+            let statement = conn.prepare_cached(sql::COMPLETED_IN_RUN).await?;
+            let row = conn
+                .query_one(
+                    &statement,
+                    &[&ok.ids, &ok.attempts, &ok.started, &worker_id],
+                )
+                .await?;
+            written.completed = count(&row, "completed")?;
+        }
+        write_ok(conn, worker_id, columns, &mut written).await?;
+        Ok::<_, Error>(())
+    }
+    .await;
+    match result {
+        Ok(()) => {
+            *unsure = false;
+            written.record(stats);
+            Ok(())
+        }
+        Err(e) => {
+            *unsure |= e.outcome_unknown();
             Err(e)
         }
     }
@@ -400,72 +461,27 @@ impl TransactionId {
     }
 }
 
-/// The statements of one batch, inside its transaction: successes through `complete_ok.sql`
-/// (found by their place), the rest and the successes it missed through `complete_jobs.sql`
-/// (found by id), releases through `release_jobs.sql`. Returns the transaction's id and the
-/// counts.
+/// The statements of a general batch, inside its transaction: its id, the ends through
+/// `complete_jobs.sql` (found by id, through the seam), releases through `release_jobs.sql`.
+/// Returns the transaction's id and the counts.
 async fn write_in(
     tx: &deadpool_postgres::Transaction<'_>,
     worker_id: &str,
     columns: &Columns<'_>,
 ) -> Result<(TransactionId, Written)> {
-    let (ok, released) = (&columns.ok, &columns.released);
     let mut written = Written {
-        sent: (ok.ids.len() + columns.rest.ids.len()) as u64,
+        sent: (columns.ok.ids.len() + columns.rest.ids.len()) as u64,
         ..Written::default()
     };
     let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
-    let mut rest = None;
-    let id = if ok.ids.is_empty() {
-        TransactionId::from_row(&tx.query_one(&id_statement, &[]).await?)?
-    } else {
-        let statement = tx.prepare_cached(sql::COMPLETE_OK).await?;
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
-            &ok.tids,
-            &ok.ids,
-            &ok.attempts,
-            &ok.started,
-            &ok.results,
-            &worker_id,
-        ];
-        // one round trip for both: the driver sends them together
-        let (id, hit) = tokio::try_join!(
-            tx.query_one(&id_statement, &[]),
-            tx.execute(&statement, &params)
-        )?;
-        written.completed = hit;
-        if hit < ok.ids.len() as u64 {
-            // some rows moved or became flagged since their claim: write those by id (the
-            // rows written above are no longer running, so this cannot write them twice)
-            let mut all = columns.rest.clone();
-            all.push_completed(ok);
-            rest = Some(all);
-        }
-        TransactionId::from_row(&id)?
-    };
-    let r = rest.as_ref().unwrap_or(&columns.rest);
-    if !r.ids.is_empty() {
-        let statement = tx.prepare_cached(sql::COMPLETE_JOBS).await?;
-        let row = tx
-            .query_one(
-                &statement,
-                &[
-                    &r.ids,
-                    &r.attempts,
-                    &r.started,
-                    &r.outcomes,
-                    &r.results,
-                    &r.errors,
-                    &r.delays,
-                    &worker_id,
-                ],
-            )
-            .await?;
-        written.completed += count(&row, "completed")?;
-        written.failed += count(&row, "failed")?;
-        written.retried += count(&row, "retried")?;
-        written.snoozed += count(&row, "snoozed")?;
+    let id = TransactionId::from_row(&tx.query_one(&id_statement, &[]).await?)?;
+    if !columns.ok.ids.is_empty() {
+        write_ok(tx, worker_id, columns, &mut written).await?;
     }
+    if !columns.rest.ids.is_empty() {
+        write_general(tx, worker_id, &columns.rest, &mut written).await?;
+    }
+    let released = &columns.released;
     if !released.ids.is_empty() {
         let statement = tx.prepare_cached(sql::RELEASE_JOBS).await?;
         let r = released;
@@ -473,6 +489,70 @@ async fn write_in(
             .await?;
     }
     Ok((id, written))
+}
+
+/// Plain successes through `complete_ok.sql` (found by their place); the ones it missed
+/// (moved or flagged since their claim) by id through `complete_jobs.sql`.
+async fn write_ok(
+    client: &impl GenericClient,
+    worker_id: &str,
+    columns: &Columns<'_>,
+    written: &mut Written,
+) -> Result<()> {
+    let ok = &columns.ok;
+    let statement = client.prepare_cached(sql::COMPLETE_OK).await?;
+    let hit = client
+        .execute(
+            &statement,
+            &[
+                &ok.tids,
+                &ok.ids,
+                &ok.attempts,
+                &ok.started,
+                &ok.results,
+                &worker_id,
+            ],
+        )
+        .await?;
+    written.completed += hit;
+    if hit < ok.ids.len() as u64 {
+        // the rows written above (and any written before) are no longer running: this
+        // cannot write them twice
+        let mut all = super::outcome::WriteColumns::default();
+        all.push_completed(ok);
+        write_general(client, worker_id, &all, written).await?;
+    }
+    Ok(())
+}
+
+/// Ends of any kind through `complete_jobs.sql` (found by id, through the seam).
+async fn write_general(
+    client: &impl GenericClient,
+    worker_id: &str,
+    r: &super::outcome::WriteColumns<'_>,
+    written: &mut Written,
+) -> Result<()> {
+    let statement = client.prepare_cached(sql::COMPLETE_JOBS).await?;
+    let row = client
+        .query_one(
+            &statement,
+            &[
+                &r.ids,
+                &r.attempts,
+                &r.started,
+                &r.outcomes,
+                &r.results,
+                &r.errors,
+                &r.delays,
+                &worker_id,
+            ],
+        )
+        .await?;
+    written.completed += count(&row, "completed")?;
+    written.failed += count(&row, "failed")?;
+    written.retried += count(&row, "retried")?;
+    written.snoozed += count(&row, "snoozed")?;
+    Ok(())
 }
 
 fn count(row: &tokio_postgres::Row, column: &str) -> Result<u64> {

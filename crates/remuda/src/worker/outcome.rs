@@ -162,7 +162,7 @@ impl<'a> OkColumns<'a> {
 }
 
 /// The parameters of `complete_jobs.sql`.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(crate) struct WriteColumns<'a> {
     pub ids: Vec<i64>,
     pub attempts: Vec<i32>,
