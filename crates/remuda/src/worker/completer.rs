@@ -377,7 +377,8 @@ async fn write(
         return Ok(());
     }
     let columns = Columns::new(batch);
-    if columns.rest.ids.is_empty() && columns.released.ids.is_empty() {
+    if !columns.ok.ids.is_empty() {
+        // the completer's own lean batches: plain successes only
         return write_lean(&conn, worker_id, &columns, stats, &mut doubt.lean).await;
     }
     let tx = conn.transaction().await?;
@@ -469,15 +470,13 @@ async fn write_in(
     worker_id: &str,
     columns: &Columns<'_>,
 ) -> Result<(TransactionId, Written)> {
+    // (plain successes never come here: the completer hands them to `write_lean`)
     let mut written = Written {
-        sent: (columns.ok.ids.len() + columns.rest.ids.len()) as u64,
+        sent: columns.rest.ids.len() as u64,
         ..Written::default()
     };
     let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
     let id = TransactionId::from_row(&tx.query_one(&id_statement, &[]).await?)?;
-    if !columns.ok.ids.is_empty() {
-        write_ok(tx, worker_id, columns, &mut written).await?;
-    }
     if !columns.rest.ids.is_empty() {
         write_general(tx, worker_id, &columns.rest, &mut written).await?;
     }
