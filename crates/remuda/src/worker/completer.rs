@@ -48,48 +48,46 @@ pub(crate) async fn run(
     // the general lane writes in a task of its own: a seam hook that keeps failing (its
     // error rolls the write back) holds back the outcomes of flagged jobs and failures, not
     // the plain successes the hook never sees
-    let (general, general_rx) = mpsc::unbounded_channel();
-    let general_task = tokio::spawn(run_general(
-        db.clone(),
-        worker_id.clone(),
-        general_rx,
-        give_up.clone(),
-        stats.clone(),
-    ));
-    let general_task = super::supervise::AbortOnDrop(general_task);
-    let mut batch = Vec::with_capacity(256);
-    let mut flushes = Vec::new();
-    loop {
-        let Some(first) = rx.recv().await else { return };
-        let mut stop = false;
-        let mut bytes = 0;
-        let mut next = Some(first);
-        while let Some(outcome) = next.take() {
-            match outcome {
-                Outcome::Stop => stop = true,
-                Outcome::Flush(done) => flushes.push(done),
-                outcome => {
-                    bytes += outcome.size();
-                    batch.push(outcome);
+    let (general, mut general_rx) = mpsc::unbounded_channel();
+    let general_task = tokio::spawn({
+        let (db, worker_id, give_up, stats) = (
+            db.clone(),
+            worker_id.clone(),
+            give_up.clone(),
+            stats.clone(),
+        );
+        async move {
+            let mut batch = Batch::default();
+            while let Some(first) = general_rx.recv().await {
+                let stop = batch.gather(first, || general_rx.try_recv().ok());
+                if !batch.outcomes.is_empty() {
+                    write_with_retry(&db, &worker_id, &batch.outcomes, &give_up, &stats).await;
+                }
+                batch.answer_flushes();
+                if stop {
+                    return;
                 }
             }
-            if stop || batch.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
-                break;
-            }
-            next = rx.try_recv().ok();
         }
-        let (lean, rest): (Vec<_>, Vec<_>) = batch.drain(..).partition(Outcome::is_lean);
+    });
+    let general_task = super::supervise::AbortOnDrop(general_task);
+    let mut batch = Batch::default();
+    loop {
+        let Some(first) = rx.recv().await else { return };
+        let stop = batch.gather(first, || rx.try_recv().ok());
+        let (lean, rest): (Vec<_>, Vec<_>) = batch.outcomes.drain(..).partition(Outcome::is_lean);
         if !lean.is_empty() {
             write_with_retry(&db, &worker_id, &lean, &give_up, &stats).await;
         }
         // the general lane answers a flush once it has written everything sent before it
-        let mut forward: Vec<Outcome> = rest;
-        forward.extend(flushes.drain(..).map(Outcome::Flush));
-        if stop {
-            forward.push(Outcome::Stop);
-        }
-        if !forward.is_empty() && general.send(forward).is_err() {
-            return;
+        let forward = rest
+            .into_iter()
+            .chain(batch.flushes.drain(..).map(Outcome::Flush))
+            .chain(stop.then_some(Outcome::Stop));
+        for outcome in forward {
+            if general.send(outcome).is_err() {
+                return;
+            }
         }
         if stop {
             let mut task = general_task;
@@ -99,46 +97,41 @@ pub(crate) async fn run(
     }
 }
 
-/// The general lane: writes what the completer hands it (never plain successes), batching
-/// what accumulates while a write is in flight, and answers flushes in order.
-async fn run_general(
-    db: Database,
-    worker_id: Arc<str>,
-    mut rx: mpsc::UnboundedReceiver<Vec<Outcome>>,
-    give_up: CancellationToken,
-    stats: Arc<WorkerStats>,
-) {
-    let mut batch = Vec::new();
-    let mut flushes = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut stop = false;
+/// The outcomes gathered for one write, and the flushes to answer once it is done.
+#[derive(Default)]
+struct Batch {
+    outcomes: Vec<Outcome>,
+    flushes: Vec<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Batch {
+    /// Gathers `first` and whatever `next` has ready, up to the batch limits; true when a
+    /// `Stop` came (nothing after it is taken).
+    fn gather(&mut self, first: Outcome, mut next: impl FnMut() -> Option<Outcome>) -> bool {
+        self.outcomes.clear();
         let mut bytes = 0;
-        let mut next = Some(first);
-        while let Some(part) = next.take() {
-            for outcome in part {
-                match outcome {
-                    Outcome::Stop => stop = true,
-                    Outcome::Flush(done) => flushes.push(done),
-                    outcome => {
-                        bytes += outcome.size();
-                        batch.push(outcome);
-                    }
+        let mut outcome = Some(first);
+        while let Some(o) = outcome.take() {
+            match o {
+                Outcome::Stop => return true,
+                Outcome::Flush(done) => self.flushes.push(done),
+                o => {
+                    bytes += o.size();
+                    self.outcomes.push(o);
                 }
             }
-            if stop || batch.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
-                break;
+            if self.outcomes.len() >= MAX_BATCH || bytes >= MAX_BATCH_BYTES {
+                return false;
             }
-            next = rx.try_recv().ok();
+            outcome = next();
         }
-        if !batch.is_empty() {
-            write_with_retry(&db, &worker_id, &batch, &give_up, &stats).await;
-            batch.clear();
-        }
-        for done in flushes.drain(..) {
+        false
+    }
+
+    /// Tells every flush waiting on this batch that it is written.
+    fn answer_flushes(&mut self) {
+        for done in self.flushes.drain(..) {
             let _ = done.send(());
-        }
-        if stop {
-            return;
         }
     }
 }
