@@ -90,6 +90,10 @@ async fn sql(client: &Client, text: &str) {
     conn.batch_execute(text).await.expect(text);
 }
 
+async fn state(client: &Client, id: i64) -> JobState {
+    client.job(id).await.expect("job").expect("exists").state
+}
+
 async fn wait_until_state(client: &Client, id: i64, state: JobState) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -261,25 +265,12 @@ async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
     wait_until_state(&client, failing, JobState::Running).await;
     // the completer tries and is refused, again and again: the job stays running
     tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(
-        client
-            .job(failing)
-            .await
-            .expect("job")
-            .expect("exists")
-            .state,
-        JobState::Running
-    );
+    assert_eq!(state(&client, failing).await, JobState::Running);
     // a plain job's success is not held back by the refused outcome
     let plain = client.enqueue::<Script>(&Step::Ok).await.expect("enqueue");
     wait_until_state(&client, plain, JobState::Completed).await;
     assert_eq!(
-        client
-            .job(failing)
-            .await
-            .expect("job")
-            .expect("exists")
-            .state,
+        state(&client, failing).await,
         JobState::Running,
         "still refused"
     );
