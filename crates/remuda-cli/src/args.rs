@@ -81,6 +81,11 @@ pub enum Command {
     /// Cluster-wide settings.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Add (or replace), pause, resume, trigger or delete a schedule.
+    #[command(subcommand)]
+    Schedule(ScheduleCommand),
+    /// List the schedules, with their next and last runs.
+    Schedules(JsonFlag),
     /// List live workers.
     Workers(JsonFlag),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
@@ -266,6 +271,83 @@ pub enum QueueCommand {
     Set(QueueSetArgs),
     /// Show a queue's settings and job counts.
     Show(QueueName),
+}
+
+/// `remuda schedule ...`.
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Create a schedule, or replace the one of that name (an unchanged pattern keeps its
+    /// next run).
+    Add(Box<ScheduleAddArgs>),
+    /// Stop firing a schedule until it is resumed.
+    Pause(ScheduleName),
+    /// Fire a paused schedule again, from its next time (missed times are not caught up).
+    Resume(ScheduleName),
+    /// Fire a schedule now, once, outside its pattern (its next run stays).
+    Trigger(ScheduleName),
+    /// Delete a schedule (the jobs it fired stay).
+    Delete(ScheduleName),
+}
+
+/// A schedule name.
+#[derive(Debug, Args)]
+pub struct ScheduleName {
+    /// The schedule.
+    pub name: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda schedule add`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("when").required(true).args(["cron", "every", "daily", "pattern"])))]
+pub struct ScheduleAddArgs {
+    /// The schedule's name (an existing one is replaced).
+    pub name: String,
+    /// Kind of the jobs it fires.
+    #[arg(long, short)]
+    pub kind: String,
+    /// Their args, as JSON (default {}).
+    #[arg(long, short)]
+    pub args: Option<String>,
+    /// Their queue (default "default").
+    #[arg(long, short)]
+    pub queue: Option<String>,
+    /// Their priority; lower runs first (default 0).
+    #[arg(long, short, allow_negative_numbers = true)]
+    pub priority: Option<i32>,
+    /// Their attempts (default: the worker's for the kind).
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_attempts: Option<i32>,
+    /// A 5-field cron expression (*/5 * * * *, 0 9 * * MON-FRI) or an alias (@daily).
+    #[arg(long)]
+    pub cron: Option<String>,
+    /// An interval of elapsed time: 30s, 5m, 2h, 1d (at its multiples since the epoch).
+    #[arg(long)]
+    pub every: Option<String>,
+    /// A time of day, HH:MM.
+    #[arg(long)]
+    pub daily: Option<String>,
+    /// Any pattern in its text form: "hourly :15", "weekly mon,fri 09:30",
+    /// "monthly 1 06:00" (and the forms above: "every 30s", "daily 03:00", cron).
+    #[arg(long)]
+    pub pattern: Option<String>,
+    /// IANA time zone of the clock (default UTC): Europe/Berlin, America/New_York.
+    #[arg(long)]
+    pub tz: Option<String>,
+    /// Missed times after downtime: skip (fire the latest once), all, or none.
+    #[arg(long, value_parser = ["skip", "all", "none"])]
+    pub catch_up: Option<String>,
+    /// With --catch-up all: most missed times fired at once (default 100).
+    #[arg(long)]
+    pub catch_up_limit: Option<u32>,
+    /// While the last job fired is waiting or running: allow another, or skip the fire.
+    #[arg(long, value_parser = ["allow", "skip"])]
+    pub overlap: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A queue name.

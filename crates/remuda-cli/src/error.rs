@@ -19,7 +19,7 @@ impl CliError {
             CliError::Usage(_) => "BAD_INPUT",
             CliError::Remuda(e) => match e {
                 remuda::Error::WaitTimeout { .. } => "WAIT_TIMEOUT",
-                remuda::Error::NotFound(_) => "NOT_FOUND",
+                remuda::Error::NotFound(_) | remuda::Error::ScheduleNotFound(_) => "NOT_FOUND",
                 remuda::Error::WrongState { .. } => "WRONG_STATE",
                 remuda::Error::QueueFull(_) => "QUEUE_FULL",
                 _ if self.exit_code() == 2 => "BAD_INPUT",
@@ -36,6 +36,7 @@ impl CliError {
                 remuda::Error::WaitTimeout { .. } => 3,
                 remuda::Error::InvalidInput(_)
                 | remuda::Error::NotFound(_)
+                | remuda::Error::ScheduleNotFound(_)
                 | remuda::Error::WrongState { .. }
                 | remuda::Error::QueueFull(_)
                 | remuda::Error::Json(_) => 2,

@@ -66,6 +66,9 @@ pub fn print_job(job: &Job) {
     if let Some(worker) = &job.worker_id {
         crate::out!("worker        {worker}");
     }
+    if let Some(schedule) = &job.schedule {
+        crate::out!("schedule      {schedule} (fire time {})", time(job.fire_at));
+    }
     crate::out!("args          {}", job.args);
     match &job.result {
         Some(result) => crate::out!(

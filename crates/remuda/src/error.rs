@@ -54,6 +54,9 @@ pub enum Error {
     /// No job has this id.
     #[error("no job with id {0}")]
     NotFound(i64),
+    /// No schedule has this name.
+    #[error("no schedule named {0:?}: `remuda schedules` lists them")]
+    ScheduleNotFound(String),
     /// The job is in a state where the action makes no sense.
     #[error("job {id} is {state}: cannot {action} it")]
     WrongState {

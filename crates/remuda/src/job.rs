@@ -195,6 +195,10 @@ pub struct Job {
     pub requires: Option<Vec<String>>,
     /// The name of the worker that ran (or runs) its latest attempt.
     pub worker: Option<String>,
+    /// The schedule that fired it, if one did.
+    pub schedule: Option<String>,
+    /// The fire time it was enqueued for (the scheduled instant, not when it was inserted).
+    pub fire_at: Option<DateTime<Utc>>,
 }
 
 impl Job {
@@ -230,6 +234,8 @@ impl Job {
                 .try_get::<_, Option<String>>("worker_id")?
                 .as_deref()
                 .map(worker_name),
+            schedule: row.try_get("schedule")?,
+            fire_at: row.try_get("fire_at")?,
         })
     }
 }

@@ -41,6 +41,7 @@ pub mod job;
 mod maintenance;
 pub mod migrate;
 pub mod retry;
+pub mod schedule;
 pub mod sql;
 pub mod task;
 #[cfg(feature = "testing")]

@@ -89,6 +89,27 @@ pub(crate) const WORKER_LIST: &str = include_str!("sql/worker_list.sql");
 /// Register a worker, or bring its row back after it was declared dead or forgotten (its old …
 pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql");
 
+/// The database's clock: every fire time is computed on it, whichever host computes it.
+pub(crate) const CLOCK: &str = include_str!("sql/clock.sql");
+/// Hold the leader lease of $1 at term $2 for the rest of the transaction (no row: not the …
+pub(crate) const LEASE_HOLD: &str = include_str!("sql/lease_hold.sql");
+/// Delete schedule $1 (the jobs it fired stay).
+pub(crate) const SCHEDULE_DELETE: &str = include_str!("sql/schedule_delete.sql");
+/// Lock up to $1 schedules due now (oldest first), for the firer's transaction, with what it …
+pub(crate) const SCHEDULE_DUE: &str = include_str!("sql/schedule_due.sql");
+/// Fire locked schedules: insert a job per fire time ($5 schedule names, $6 fire times; …
+pub(crate) const SCHEDULE_FIRE: &str = include_str!("sql/schedule_fire.sql");
+/// Every schedule ($1 NULL), or the one named $1, with all it shows.
+pub(crate) const SCHEDULE_LIST: &str = include_str!("sql/schedule_list.sql");
+/// When the next schedule falls due (NULL: none), and the database's clock.
+pub(crate) const SCHEDULE_NEXT_DUE: &str = include_str!("sql/schedule_next_due.sql");
+/// Pause ($2 true) or resume ($2 false) schedule $1. A resumed schedule fires next at $3 (its …
+pub(crate) const SCHEDULE_PAUSE: &str = include_str!("sql/schedule_pause.sql");
+/// Fire schedule $1 now, outside its pattern: a job with fire_at = now(), counted as a run; …
+pub(crate) const SCHEDULE_TRIGGER: &str = include_str!("sql/schedule_trigger.sql");
+/// Create or replace schedule $1 (kind $2, args $3, queue $4, priority $5, max_attempts $6, …
+pub(crate) const SCHEDULE_UPSERT: &str = include_str!("sql/schedule_upsert.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -134,4 +155,14 @@ pub const ALL: &[(&str, &str)] = &[
     ("worker_heartbeat", WORKER_HEARTBEAT),
     ("worker_list", WORKER_LIST),
     ("worker_register", WORKER_REGISTER),
+    ("clock", CLOCK),
+    ("lease_hold", LEASE_HOLD),
+    ("schedule_delete", SCHEDULE_DELETE),
+    ("schedule_due", SCHEDULE_DUE),
+    ("schedule_fire", SCHEDULE_FIRE),
+    ("schedule_list", SCHEDULE_LIST),
+    ("schedule_next_due", SCHEDULE_NEXT_DUE),
+    ("schedule_pause", SCHEDULE_PAUSE),
+    ("schedule_trigger", SCHEDULE_TRIGGER),
+    ("schedule_upsert", SCHEDULE_UPSERT),
 ];

@@ -5,6 +5,7 @@ mod demo;
 mod enqueue;
 mod inspect;
 mod queue;
+mod schedule;
 mod scratch;
 mod worker;
 
@@ -56,6 +57,8 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Workers(flags) => inspect::workers(db, flags).await,
         Command::Queue(command) => queue::run(db, command).await,
         Command::Cluster(command) => queue::cluster(db, command).await,
+        Command::Schedule(command) => schedule::run(db, command).await,
+        Command::Schedules(flags) => schedule::list(db, flags).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {

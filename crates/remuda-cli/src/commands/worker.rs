@@ -97,6 +97,9 @@ pub fn build(client: remuda::Client, config: &Config, settings: WorkerConfig) ->
         .build()
         .map_err(|e| CliError::Usage(format!("cannot set up the HTTP client: {e}")))?;
     let mut worker = Worker::new(client).config(settings);
+    for schedule in config.schedules().map_err(CliError::Usage)? {
+        worker = worker.schedule(schedule);
+    }
     for (kind, task) in &config.tasks {
         let runner = task
             .runner(kind, &config.base_dir)

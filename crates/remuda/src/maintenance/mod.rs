@@ -11,6 +11,7 @@
 //! `rescue_after + maintenance_interval`, like any other dead worker's. One that stops
 //! cleanly resigns at once.
 
+mod firer;
 mod leader;
 mod promoter;
 mod rescuer;
@@ -43,7 +44,7 @@ impl From<&WorkerConfig> for Settings {
 }
 
 /// Connections maintenance may hold at once: the election and each duty.
-pub(crate) const CONNECTIONS: usize = 4;
+pub(crate) const CONNECTIONS: usize = 5;
 
 /// Runs maintenance for this worker until `stop`: the election loop here, each duty as a
 /// supervised task reporting to `failures`. Every write goes under the lease it was given
@@ -89,13 +90,19 @@ pub(crate) async fn run(
                 let db = db.clone();
                 async move {
                     let cap = Instant::now() + every;
-                    match promoter::promote(&db, &held).await {
-                        Ok(next_due) => next_due.map_or(cap, |due| due.min(cap)),
-                        Err(e) => {
-                            tracing::warn!("remuda maintenance: promotion failed: {e}");
-                            cap
-                        }
-                    }
+                    until_due(promoter::promote(&db, &held).await, cap, "promotion")
+                }
+            }
+        }),
+        spawn_duty("schedules", &lease, &stop, &failures, {
+            let db = db.clone();
+            let every = settings.promote_interval;
+            move |held: Lease| {
+                let db = db.clone();
+                async move {
+                    let cap = Instant::now() + every;
+                    let fired = firer::fire(&db, &held).await.map(|(_, next)| next);
+                    until_due(fired, cap, "firing schedules")
                 }
             }
         }),
@@ -178,6 +185,18 @@ where
     crate::worker::supervise::spawn(name, task, supervise::until(stop), failures.clone())
 }
 
+/// When a duty that knows its next due time runs again: then, or at `cap` if sooner (or
+/// if it failed, logged as `what`).
+fn until_due(due: crate::Result<Option<Instant>>, cap: Instant, what: &str) -> Instant {
+    match due {
+        Ok(next) => next.map_or(cap, |due| due.min(cap)),
+        Err(e) => {
+            tracing::warn!("remuda maintenance: {what} failed: {e}");
+            cap
+        }
+    }
+}
+
 /// Sleeps until `at`, or for ever when there is nothing to wait for.
 async fn sleep_until(at: Option<Instant>) {
     match at {
@@ -186,5 +205,7 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+#[cfg(test)]
+mod schedule_tests;
 #[cfg(test)]
 mod tests;

@@ -21,9 +21,8 @@ pub use apply::Report;
 pub(crate) enum Mode {
     /// All of it in one transaction, with its record.
     Transaction,
-    /// Statement by statement, each committed on its own (see the module's doc). None of
-    /// remuda's own migrations needs it yet; tests exercise it.
-    #[cfg_attr(not(feature = "testing"), allow(dead_code))]
+    /// Statement by statement, each committed on its own (see the module's doc): for
+    /// indexes built `CONCURRENTLY` on the job table.
     Outside,
 }
 
@@ -85,10 +84,22 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0008_finalization.sql"),
     },
+    Migration {
+        version: 9,
+        name: "schedules",
+        mode: Mode::Transaction,
+        sql: include_str!("0009_schedules.sql"),
+    },
+    Migration {
+        version: 10,
+        name: "maintenance_indexes",
+        mode: Mode::Outside,
+        sql: include_str!("0010_maintenance_indexes.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 8;
+pub const LATEST: i32 = 10;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -346,6 +346,7 @@ pub struct Worker {
     client: Client,
     config: WorkerConfig,
     tasks: HashMap<String, Registered>,
+    schedules: Vec<crate::schedule::Schedule>,
     stats: Arc<WorkerStats>,
 }
 
@@ -356,6 +357,7 @@ impl Worker {
             client,
             config: WorkerConfig::default(),
             tasks: HashMap::new(),
+            schedules: Vec::new(),
             stats: Arc::default(),
         }
     }
@@ -392,6 +394,14 @@ impl Worker {
         task: Arc<dyn DynTask>,
     ) -> Worker {
         self.tasks.insert(kind.into(), Registered { task, options });
+        self
+    }
+
+    /// Declares a schedule when the worker starts (creating or replacing it: see
+    /// [`Client::set_schedule`]). Any worker fires it, whichever declared it; a worker
+    /// that does not run its kind still declares it.
+    pub fn schedule(mut self, schedule: crate::schedule::Schedule) -> Worker {
+        self.schedules.push(schedule);
         self
     }
 
@@ -442,7 +452,13 @@ impl Worker {
         for (kind, registered) in &self.tasks {
             registered.options.validate(kind)?;
         }
+        for schedule in &self.schedules {
+            schedule.validate()?;
+        }
         self.client.check().await?;
+        for schedule in &self.schedules {
+            self.client.set_schedule(schedule).await?;
+        }
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
         let maintenance_connections = if config.maintenance {

@@ -2,6 +2,8 @@
 //! task kind saying how to run it (a command, an HTTP endpoint, or a built-in) and its retry
 //! policy and timeout. Unknown keys are errors, so a typo is reported, not ignored.
 
+mod schedules;
+
 use crate::error::{CliError, CliResult};
 use remuda::{Backoff, TaskOptions};
 use serde::Deserialize;
@@ -19,6 +21,9 @@ pub struct Config {
     /// `[tasks.<kind>]`.
     #[serde(default)]
     pub tasks: BTreeMap<String, TaskSection>,
+    /// `[schedules.<name>]`.
+    #[serde(default)]
+    pub schedules: BTreeMap<String, schedules::ScheduleSection>,
     /// The directory of the config file: relative command paths and workdirs resolve
     /// against it, so a config works from whatever directory the worker is started in.
     #[serde(skip)]
@@ -191,7 +196,19 @@ impl Config {
                 .map_err(|e| format!("[tasks.{kind}] {e}"))?;
         }
         config.check_queues()?;
+        config.schedules()?;
         Ok(config)
+    }
+
+    /// The schedules the file declares, checked.
+    pub fn schedules(&self) -> Result<Vec<remuda::schedule::Schedule>, String> {
+        self.schedules
+            .iter()
+            .map(|(name, section)| {
+                let queue = self.tasks.get(&section.kind).map(TaskSection::queue);
+                section.schedule(name, queue)
+            })
+            .collect()
     }
 
     /// The checks across keys: queues the worker can serve, weights that can apply.
@@ -506,6 +523,64 @@ timeout = "10m"
     }
 
     #[test]
+    fn the_documented_schedules_parse() {
+        let text = r#"
+[tasks.report]
+builtin = "noop"
+queue = "reports"
+
+[schedules.nightly_report]
+kind = "report"
+args = { scope = "all" }
+cron = "0 3 * * *"
+tz = "Europe/Berlin"
+catch_up = "skip"
+overlap = "allow"
+
+[schedules.tick]
+kind = "other"
+every = "30s"
+
+[schedules.quarter]
+kind = "report"
+hourly = { minute = 15 }
+
+[schedules.standup]
+kind = "report"
+weekly = { days = ["mon", "fri"], at = "09:30" }
+
+[schedules.payroll]
+kind = "report"
+monthly = { day = 31, at = "06:00" }
+catch_up = "all"
+overlap = "skip"
+"#;
+        let config = Config::parse(text).expect("parses");
+        let schedules = config.schedules().expect("schedules");
+        let text_of = |name: &str| {
+            let s = schedules.iter().find(|s| s.name == name).expect(name);
+            (s.pattern.to_string(), s.queue.clone(), s.zone.to_string())
+        };
+        assert_eq!(
+            text_of("nightly_report"),
+            ("0 3 * * *".into(), "reports".into(), "Europe/Berlin".into()),
+            "the kind's queue by default"
+        );
+        assert_eq!(
+            text_of("tick"),
+            ("every 30s".into(), "default".into(), "UTC".into())
+        );
+        assert_eq!(text_of("quarter").0, "hourly :15");
+        assert_eq!(text_of("standup").0, "weekly mon,fri 09:30");
+        assert_eq!(text_of("payroll").0, "monthly 31 06:00");
+        let nightly = schedules
+            .iter()
+            .find(|s| s.name == "nightly_report")
+            .expect("nightly");
+        assert_eq!(nightly.args, serde_json::json!({"scope": "all"}));
+    }
+
+    #[test]
     fn mistakes_are_reported_clearly() {
         let cases = [
             ("[worker]\nconcurency = 3", "unknown field `concurency`"),
@@ -521,6 +596,38 @@ timeout = "10m"
                 "REMUDA_SURELY_UNSET_VAR is not set",
             ),
             ("[tasks.a]\nurl = \"ftp://x\"", "must start with http"),
+            (
+                "[schedules.n]\nkind = \"a\"\ncron = \"61 * * * *\"",
+                "[schedules.n] cron: invalid cron minute field \"61\"",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\nevery = \"0s\"",
+                "[schedules.n] every: every = \"0s\" is not allowed",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\ndaily = \"03:00\"\ntz = \"Mars/Olympus\"",
+                "[schedules.n] tz: unknown time zone \"Mars/Olympus\"",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\nmonthly = { day = 32, at = \"06:00\" }",
+                "[schedules.n] monthly: day 32 does not exist",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\ndaily = \"03:00\"\ncatchup = \"all\"",
+                "unknown field `catchup`",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\ndaily = \"03:00\"\nevery = \"1m\"",
+                "needs exactly one of cron",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\ndaily = \"03:00\"\ncatch_up = \"some\"",
+                "[schedules.n] catch_up: catch_up \"some\" is not one of: skip all none",
+            ),
+            (
+                "[schedules.n]\nkind = \"a\"\nweekly = { days = [\"mon\", \"funday\"], at = \"09:30\" }",
+                "[schedules.n] weekly: unknown day \"funday\"",
+            ),
         ];
         for (text, expected) in cases {
             let err = Config::parse(text).expect_err(text);
