@@ -17,14 +17,6 @@ promote_interval = "100ms"
 shutdown_timeout = "20s"
 "#;
 
-async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !check().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 fn alive(pid: i32) -> bool {
     // a zombie nobody reaps yet is dead all the same
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

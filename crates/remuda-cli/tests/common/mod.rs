@@ -173,3 +173,15 @@ pub async fn enqueue(db: &TestDatabase, args: &[&str]) -> i64 {
 pub async fn migrated() -> TestDatabase {
     TestDatabase::new().await.expect("test database")
 }
+
+/// Polls `check` every 50 ms until it holds, failing after `limit` with `what`.
+pub async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let deadline = std::time::Instant::now() + limit;
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
