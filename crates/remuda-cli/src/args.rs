@@ -86,6 +86,11 @@ pub enum Command {
     Schedule(ScheduleCommand),
     /// List the schedules, with their next and last runs.
     Schedules(JsonFlag),
+    /// Delete finished jobs past their retention now (per state; a queue's own retention
+    /// wins) and print how many.
+    Prune(PruneArgs),
+    /// Show who leads maintenance and each duty's last run.
+    Maintenance(JsonFlag),
     /// List live workers.
     Workers(JsonFlag),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
@@ -381,9 +386,62 @@ pub struct QueueSetArgs {
     /// Most jobs waiting; an enqueue beyond it is refused (exit 2).
     #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
     pub max_depth: Option<Limit>,
+    /// Keep its completed jobs this long after they finish (1h, 7d), `never` to keep them,
+    /// or `default` for the workers' [retention].
+    #[arg(long, value_parser = parse_retain, allow_hyphen_values = true)]
+    pub retain_completed: Option<Retain>,
+    /// The same for failed jobs.
+    #[arg(long, value_parser = parse_retain, allow_hyphen_values = true)]
+    pub retain_failed: Option<Retain>,
+    /// The same for cancelled jobs.
+    #[arg(long, value_parser = parse_retain, allow_hyphen_values = true)]
+    pub retain_cancelled: Option<Retain>,
+    /// The same for expired jobs.
+    #[arg(long, value_parser = parse_retain, allow_hyphen_values = true)]
+    pub retain_expired: Option<Retain>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A queue's retention for one state: its own, or (`None`) the workers'.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retain(pub Option<remuda::maintenance::Keep>);
+
+fn parse_retain(text: &str) -> Result<Retain, String> {
+    if text == "default" {
+        return Ok(Retain(None));
+    }
+    text.parse()
+        .map(|keep| Retain(Some(keep)))
+        .map_err(|e: remuda::Error| format!("{e}, or default for the workers' [retention]"))
+}
+
+/// `remuda prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Delete completed jobs finished longer ago than this (default 1d; `never` keeps them).
+    #[arg(long, value_parser = parse_keep)]
+    pub completed: Option<remuda::maintenance::Keep>,
+    /// Failed jobs (default 30d).
+    #[arg(long, value_parser = parse_keep)]
+    pub failed: Option<remuda::maintenance::Keep>,
+    /// Cancelled jobs (default 7d).
+    #[arg(long, value_parser = parse_keep)]
+    pub cancelled: Option<remuda::maintenance::Keep>,
+    /// Expired jobs (default 7d).
+    #[arg(long, value_parser = parse_keep)]
+    pub expired: Option<remuda::maintenance::Keep>,
+    /// Count what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_keep(text: &str) -> Result<remuda::maintenance::Keep, String> {
+    text.parse().map_err(|e: remuda::Error| e.to_string())
 }
 
 /// `remuda cluster …`.

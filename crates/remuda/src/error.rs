@@ -166,6 +166,12 @@ impl Error {
     pub fn is_bad_data(&self) -> bool {
         matches!(self, Error::Db(e) if e.code().is_some_and(|c| c.code().starts_with("22") || c.code().starts_with("23")))
     }
+
+    /// True when a statement gave up on its `statement_timeout` (57014) or `lock_timeout`
+    /// (55P03): worth trying again, smaller or later.
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Db(e) if e.code().is_some_and(|c| c.code() == "57014" || c.code() == "55P03"))
+    }
 }
 
 impl Error {

@@ -38,7 +38,7 @@ pub mod db;
 pub mod duration;
 mod error;
 pub mod job;
-mod maintenance;
+pub mod maintenance;
 pub mod migrate;
 pub mod retry;
 pub mod schedule;
@@ -49,8 +49,8 @@ pub mod testing;
 pub mod worker;
 
 pub use client::{
-    Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueSettings, QueueStats,
-    RatePer, Unique, WorkerInfo,
+    Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueRetention,
+    QueueSettings, QueueStats, RatePer, Unique, WorkerInfo,
 };
 pub use db::{Database, Jsonb};
 pub use error::{Error, Result};

@@ -110,6 +110,20 @@ pub(crate) const SCHEDULE_TRIGGER: &str = include_str!("sql/schedule_trigger.sql
 /// Create or replace schedule $1 (kind $2, args $3, queue $4, priority $5, max_attempts $6, …
 pub(crate) const SCHEDULE_UPSERT: &str = include_str!("sql/schedule_upsert.sql");
 
+/// Delete up to $3 jobs in final state $1 that are past their age: their queue's own …
+pub(crate) const PRUNE: &str = include_str!("sql/prune.sql");
+/// How many jobs in final state $1 prune.sql would delete with default age $2 ms (a dry run).
+pub(crate) const PRUNE_COUNT: &str = include_str!("sql/prune_count.sql");
+
+/// Delete the rate-limit token buckets that are full again (not refreshed for a whole period …
+pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/rate_buckets_prune.sql");
+/// Record the latest runs of the duties $1 (started $2, lasting $3 ms, ok $4, what they did …
+pub(crate) const MAINTENANCE_RECORD: &str = include_str!("sql/maintenance_record.sql");
+/// Who leads maintenance (no row: nobody ever did), since when, at which term, and whether …
+pub(crate) const MAINTENANCE_STATUS: &str = include_str!("sql/maintenance_status.sql");
+/// Each duty's latest run, by duty.
+pub(crate) const MAINTENANCE_RUNS: &str = include_str!("sql/maintenance_runs.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -155,6 +169,12 @@ pub const ALL: &[(&str, &str)] = &[
     ("worker_heartbeat", WORKER_HEARTBEAT),
     ("worker_list", WORKER_LIST),
     ("worker_register", WORKER_REGISTER),
+    ("rate_buckets_prune", RATE_BUCKETS_PRUNE),
+    ("maintenance_record", MAINTENANCE_RECORD),
+    ("maintenance_status", MAINTENANCE_STATUS),
+    ("maintenance_runs", MAINTENANCE_RUNS),
+    ("prune", PRUNE),
+    ("prune_count", PRUNE_COUNT),
     ("clock", CLOCK),
     ("lease_hold", LEASE_HOLD),
     ("schedule_delete", SCHEDULE_DELETE),

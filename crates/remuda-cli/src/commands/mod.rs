@@ -4,6 +4,7 @@ mod bench;
 mod demo;
 mod enqueue;
 mod inspect;
+mod maintenance;
 mod queue;
 mod schedule;
 mod scratch;
@@ -59,6 +60,8 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Cluster(command) => queue::cluster(db, command).await,
         Command::Schedule(command) => schedule::run(db, command).await,
         Command::Schedules(flags) => schedule::list(db, flags).await,
+        Command::Prune(args) => maintenance::prune(db, args).await,
+        Command::Maintenance(flags) => maintenance::status(db, flags).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {

@@ -32,10 +32,14 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
                 rate: args.rate.map(|r| r.0),
                 rate_per: args.rate_per,
                 max_depth: args.max_depth.map(|l| l.0),
+                retain_completed: args.retain_completed.map(|r| r.0),
+                retain_failed: args.retain_failed.map(|r| r.0),
+                retain_cancelled: args.retain_cancelled.map(|r| r.0),
+                retain_expired: args.retain_expired.map(|r| r.0),
             };
             if change == QueueChange::default() {
                 return Err(crate::error::CliError::Usage(
-                    "nothing to set: give --max-running, --key-limit, --rate or --max-depth".into(),
+                    "nothing to set: give --max-running, --key-limit, --rate, --max-depth or --retain-completed (--retain-failed, --retain-cancelled, --retain-expired)".into(),
                 ));
             }
             (client.change_queue(&args.queue, &change).await?, args.json)
@@ -91,6 +95,17 @@ fn print_settings(s: &QueueSettings) {
         )
     );
     crate::out!("max_depth     {}", limit(s.max_depth));
+    let keep = |k: Option<remuda::maintenance::Keep>| {
+        k.map_or_else(|| "the workers' default".to_string(), |k| k.to_string())
+    };
+    let r = &s.retention;
+    crate::out!(
+        "retention     completed {}, failed {}, cancelled {}, expired {}",
+        keep(r.completed),
+        keep(r.failed),
+        keep(r.cancelled),
+        keep(r.expired)
+    );
 }
 
 pub async fn cluster(db: &DbArgs, command: ClusterCommand) -> CliResult<u8> {

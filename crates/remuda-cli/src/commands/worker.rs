@@ -54,6 +54,8 @@ pub fn settings(config: &Config, args: &WorkerArgs) -> CliResult<WorkerConfig> {
             .maintenance_interval
             .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
+        prune_interval: w.prune_interval.unwrap_or(defaults.prune_interval),
+        retention: config.retention.retention(),
         exit_when_drained: args.once,
         drain_wait: args.once_wait,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),

@@ -24,6 +24,9 @@ pub struct Config {
     /// `[schedules.<name>]`.
     #[serde(default)]
     pub schedules: BTreeMap<String, schedules::ScheduleSection>,
+    /// `[retention]`: how long finished jobs are kept, per final state.
+    #[serde(default)]
+    pub retention: RetentionSection,
     /// The directory of the config file: relative command paths and workdirs resolve
     /// against it, so a config works from whatever directory the worker is started in.
     #[serde(skip)]
@@ -90,12 +93,48 @@ pub struct WorkerSection {
     /// Longest the leader waits between promotions of due scheduled jobs.
     #[serde(default, with = "opt_duration")]
     pub promote_interval: Option<Duration>,
+    /// How often the leader deletes finished jobs past their retention.
+    #[serde(default, with = "opt_duration")]
+    pub prune_interval: Option<Duration>,
     /// Most jobs claimed by one statement.
     #[serde(default, deserialize_with = "bounded::concurrency")]
     pub claim_batch: Option<usize>,
     /// Size limit for args, results and errors, in bytes (default 1 MiB).
     #[serde(default, deserialize_with = "bounded::positive")]
     pub max_payload_bytes: Option<usize>,
+}
+
+/// `[retention]`: `completed = "1d"`, `failed = "30d"`, `cancelled = "7d"`,
+/// `expired = "7d"` (the defaults); `"never"` keeps them. A queue's own retention
+/// (`remuda queue set Q --retain-completed 1h`) wins.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetentionSection {
+    /// Completed jobs.
+    #[serde(default, with = "opt_keep")]
+    pub completed: Option<remuda::maintenance::Keep>,
+    /// Failed jobs.
+    #[serde(default, with = "opt_keep")]
+    pub failed: Option<remuda::maintenance::Keep>,
+    /// Cancelled jobs.
+    #[serde(default, with = "opt_keep")]
+    pub cancelled: Option<remuda::maintenance::Keep>,
+    /// Expired jobs.
+    #[serde(default, with = "opt_keep")]
+    pub expired: Option<remuda::maintenance::Keep>,
+}
+
+impl RetentionSection {
+    /// The retention the section describes, defaults for what it leaves out.
+    pub fn retention(&self) -> remuda::maintenance::Retention {
+        let d = remuda::maintenance::Retention::default();
+        remuda::maintenance::Retention {
+            completed: self.completed.unwrap_or(d.completed),
+            failed: self.failed.unwrap_or(d.failed),
+            cancelled: self.cancelled.unwrap_or(d.cancelled),
+            expired: self.expired.unwrap_or(d.expired),
+        }
+    }
 }
 
 /// `[tasks.<kind>]`: exactly one of `command`, `url`, `builtin`.
@@ -448,6 +487,18 @@ mod bounded {
     }
 }
 
+mod opt_keep {
+    use serde::{Deserialize, Deserializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<remuda::maintenance::Keep>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| t.parse().map_err(serde::de::Error::custom))
+            .transpose()
+    }
+}
+
 mod opt_duration {
     use serde::{Deserialize, Deserializer};
     use std::time::Duration;
@@ -596,6 +647,8 @@ overlap = "skip"
                 "REMUDA_SURELY_UNSET_VAR is not set",
             ),
             ("[tasks.a]\nurl = \"ftp://x\"", "must start with http"),
+            ("[retention]\ncompleted = \"soon\"", "or never to keep them for ever"),
+            ("[retention]\nfinished = \"1d\"", "unknown field `finished`"),
             (
                 "[schedules.n]\nkind = \"a\"\ncron = \"61 * * * *\"",
                 "[schedules.n] cron: invalid cron minute field \"61\"",

@@ -17,7 +17,7 @@ mod wait;
 
 pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
-pub use queues::{ClusterSettings, QueueChange, QueueSettings, RatePer};
+pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
 
 use crate::db::listener::Listener;
 use crate::db::{Database, DEFAULT_POOL_SIZE};

@@ -3,6 +3,7 @@
 //! also re-read their queues' settings every second.
 
 use super::Client;
+use crate::maintenance::Keep;
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
@@ -25,6 +26,9 @@ pub struct QueueSettings {
     pub rate_per: RatePer,
     /// Most jobs waiting (available or scheduled); an enqueue beyond it is refused.
     pub max_depth: Option<i32>,
+    /// How long its finished jobs are kept, per final state (`None`: the workers'
+    /// `[retention]`).
+    pub retention: QueueRetention,
     /// When the settings last changed (`None`: never configured).
     pub updated_at: Option<DateTime<Utc>>,
 }
@@ -50,6 +54,7 @@ impl QueueSettings {
             rate: None,
             rate_per: RatePer::Queue,
             max_depth: None,
+            retention: QueueRetention::default(),
             updated_at: None,
         }
     }
@@ -75,9 +80,32 @@ impl QueueSettings {
                 .parse()
                 .map_err(Error::InvalidInput)?,
             max_depth: row.try_get("max_depth")?,
+            retention: QueueRetention {
+                completed: keep(row, "retain_completed_ms")?,
+                failed: keep(row, "retain_failed_ms")?,
+                cancelled: keep(row, "retain_cancelled_ms")?,
+                expired: keep(row, "retain_expired_ms")?,
+            },
             updated_at: Some(row.try_get("updated_at")?),
         })
     }
+}
+
+/// A queue's own retention per final state; `None` takes the workers' `[retention]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct QueueRetention {
+    /// Completed jobs.
+    pub completed: Option<Keep>,
+    /// Failed jobs.
+    pub failed: Option<Keep>,
+    /// Cancelled jobs.
+    pub cancelled: Option<Keep>,
+    /// Expired jobs.
+    pub expired: Option<Keep>,
+}
+
+fn keep(row: &tokio_postgres::Row, column: &str) -> Result<Option<Keep>> {
+    Ok(row.try_get::<_, Option<i64>>(column)?.map(Keep::from_ms))
 }
 
 /// What a rate limit counts starts of.
@@ -134,6 +162,14 @@ pub struct QueueChange {
     pub rate_per: Option<RatePer>,
     /// Most jobs waiting.
     pub max_depth: Option<Option<i32>>,
+    /// The queue's own retention per final state: `Some(None)` goes back to the workers'.
+    pub retain_completed: Option<Option<Keep>>,
+    /// Failed jobs' retention.
+    pub retain_failed: Option<Option<Keep>>,
+    /// Cancelled jobs' retention.
+    pub retain_cancelled: Option<Option<Keep>>,
+    /// Expired jobs' retention.
+    pub retain_expired: Option<Option<Keep>>,
 }
 
 impl QueueChange {
@@ -240,6 +276,14 @@ impl Client {
                     &change.max_depth.is_some(),
                     &change.max_depth.flatten(),
                     &change.rate_per.unwrap_or_default().as_str(),
+                    &change.retain_completed.is_some(),
+                    &change.retain_completed.flatten().map(Keep::as_ms),
+                    &change.retain_failed.is_some(),
+                    &change.retain_failed.flatten().map(Keep::as_ms),
+                    &change.retain_cancelled.is_some(),
+                    &change.retain_cancelled.flatten().map(Keep::as_ms),
+                    &change.retain_expired.is_some(),
+                    &change.retain_expired.flatten().map(Keep::as_ms),
                 ],
             )
             .await?;

@@ -1,37 +1,48 @@
 //! Maintenance, run by one elected worker at a time: promote due scheduled jobs, rescue the
-//! jobs of dead workers (and forget those workers), expire jobs past their start deadline.
+//! jobs of dead workers (and forget those workers), expire jobs past their start deadline,
+//! fire schedules, delete finished jobs past their retention and idle rate buckets (the
+//! duties of `duties.rs`), and report each duty's latest run (`journal.rs`).
 //!
 //! Every worker runs [`run`]: its election loop tries each interval to take or renew the
 //! leader lease (`leader_elect.sql`) and publishes the lease it holds, if any. Each duty is a
 //! supervised task of its own with its own pace (rescue and expiry each interval, promotion
-//! as jobs fall due), acting only while a lease is published, so a slow one (a big expiry
+//! and schedules as they fall due, retention each `prune_interval`), acting only while a lease is published, so a slow one (a big expiry
 //! backlog) never delays rescue or promotion. The lease lasts three maintenance intervals,
 //! but a leader whose worker is dead by liveness (silent past its own `rescue_after`) loses
 //! it at once: a killed leader is replaced, and its jobs rescued, within
 //! `rescue_after + maintenance_interval`, like any other dead worker's. One that stops
 //! cleanly resigns at once.
 
+mod duties;
 mod firer;
+mod journal;
 mod leader;
 mod promoter;
 mod rescuer;
+mod retention;
+
+pub use journal::{DutyRun, LeaderInfo, MaintenanceStatus};
+pub use retention::{Keep, Pruned, Retention};
 
 pub(crate) use leader::resign;
 
 use crate::db::Database;
 use crate::worker::supervise::{self, Failures};
 use crate::worker::WorkerConfig;
+use journal::Journal;
 use leader::Lease;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The intervals maintenance runs at.
+/// How maintenance runs.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     pub interval: Duration,
     pub promote_interval: Duration,
+    pub prune_interval: Duration,
+    pub retention: Retention,
 }
 
 impl From<&WorkerConfig> for Settings {
@@ -39,12 +50,14 @@ impl From<&WorkerConfig> for Settings {
         Settings {
             interval: c.maintenance_interval,
             promote_interval: c.promote_interval,
+            prune_interval: c.prune_interval,
+            retention: c.retention,
         }
     }
 }
 
 /// Connections maintenance may hold at once: the election and each duty.
-pub(crate) const CONNECTIONS: usize = 5;
+pub(crate) const CONNECTIONS: usize = 1 + duties::DUTIES.len();
 
 /// Runs maintenance for this worker until `stop`: the election loop here, each duty as a
 /// supervised task reporting to `failures`. Every write goes under the lease it was given
@@ -58,59 +71,24 @@ pub(crate) async fn run(
 ) {
     let (publish, lease) = watch::channel(None);
     let interval = settings.interval;
-    let duties = [
-        spawn_duty("rescue", &lease, &stop, &failures, {
-            let db = db.clone();
-            move |held: Lease| {
-                let db = db.clone();
-                async move {
-                    if let Err(e) = rescuer::rescue(&db, &held).await {
-                        tracing::warn!("remuda maintenance: rescue failed: {e}");
-                    }
-                    Instant::now() + interval
-                }
-            }
-        }),
-        spawn_duty("expiry", &lease, &stop, &failures, {
-            let db = db.clone();
-            move |held: Lease| {
-                let db = db.clone();
-                async move {
-                    if let Err(e) = rescuer::expire(&db, &held).await {
-                        tracing::warn!("remuda maintenance: expiry failed: {e}");
-                    }
-                    Instant::now() + interval
-                }
-            }
-        }),
-        spawn_duty("promotion", &lease, &stop, &failures, {
-            let db = db.clone();
-            let every = settings.promote_interval;
-            move |held: Lease| {
-                let db = db.clone();
-                async move {
-                    let cap = Instant::now() + every;
-                    until_due(promoter::promote(&db, &held).await, cap, "promotion")
-                }
-            }
-        }),
-        spawn_duty("schedules", &lease, &stop, &failures, {
-            let db = db.clone();
-            let every = settings.promote_interval;
-            move |held: Lease| {
-                let db = db.clone();
-                async move {
-                    let cap = Instant::now() + every;
-                    let fired = firer::fire(&db, &held).await.map(|(_, next)| next);
-                    until_due(fired, cap, "firing schedules")
-                }
-            }
-        }),
-    ];
+    let settings = Arc::new(settings);
+    let journal = Arc::new(Journal::default());
     // aborted with this task (a worker that cannot wait for maintenance to end), the duties
     // are aborted too
-    let duties = duties.map(supervise::AbortOnDrop);
-    elect_until(&db, &worker_id, interval, &publish, &stop).await;
+    let duties: Vec<_> = duties::DUTIES
+        .iter()
+        .map(|(name, step)| {
+            let duty = Duty {
+                name,
+                step: *step,
+                db: db.clone(),
+                settings: settings.clone(),
+                journal: journal.clone(),
+            };
+            supervise::AbortOnDrop(spawn_duty(duty, &lease, &stop, &failures))
+        })
+        .collect();
+    elect_until(&db, &worker_id, interval, &publish, &journal, &stop).await;
     for mut duty in duties {
         let _ = (&mut duty.0).await;
     }
@@ -123,6 +101,7 @@ async fn elect_until(
     worker_id: &str,
     interval: Duration,
     publish: &watch::Sender<Option<Lease>>,
+    journal: &Journal,
     stop: &CancellationToken,
 ) {
     let lease = interval * 3;
@@ -143,9 +122,14 @@ async fn elect_until(
             if held.is_some() && current.is_none() {
                 tracing::info!("remuda worker {worker_id} is now the maintenance leader");
             }
-            *current = held;
+            *current = held.clone();
             true
         });
+        if let Some(held) = &held {
+            if let Err(e) = journal.flush(db, held).await {
+                tracing::debug!("remuda maintenance: cannot record the duties' runs: {e}");
+            }
+        }
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep_until(next_round.into()) => {}
@@ -153,26 +137,50 @@ async fn elect_until(
     }
 }
 
-/// Spawns duty `name`: while a lease is published, `step` runs with it and says when to run
-/// again; a new lease (or none) is taken into account at once.
-fn spawn_duty<F, Fut>(
+/// A duty and what its step needs.
+struct Duty {
     name: &'static str,
+    step: duties::Step,
+    db: Database,
+    settings: Arc<Settings>,
+    journal: Arc<Journal>,
+}
+
+impl Duty {
+    /// One step with `held`, journaled; when to run again.
+    async fn run(&self, held: Lease) -> Instant {
+        let started_at = chrono::Utc::now();
+        let clock = Instant::now();
+        let ran = (self.step)(self.db.clone(), held, self.settings.clone()).await;
+        if let Err(e) = &ran.outcome {
+            tracing::warn!("remuda maintenance: {} failed: {e}", self.name);
+        }
+        let entry = journal::Entry {
+            started_at,
+            duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+            outcome: ran.outcome,
+        };
+        self.journal.record(self.name, entry);
+        ran.next
+    }
+}
+
+/// Spawns `duty`: while a lease is published, its step runs with it and says when to run
+/// again; a new lease (or none) is taken into account at once.
+fn spawn_duty(
+    duty: Duty,
     lease: &watch::Receiver<Option<Lease>>,
     stop: &CancellationToken,
     failures: &Arc<Failures>,
-    mut step: F,
-) -> tokio::task::JoinHandle<()>
-where
-    F: FnMut(Lease) -> Fut + Send + 'static,
-    Fut: std::future::Future<Output = Instant> + Send,
-{
+) -> tokio::task::JoinHandle<()> {
     let mut lease = lease.clone();
     let until = stop.clone();
+    let name = duty.name;
     let task = async move {
         loop {
             let held = lease.borrow_and_update().clone();
             let next = match held {
-                Some(held) => Some(step(held).await),
+                Some(held) => Some(duty.run(held).await),
                 None => None,
             };
             tokio::select! {
@@ -185,18 +193,6 @@ where
     crate::worker::supervise::spawn(name, task, supervise::until(stop), failures.clone())
 }
 
-/// When a duty that knows its next due time runs again: then, or at `cap` if sooner (or
-/// if it failed, logged as `what`).
-fn until_due(due: crate::Result<Option<Instant>>, cap: Instant, what: &str) -> Instant {
-    match due {
-        Ok(next) => next.map_or(cap, |due| due.min(cap)),
-        Err(e) => {
-            tracing::warn!("remuda maintenance: {what} failed: {e}");
-            cap
-        }
-    }
-}
-
 /// Sleeps until `at`, or for ever when there is nothing to wait for.
 async fn sleep_until(at: Option<Instant>) {
     match at {
@@ -205,6 +201,8 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 mod schedule_tests;
 #[cfg(test)]

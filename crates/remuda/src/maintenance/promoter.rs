@@ -11,21 +11,25 @@ use std::time::Instant;
 /// Rows promoted per statement.
 const BATCH: i64 = 10_000;
 
-/// Promotes every due job; returns when the next one falls due, if any is scheduled.
-pub(crate) async fn promote(db: &Database, lease: &Lease) -> Result<Option<Instant>> {
+/// Promotes every due job; returns how many, and when the next one falls due if any is
+/// scheduled.
+pub(crate) async fn promote(db: &Database, lease: &Lease) -> Result<(i64, Option<Instant>)> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::PROMOTE).await?;
+    let mut total = 0;
     loop {
         let row = conn
             .query_one(&statement, &[&BATCH, &lease.leader_id, &lease.term])
             .await?;
         let promoted: i64 = row.try_get("promoted")?;
+        total += promoted;
         if promoted < BATCH {
             let next: Option<DateTime<Utc>> = row.try_get("next_run_at")?;
-            return Ok(next.map(|at| {
+            let due = next.map(|at| {
                 let wait = (at - Utc::now()).to_std().unwrap_or_default();
                 Instant::now() + wait
-            }));
+            });
+            return Ok((total, due));
         }
     }
 }

@@ -89,8 +89,14 @@ pub struct WorkerConfig {
     pub crash_loop_limit: u32,
     /// How often the leader rescues, expires and prunes (and renews its lease).
     pub maintenance_interval: Duration,
-    /// Longest the leader waits between promotions of due scheduled jobs.
+    /// Longest the leader waits between promotions of due scheduled jobs (and between
+    /// looks for due schedules).
     pub promote_interval: Duration,
+    /// How often the leader deletes finished jobs past their retention, and idle rate
+    /// buckets.
+    pub prune_interval: Duration,
+    /// How long finished jobs are kept, per final state (a queue's own settings win).
+    pub retention: crate::maintenance::Retention,
     /// Whether this worker may be elected to run maintenance.
     pub maintenance: bool,
     /// How the queues share the free slots: in the order given (`Strict`: a later queue gets
@@ -124,6 +130,8 @@ impl Default for WorkerConfig {
             crash_loop_limit: 3,
             maintenance_interval: Duration::from_secs(5),
             promote_interval: Duration::from_secs(1),
+            prune_interval: Duration::from_secs(60),
+            retention: crate::maintenance::Retention::default(),
             maintenance: true,
             queue_order: QueueOrder::RoundRobin,
             queue_weights: HashMap::new(),
@@ -175,6 +183,7 @@ impl WorkerConfig {
             ("poll_interval", config.poll_interval),
             ("maintenance_interval", config.maintenance_interval),
             ("promote_interval", config.promote_interval),
+            ("prune_interval", config.prune_interval),
         ] {
             if value.is_zero() || value > crate::duration::MAX {
                 return Err(Error::InvalidInput(format!(

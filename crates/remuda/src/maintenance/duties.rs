@@ -1,0 +1,124 @@
+//! The duties, one step each: what the step does with the lease, what it reports, and when
+//! it runs next. `mod.rs` runs each as a supervised task of its own.
+
+use super::leader::Lease;
+use super::{firer, promoter, rescuer, retention, Settings};
+use crate::db::Database;
+use crate::{sql, Result};
+use futures_util::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// One run of a duty: its outcome (what it did, or its error) and when to run again.
+pub(crate) struct Ran {
+    pub outcome: std::result::Result<String, String>,
+    pub next: Instant,
+}
+
+/// A duty's step.
+pub(crate) type Step = fn(Database, Lease, Arc<Settings>) -> BoxFuture<'static, Ran>;
+
+/// Every duty, by name.
+pub(crate) const DUTIES: &[(&str, Step)] = &[
+    ("rescue", |db, lease, s| Box::pin(rescue(db, lease, s))),
+    ("expiry", |db, lease, s| Box::pin(expiry(db, lease, s))),
+    ("promotion", |db, lease, s| {
+        Box::pin(promotion(db, lease, s))
+    }),
+    ("schedules", |db, lease, s| {
+        Box::pin(schedules(db, lease, s))
+    }),
+    ("retention", |db, lease, s| Box::pin(prune(db, lease, s))),
+    ("rate_buckets", |db, lease, s| {
+        Box::pin(rate_buckets(db, lease, s))
+    }),
+];
+
+/// Runs again after `every`, reporting `done`.
+fn after(every: std::time::Duration, done: Result<String>) -> Ran {
+    Ran {
+        outcome: done.map_err(|e| e.to_string()),
+        next: Instant::now() + every,
+    }
+}
+
+/// Runs again when `due` says, or after `cap` if sooner.
+fn when_due(cap: std::time::Duration, done: Result<(String, Option<Instant>)>) -> Ran {
+    let cap = Instant::now() + cap;
+    match done {
+        Ok((what, due)) => Ran {
+            outcome: Ok(what),
+            next: due.map_or(cap, |due| due.min(cap)),
+        },
+        Err(e) => Ran {
+            outcome: Err(e.to_string()),
+            next: cap,
+        },
+    }
+}
+
+async fn rescue(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = rescuer::rescue(&db, &lease).await;
+    after(
+        s.interval,
+        done.map(|(retried, failed)| format!("{retried} retried, {failed} failed")),
+    )
+}
+
+async fn expiry(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = rescuer::expire(&db, &lease).await;
+    after(s.interval, done.map(|n| format!("{n} expired")))
+}
+
+async fn promotion(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = promoter::promote(&db, &lease).await;
+    when_due(
+        s.promote_interval,
+        done.map(|(n, due)| (format!("{n} promoted"), due)),
+    )
+}
+
+async fn schedules(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = firer::fire(&db, &lease).await;
+    when_due(
+        s.promote_interval,
+        done.map(|(fired, due)| {
+            (
+                format!("{} fired, {} skipped", fired.jobs, fired.skipped),
+                due,
+            )
+        }),
+    )
+}
+
+async fn prune(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = retention::prune(&db, &s.retention, Some(&lease), false).await;
+    after(
+        s.prune_interval,
+        done.map(|p| {
+            format!(
+                "{} deleted ({} completed, {} failed, {} cancelled, {} expired)",
+                p.total(),
+                p.completed,
+                p.failed,
+                p.cancelled,
+                p.expired
+            )
+        }),
+    )
+}
+
+/// Deletes the token buckets that refilled (idle for a whole period: a fresh bucket is as
+/// full) or whose queue no longer has a rate limit. Nothing else ever deletes them.
+async fn rate_buckets(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = async {
+        let conn = db.conn().await?;
+        let statement = conn.prepare_cached(sql::RATE_BUCKETS_PRUNE).await?;
+        let n: i64 = conn
+            .query_one(&statement, &[&lease.leader_id, &lease.term])
+            .await?
+            .try_get("deleted")?;
+        Ok(format!("{n} idle buckets deleted"))
+    };
+    after(s.prune_interval, done.await)
+}

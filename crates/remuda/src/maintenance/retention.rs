@@ -1,0 +1,215 @@
+//! Retention: finished jobs are deleted once they are older than their state's age — the
+//! queue's own (`remuda queue set Q --retain-completed 1h`), else the worker's `[retention]`
+//! (defaults: completed 1 day, cancelled and expired 7 days, failed 30 days).
+//!
+//! Deletes walk `jobs_finished_idx` (state, finished_at) in batches of up to 10 000 rows,
+//! each its own short transaction under `lock_timeout` and `statement_timeout`; a batch that
+//! times out is retried at half the size. Deleted rows are final rows, which no claim
+//! locks, and rows some other transaction holds are passed over (`SKIP LOCKED`), so pruning
+//! never waits for, nor stalls, the hot path. A deleted job's unique key is free again.
+
+use super::leader::Lease;
+use crate::client::Client;
+use crate::db::Database;
+use crate::{sql, Error, JobState, Result};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// How long jobs of one final state are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Keep {
+    /// This long after they finished.
+    For(Duration),
+    /// For ever.
+    Forever,
+}
+
+impl Keep {
+    /// Milliseconds as stored (`-1` for ever).
+    pub(crate) fn as_ms(self) -> i64 {
+        match self {
+            Keep::For(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+            Keep::Forever => -1,
+        }
+    }
+
+    /// From milliseconds as stored.
+    pub(crate) fn from_ms(ms: i64) -> Keep {
+        match u64::try_from(ms) {
+            Ok(ms) => Keep::For(Duration::from_millis(ms)),
+            Err(_) => Keep::Forever,
+        }
+    }
+}
+
+impl fmt::Display for Keep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Keep::For(d) => f.write_str(&crate::duration::format(*d)),
+            Keep::Forever => f.write_str("never"),
+        }
+    }
+}
+
+impl FromStr for Keep {
+    type Err = Error;
+
+    /// A duration (`1h`, `7d`) or `never` (keep for ever).
+    fn from_str(text: &str) -> Result<Keep> {
+        if text.trim() == "never" {
+            return Ok(Keep::Forever);
+        }
+        crate::duration::parse(text)
+            .map(Keep::For)
+            .map_err(|e| Error::InvalidInput(format!("{e}, or never to keep them for ever")))
+    }
+}
+
+impl serde::Serialize for Keep {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// How long finished jobs are kept, per final state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Retention {
+    /// Completed jobs (default 1 day).
+    pub completed: Keep,
+    /// Failed jobs (default 30 days: long enough to look into and retry).
+    pub failed: Keep,
+    /// Cancelled jobs (default 7 days).
+    pub cancelled: Keep,
+    /// Expired jobs (default 7 days).
+    pub expired: Keep,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        let days = |n: u64| Keep::For(Duration::from_secs(n * 86_400));
+        Retention {
+            completed: days(1),
+            failed: days(30),
+            cancelled: days(7),
+            expired: days(7),
+        }
+    }
+}
+
+impl Retention {
+    /// Each final state with its setting, in a fixed order.
+    pub fn by_state(&self) -> [(JobState, Keep); 4] {
+        [
+            (JobState::Completed, self.completed),
+            (JobState::Failed, self.failed),
+            (JobState::Cancelled, self.cancelled),
+            (JobState::Expired, self.expired),
+        ]
+    }
+}
+
+/// Jobs deleted (or, in a dry run, that would be) per final state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Pruned {
+    /// Completed jobs.
+    pub completed: i64,
+    /// Failed jobs.
+    pub failed: i64,
+    /// Cancelled jobs.
+    pub cancelled: i64,
+    /// Expired jobs.
+    pub expired: i64,
+}
+
+impl Pruned {
+    fn add(&mut self, state: JobState, n: i64) {
+        match state {
+            JobState::Completed => self.completed += n,
+            JobState::Failed => self.failed += n,
+            JobState::Cancelled => self.cancelled += n,
+            _ => self.expired += n,
+        }
+    }
+
+    /// All states together.
+    pub fn total(&self) -> i64 {
+        self.completed + self.failed + self.cancelled + self.expired
+    }
+}
+
+/// Most rows deleted by one statement.
+const BATCH: i64 = 10_000;
+/// Smallest batch a timed-out one shrinks to.
+const MIN_BATCH: i64 = 100;
+
+/// Deletes what is past its age, under `lease` when given (the leader's duty; a stale
+/// leader deletes nothing); a dry run counts instead.
+pub(crate) async fn prune(
+    db: &Database,
+    retention: &Retention,
+    lease: Option<&Lease>,
+    dry_run: bool,
+) -> Result<Pruned> {
+    let mut pruned = Pruned::default();
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    for (state, keep) in retention.by_state() {
+        let state_text = state.as_str();
+        let default_ms = keep.as_ms();
+        if dry_run {
+            let conn = db.conn().await?;
+            let statement = conn.prepare_cached(sql::PRUNE_COUNT).await?;
+            let n: i64 = conn
+                .query_one(&statement, &[&state_text, &default_ms])
+                .await?
+                .try_get("doomed")?;
+            pruned.add(state, n);
+            continue;
+        }
+        let mut batch = BATCH;
+        loop {
+            match delete_batch(db, state_text, default_ms, batch, leader, term).await {
+                Ok(n) => {
+                    pruned.add(state, n);
+                    if n < batch {
+                        break;
+                    }
+                }
+                Err(e) if e.is_timeout() && batch > MIN_BATCH => batch = (batch / 2).max(MIN_BATCH),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(pruned)
+}
+
+/// One batch in its own transaction, bounded in time and in waiting.
+async fn delete_batch(
+    db: &Database,
+    state: &str,
+    default_ms: i64,
+    batch: i64,
+    leader: Option<&str>,
+    term: Option<i64>,
+) -> Result<i64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    tx.batch_execute("SET LOCAL lock_timeout = '1s'; SET LOCAL statement_timeout = '10s'")
+        .await?;
+    let statement = tx.prepare_cached(sql::PRUNE).await?;
+    let n: i64 = tx
+        .query_one(&statement, &[&state, &default_ms, &batch, &leader, &term])
+        .await?
+        .try_get("deleted")?;
+    tx.commit().await?;
+    Ok(n)
+}
+
+impl Client {
+    /// Deletes now the finished jobs past their age (the queue's own, else `retention`);
+    /// with `dry_run`, counts them instead. The maintenance leader does this by itself
+    /// every `prune_interval`; this is for operators and scripts.
+    pub async fn prune(&self, retention: &Retention, dry_run: bool) -> Result<Pruned> {
+        prune(self.database(), retention, None, dry_run).await
+    }
+}

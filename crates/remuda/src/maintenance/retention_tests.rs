@@ -1,0 +1,216 @@
+//! Retention against a real PostgreSQL: exactly what is past its age goes, per state and
+//! per queue; a stale leader deletes nothing; a dry run only counts; a pruned job's unique
+//! key is free again; a row someone holds is passed over, not waited for.
+
+use super::leader::elect;
+use super::retention::{prune, Keep, Pruned, Retention};
+use crate::testing::TestDatabase;
+use crate::{Database, QueueChange};
+use std::time::Duration;
+
+/// Inserts a job in `state` of `queue` that finished `hours` ago; returns its id.
+async fn finished(db: &Database, queue: &str, state: &str, hours: i32) -> i64 {
+    db.conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+             VALUES ($1, 'x', $2::text::remuda.job_state, now() - make_interval(hours => $3))
+             RETURNING id",
+            &[&queue, &state, &hours],
+        )
+        .await
+        .expect("insert")
+        .get(0)
+}
+
+async fn remaining(db: &Database) -> Vec<i64> {
+    db.conn()
+        .await
+        .expect("conn")
+        .query("SELECT id FROM remuda.jobs ORDER BY id", &[])
+        .await
+        .expect("ids")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retention_deletes_exactly_what_is_past_its_age_per_state_and_per_queue() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    // queue "short" keeps completed jobs 1 hour; queue "kept" keeps failed ones for ever
+    client
+        .change_queue(
+            "short",
+            &QueueChange {
+                retain_completed: Some(Some(Keep::For(Duration::from_secs(3600)))),
+                ..QueueChange::default()
+            },
+        )
+        .await
+        .expect("short");
+    client
+        .change_queue(
+            "kept",
+            &QueueChange {
+                retain_failed: Some(Some(Keep::Forever)),
+                ..QueueChange::default()
+            },
+        )
+        .await
+        .expect("kept");
+    let mut gone = Vec::new();
+    let mut stay = Vec::new();
+    // defaults: completed 1 day, cancelled and expired 7 days, failed 30 days
+    gone.push(finished(&db, "default", "completed", 25).await);
+    stay.push(finished(&db, "default", "completed", 23).await);
+    gone.push(finished(&db, "default", "cancelled", 7 * 24 + 1).await);
+    stay.push(finished(&db, "default", "cancelled", 7 * 24 - 1).await);
+    gone.push(finished(&db, "default", "expired", 7 * 24 + 1).await);
+    stay.push(finished(&db, "default", "expired", 6 * 24).await);
+    gone.push(finished(&db, "default", "failed", 30 * 24 + 1).await);
+    stay.push(finished(&db, "default", "failed", 29 * 24).await);
+    // the queues' own settings win
+    gone.push(finished(&db, "short", "completed", 2).await);
+    stay.push(finished(&db, "short", "failed", 2).await);
+    stay.push(finished(&db, "kept", "failed", 365 * 24).await);
+    gone.push(finished(&db, "kept", "completed", 25).await);
+    // jobs that are not finished stay whatever their finished_at says (a retried job)
+    stay.push(finished(&db, "default", "available", 1000).await);
+    stay.push(finished(&db, "short", "scheduled", 1000).await);
+
+    let retention = Retention::default();
+    let counted = prune(&db, &retention, None, true).await.expect("dry run");
+    assert_eq!(
+        counted,
+        Pruned {
+            completed: 3,
+            failed: 1,
+            cancelled: 1,
+            expired: 1
+        }
+    );
+    assert_eq!(
+        remaining(&db).await.len(),
+        gone.len() + stay.len(),
+        "a dry run deletes nothing"
+    );
+    let pruned = prune(&db, &retention, None, false).await.expect("prune");
+    assert_eq!(pruned, counted, "it deletes what the dry run counted");
+    stay.sort_unstable();
+    assert_eq!(remaining(&db).await, stay);
+
+    // "never" for a state keeps it everywhere but in queues that say otherwise
+    let never = Retention {
+        completed: Keep::Forever,
+        ..Retention::default()
+    };
+    let old = finished(&db, "default", "completed", 1000).await;
+    let short = finished(&db, "short", "completed", 2).await;
+    prune(&db, &never, None, false).await.expect("prune");
+    let left = remaining(&db).await;
+    assert!(left.contains(&old) && !left.contains(&short), "{left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_leader_prunes_nothing_and_a_held_row_is_passed_over() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms)
+         VALUES ('a', 'a', 'h', 1, '{default}', '{x}', 1, 3600000),
+                ('b', 'b', 'h', 2, '{default}', '{x}', 1, 3600000)",
+    )
+    .await
+    .expect("workers");
+    let lease = Duration::from_secs(60);
+    let stale = elect(&db, "a", lease)
+        .await
+        .expect("elect")
+        .expect("a leads");
+    conn.batch_execute("UPDATE remuda.leader SET expires_at = now() - interval '1 second'")
+        .await
+        .expect("a is cut off");
+    let current = elect(&db, "b", lease)
+        .await
+        .expect("elect")
+        .expect("b leads");
+    let held = finished(&db, "default", "completed", 48).await;
+    let free = finished(&db, "default", "completed", 48).await;
+    let retention = Retention::default();
+    let none = prune(&db, &retention, Some(&stale), false)
+        .await
+        .expect("stale prune");
+    assert_eq!(none.total(), 0);
+    assert_eq!(
+        remaining(&db).await,
+        vec![held, free],
+        "the stale leader deleted nothing"
+    );
+
+    // another transaction holds one of the rows: pruning goes on without it, at once
+    let mut holder = db.conn().await.expect("conn");
+    let tx = holder.transaction().await.expect("begin");
+    tx.execute(
+        "SELECT 1 FROM remuda.jobs WHERE id = $1 FOR UPDATE",
+        &[&held],
+    )
+    .await
+    .expect("hold");
+    let started = std::time::Instant::now();
+    let pruned = prune(&db, &retention, Some(&current), false)
+        .await
+        .expect("prune");
+    assert_eq!(pruned.completed, 1);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "it did not wait for the held row"
+    );
+    tx.rollback().await.expect("release");
+    assert_eq!(remaining(&db).await, vec![held]);
+    prune(&db, &retention, Some(&current), false)
+        .await
+        .expect("prune");
+    assert!(remaining(&db).await.is_empty(), "the next round takes it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pruned_jobs_unique_key_is_free_again() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    let job = crate::NewJob::new("x", &serde_json::json!({}))
+        .expect("job")
+        .unique_key("nightly");
+    let first = client
+        .insert_each(std::slice::from_ref(&job))
+        .await
+        .expect("insert");
+    let id = first[0].id;
+    db.conn()
+        .await
+        .expect("conn")
+        .execute(
+            "UPDATE remuda.jobs SET state = 'completed', finished_at = now() - interval '2 days' WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .expect("finish it");
+    let again = client
+        .insert_each(std::slice::from_ref(&job))
+        .await
+        .expect("insert");
+    assert_eq!(again[0].id, id, "a completed job still holds its key");
+    prune(&db, &Retention::default(), None, false)
+        .await
+        .expect("prune");
+    let after = client
+        .insert_each(std::slice::from_ref(&job))
+        .await
+        .expect("insert");
+    assert_ne!(after[0].id, id, "the key is free once the job is pruned");
+}

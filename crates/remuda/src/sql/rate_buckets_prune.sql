@@ -1,0 +1,18 @@
+-- Delete the rate-limit token buckets that are full again (not refreshed for a whole period
+-- of their queue's rate: a missing bucket counts as full) or whose queue has no rate limit
+-- any more. Only for the leader $1 at term $2.
+WITH lease AS (
+    SELECT 1 FROM remuda.leader
+    WHERE name = 'default' AND leader_id = $1 AND term = $2 AND expires_at > now()
+    FOR SHARE
+), deleted AS (
+    DELETE FROM remuda.rate_buckets b
+    WHERE EXISTS (SELECT 1 FROM lease)
+      AND NOT EXISTS (
+          SELECT 1 FROM remuda.queues q
+          WHERE q.name = (b.scope::jsonb) ->> 0
+            AND q.rate_limit IS NOT NULL
+            AND b.refreshed_at >= now() - q.rate_period_ms * interval '1 millisecond')
+    RETURNING 1
+)
+SELECT count(*) AS deleted FROM deleted
