@@ -118,7 +118,7 @@ completed = "1h"
         Duration::from_secs(20),
         async || {
             let status = json(&remuda(&db, &["maintenance", "--json"]).await);
-            status["duties"].as_array().is_some_and(|d| d.len() >= 6)
+            status["duties"].as_array().is_some_and(|d| d.len() >= 7)
         },
     )
     .await;
@@ -155,6 +155,7 @@ completed = "1h"
         "expiry",
         "promotion",
         "rate_buckets",
+        "reindex",
         "rescue",
         "retention",
         "schedules",

@@ -124,6 +124,11 @@ pub(crate) const MAINTENANCE_STATUS: &str = include_str!("sql/maintenance_status
 /// Each duty's latest run, by duty.
 pub(crate) const MAINTENANCE_RUNS: &str = include_str!("sql/maintenance_runs.sql");
 
+/// The indexes of remuda.jobs worth rebuilding: valid, at least $1 bytes, and more than $2 …
+pub(crate) const REINDEX_CANDIDATES: &str = include_str!("sql/reindex_candidates.sql");
+/// What an interrupted `REINDEX … CONCURRENTLY` leaves in the remuda schema: invalid copies …
+pub(crate) const REINDEX_LEFTOVERS: &str = include_str!("sql/reindex_leftovers.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -169,6 +174,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("worker_heartbeat", WORKER_HEARTBEAT),
     ("worker_list", WORKER_LIST),
     ("worker_register", WORKER_REGISTER),
+    ("reindex_candidates", REINDEX_CANDIDATES),
+    ("reindex_leftovers", REINDEX_LEFTOVERS),
     ("rate_buckets_prune", RATE_BUCKETS_PRUNE),
     ("maintenance_record", MAINTENANCE_RECORD),
     ("maintenance_status", MAINTENANCE_STATUS),

@@ -55,6 +55,7 @@ pub fn settings(config: &Config, args: &WorkerArgs) -> CliResult<WorkerConfig> {
             .unwrap_or(defaults.maintenance_interval),
         promote_interval: w.promote_interval.unwrap_or(defaults.promote_interval),
         prune_interval: w.prune_interval.unwrap_or(defaults.prune_interval),
+        reindex_interval: w.reindex_interval.unwrap_or(defaults.reindex_interval),
         retention: config.retention.retention(),
         exit_when_drained: args.once,
         drain_wait: args.once_wait,

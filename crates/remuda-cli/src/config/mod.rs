@@ -96,6 +96,9 @@ pub struct WorkerSection {
     /// How often the leader deletes finished jobs past their retention.
     #[serde(default, with = "opt_duration")]
     pub prune_interval: Option<Duration>,
+    /// How often the leader looks for bloated job-table indexes to rebuild.
+    #[serde(default, with = "opt_duration")]
+    pub reindex_interval: Option<Duration>,
     /// Most jobs claimed by one statement.
     #[serde(default, deserialize_with = "bounded::concurrency")]
     pub claim_batch: Option<usize>,

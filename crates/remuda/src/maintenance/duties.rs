@@ -2,7 +2,7 @@
 //! it runs next. `mod.rs` runs each as a supervised task of its own.
 
 use super::leader::Lease;
-use super::{firer, promoter, rescuer, retention, Settings};
+use super::{firer, promoter, reindexer, rescuer, retention, Settings};
 use crate::db::Database;
 use crate::{sql, Result};
 use futures_util::future::BoxFuture;
@@ -32,6 +32,7 @@ pub(crate) const DUTIES: &[(&str, Step)] = &[
     ("rate_buckets", |db, lease, s| {
         Box::pin(rate_buckets(db, lease, s))
     }),
+    ("reindex", |db, lease, s| Box::pin(reindex(db, lease, s))),
 ];
 
 /// Runs again after `every`, reporting `done`.
@@ -121,4 +122,25 @@ async fn rate_buckets(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
         Ok(format!("{n} idle buckets deleted"))
     };
     after(s.prune_interval, done.await)
+}
+
+async fn reindex(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = reindexer::reindex(&db, &lease, reindexer::Thresholds::default()).await;
+    after(
+        s.reindex_interval,
+        done.map(|r| {
+            let list = |names: &[String]| {
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            };
+            format!(
+                "rebuilt {}; leftovers dropped {}",
+                list(&r.rebuilt),
+                list(&r.dropped)
+            )
+        }),
+    )
 }

@@ -18,6 +18,7 @@ mod firer;
 mod journal;
 mod leader;
 mod promoter;
+mod reindexer;
 mod rescuer;
 mod retention;
 
@@ -42,6 +43,7 @@ pub(crate) struct Settings {
     pub interval: Duration,
     pub promote_interval: Duration,
     pub prune_interval: Duration,
+    pub reindex_interval: Duration,
     pub retention: Retention,
 }
 
@@ -51,6 +53,7 @@ impl From<&WorkerConfig> for Settings {
             interval: c.maintenance_interval,
             promote_interval: c.promote_interval,
             prune_interval: c.prune_interval,
+            reindex_interval: c.reindex_interval,
             retention: c.retention,
         }
     }
@@ -201,6 +204,8 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+#[cfg(test)]
+mod reindex_tests;
 #[cfg(test)]
 mod retention_tests;
 #[cfg(test)]

@@ -95,6 +95,9 @@ pub struct WorkerConfig {
     /// How often the leader deletes finished jobs past their retention, and idle rate
     /// buckets.
     pub prune_interval: Duration,
+    /// How often the leader looks for bloated job-table indexes to rebuild (and for what an
+    /// interrupted rebuild left).
+    pub reindex_interval: Duration,
     /// How long finished jobs are kept, per final state (a queue's own settings win).
     pub retention: crate::maintenance::Retention,
     /// Whether this worker may be elected to run maintenance.
@@ -131,6 +134,7 @@ impl Default for WorkerConfig {
             maintenance_interval: Duration::from_secs(5),
             promote_interval: Duration::from_secs(1),
             prune_interval: Duration::from_secs(60),
+            reindex_interval: Duration::from_secs(3600),
             retention: crate::maintenance::Retention::default(),
             maintenance: true,
             queue_order: QueueOrder::RoundRobin,
@@ -184,6 +188,7 @@ impl WorkerConfig {
             ("maintenance_interval", config.maintenance_interval),
             ("promote_interval", config.promote_interval),
             ("prune_interval", config.prune_interval),
+            ("reindex_interval", config.reindex_interval),
         ] {
             if value.is_zero() || value > crate::duration::MAX {
                 return Err(Error::InvalidInput(format!(

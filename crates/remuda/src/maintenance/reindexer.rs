@@ -1,0 +1,144 @@
+//! The reindexer: rebuilds the job table's indexes `CONCURRENTLY` once they are mostly
+//! empty space. A queue's indexes bloat by design — every job enters the available index,
+//! then leaves it — and autovacuum frees their pages for reuse but never gives them back,
+//! so a burst of a million jobs leaves a large, sparse index behind for good. First it drops
+//! what an interrupted rebuild left (`_ccnew`, `_ccold` copies: every write keeps paying
+//! for them while they exist).
+//!
+//! A rebuild cannot run inside a transaction, so it cannot hold the lease the way other
+//! duties' statements do: the lease is checked before each step, and a session advisory
+//! lock keeps two reindexers (a stale leader and a new one) from working at once. The
+//! session is closed, never pooled, if the run is dropped half-way with the lock held.
+
+use super::leader::Lease;
+use crate::db::Database;
+use crate::{sql, Result};
+use deadpool_postgres::Object;
+
+/// When an index is worth rebuilding.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Thresholds {
+    /// Smaller indexes are left alone: rebuilding them gives back little.
+    pub min_bytes: i64,
+    /// More bytes per entry than this is mostly empty space (a healthy entry of these
+    /// indexes takes 20 to 60 bytes with its share of the page).
+    pub max_bytes_per_entry: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            min_bytes: 16 << 20,
+            max_bytes_per_entry: 200.0,
+        }
+    }
+}
+
+/// The advisory lock of the reindexer ("remuda.reindex").
+const LOCK: i64 = 0x7265_6d75_6461_7278;
+
+/// What one run did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Reindexed {
+    /// Leftovers of interrupted rebuilds dropped.
+    pub dropped: Vec<String>,
+    /// Indexes rebuilt.
+    pub rebuilt: Vec<String>,
+}
+
+/// Drops leftovers and rebuilds bloated indexes, while `lease` holds.
+pub(crate) async fn reindex(
+    db: &Database,
+    lease: &Lease,
+    thresholds: Thresholds,
+) -> Result<Reindexed> {
+    let mut session = Locked(Some(db.conn().await?));
+    let Some(conn) = session.0.as_ref() else {
+        return Ok(Reindexed::default());
+    };
+    let locked: bool = conn
+        .query_one("SELECT pg_try_advisory_lock($1)", &[&LOCK])
+        .await?
+        .try_get(0)?;
+    if !locked {
+        session.release();
+        return Ok(Reindexed::default());
+    }
+    let done = run_locked(db, conn, lease, thresholds).await;
+    if conn
+        .execute("SELECT pg_advisory_unlock($1)", &[&LOCK])
+        .await
+        .is_ok()
+    {
+        session.release();
+    }
+    done
+}
+
+async fn run_locked(
+    db: &Database,
+    conn: &Object,
+    lease: &Lease,
+    thresholds: Thresholds,
+) -> Result<Reindexed> {
+    let mut done = Reindexed::default();
+    if !holds(db, lease).await? {
+        return Ok(done);
+    }
+    let leftovers = conn.prepare_cached(sql::REINDEX_LEFTOVERS).await?;
+    for row in conn.query(&leftovers, &[]).await? {
+        let name: String = row.try_get("name")?;
+        tracing::warn!("remuda reindexer: dropping {name}, left by an interrupted rebuild");
+        conn.batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
+            .await?;
+        done.dropped.push(name);
+    }
+    let candidates = conn.prepare_cached(sql::REINDEX_CANDIDATES).await?;
+    let rows = conn
+        .query(
+            &candidates,
+            &[&thresholds.min_bytes, &thresholds.max_bytes_per_entry],
+        )
+        .await?;
+    for row in rows {
+        if !holds(db, lease).await? {
+            break;
+        }
+        let name: String = row.try_get("name")?;
+        let bytes: i64 = row.try_get("bytes")?;
+        let entries: f64 = row.try_get("entries")?;
+        tracing::info!("remuda reindexer: rebuilding {name} ({bytes} bytes for {entries} entries)");
+        conn.batch_execute(&format!("REINDEX INDEX CONCURRENTLY {name}"))
+            .await?;
+        done.rebuilt.push(name);
+    }
+    Ok(done)
+}
+
+/// Whether `lease` still holds (checked before each step: a rebuild cannot hold it).
+async fn holds(db: &Database, lease: &Lease) -> Result<bool> {
+    let conn = db.conn().await?;
+    let statement = conn.prepare_cached(sql::LEASE_HOLD).await?;
+    Ok(conn
+        .query_opt(&statement, &[&lease.leader_id, &lease.term])
+        .await?
+        .is_some())
+}
+
+/// The reindexer's session: back to the pool only once its lock is released, closed
+/// otherwise (which releases it).
+struct Locked(Option<Object>);
+
+impl Locked {
+    fn release(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for Locked {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.take() {
+            drop(Object::take(conn));
+        }
+    }
+}
