@@ -211,4 +211,6 @@ mod retention_tests;
 #[cfg(test)]
 mod schedule_tests;
 #[cfg(test)]
+mod test_leases;
+#[cfg(test)]
 mod tests;

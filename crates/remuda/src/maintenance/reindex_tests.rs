@@ -1,10 +1,8 @@
 //! The reindexer against a real PostgreSQL: a mostly empty index is rebuilt and shrinks,
 //! what an interrupted rebuild left is dropped, and a stale leader touches nothing.
 
-use super::leader::elect;
 use super::reindexer::{reindex, Thresholds};
 use crate::testing::TestDatabase;
-use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped() {
@@ -12,10 +10,7 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
     let db = test.database().expect("pool");
     let conn = db.conn().await.expect("conn");
     conn.batch_execute(
-        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms)
-         VALUES ('a', 'a', 'h', 1, '{default}', '{x}', 1, 3600000),
-                ('b', 'b', 'h', 2, '{default}', '{x}', 1, 3600000);
-         -- a burst of jobs drained: the available index keeps its pages
+        "-- a burst of jobs drained: the available index keeps its pages
          INSERT INTO remuda.jobs (kind) SELECT 'x' FROM generate_series(1, 50000);
          UPDATE remuda.jobs SET state = 'completed', finished_at = now();",
     )
@@ -49,18 +44,7 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
     let before = size("remuda.jobs_available_idx").await.expect("exists");
     assert!(size("remuda.jobs_kind_idx_ccnew").await.is_some());
 
-    let lease = Duration::from_secs(60);
-    let stale = elect(&db, "a", lease)
-        .await
-        .expect("elect")
-        .expect("a leads");
-    conn.batch_execute("UPDATE remuda.leader SET expires_at = now() - interval '1 second'")
-        .await
-        .expect("a is cut off");
-    let current = elect(&db, "b", lease)
-        .await
-        .expect("elect")
-        .expect("b leads");
+    let (stale, current) = super::test_leases::stale_and_current(&db).await;
     let low = Thresholds {
         min_bytes: 64 << 10,
         max_bytes_per_entry: 200.0,

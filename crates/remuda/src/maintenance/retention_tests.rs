@@ -2,7 +2,6 @@
 //! per queue; a stale leader deletes nothing; a dry run only counts; a pruned job's unique
 //! key is free again; a row someone holds is passed over, not waited for.
 
-use super::leader::elect;
 use super::retention::{prune, Keep, Pruned, Retention};
 use crate::testing::TestDatabase;
 use crate::{Database, QueueChange};
@@ -119,26 +118,7 @@ async fn retention_deletes_exactly_what_is_past_its_age_per_state_and_per_queue(
 async fn a_stale_leader_prunes_nothing_and_a_held_row_is_passed_over() {
     let test = TestDatabase::new().await.expect("test database");
     let db = test.database().expect("pool");
-    let conn = db.conn().await.expect("conn");
-    conn.batch_execute(
-        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms)
-         VALUES ('a', 'a', 'h', 1, '{default}', '{x}', 1, 3600000),
-                ('b', 'b', 'h', 2, '{default}', '{x}', 1, 3600000)",
-    )
-    .await
-    .expect("workers");
-    let lease = Duration::from_secs(60);
-    let stale = elect(&db, "a", lease)
-        .await
-        .expect("elect")
-        .expect("a leads");
-    conn.batch_execute("UPDATE remuda.leader SET expires_at = now() - interval '1 second'")
-        .await
-        .expect("a is cut off");
-    let current = elect(&db, "b", lease)
-        .await
-        .expect("elect")
-        .expect("b leads");
+    let (stale, current) = super::test_leases::stale_and_current(&db).await;
     let held = finished(&db, "default", "completed", 48).await;
     let free = finished(&db, "default", "completed", 48).await;
     let retention = Retention::default();
