@@ -590,6 +590,23 @@ pub struct BenchArgs {
     /// Jobs sent one at a time, 20 ms apart, to idle workers for the pickup latency phase.
     #[arg(long, default_value_t = 200)]
     pub pickup: usize,
+    /// Instead: a steady mix of enqueues and drains for this long (30m), with retention
+    /// shortened to --retain; prints the table's rows and sizes at each tenth of the run.
+    #[arg(long, value_parser = parse_duration, conflicts_with = "schedules")]
+    pub churn: Option<std::time::Duration>,
+    /// With --churn: how long finished jobs are kept.
+    #[arg(long, value_parser = parse_duration, default_value = "1m", requires = "churn")]
+    pub retain: std::time::Duration,
+    /// With --churn: jobs enqueued per second.
+    #[arg(long, default_value_t = 5000, requires = "churn")]
+    pub rate: u32,
+    /// Instead: this many schedules firing every minute for --duration; prints the fires'
+    /// lateness, duplicates and missing fires.
+    #[arg(long)]
+    pub schedules: Option<usize>,
+    /// With --schedules: how long to run.
+    #[arg(long, value_parser = parse_duration, default_value = "5m", requires = "schedules")]
+    pub duration: std::time::Duration,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,

@@ -633,3 +633,48 @@ async fn bench_reports_throughput_latency_and_costs_as_json() {
         "{report}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_churn_and_schedules_modes_report_their_figures_as_json() {
+    let db = migrated().await;
+    let output = remuda(
+        &db,
+        &[
+            "bench", "--churn", "3s", "--retain", "1s", "--rate", "1000", "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json(&output);
+    let sizes = report["sizes"].as_array().expect("sizes");
+    assert_eq!(sizes.len(), 11, "the start and each tenth: {report}");
+    for field in ["t_s", "rows", "table_bytes", "index_bytes"] {
+        assert!(
+            sizes.iter().all(|s| s[field].is_number()),
+            "{field}: {report}"
+        );
+    }
+    assert_eq!(
+        report["drain_jobs_per_sec"].as_array().map(Vec::len),
+        Some(10)
+    );
+    assert!(report["completed"].as_u64().unwrap_or(0) > 0, "{report}");
+
+    let output = remuda(
+        &db,
+        &["bench", "--schedules", "3", "--duration", "1s", "--json"],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json(&output);
+    for field in ["fired", "duplicates", "missing"] {
+        assert!(report[field].is_number(), "{field}: {report}");
+    }
+    assert!(report["lateness_ms"]["p50"].is_number() && report["lateness_ms"]["p99"].is_number());
+    assert_eq!(
+        (&report["duplicates"], &report["missing"]),
+        (&0.into(), &0.into())
+    );
+    let bad = remuda(&db, &["bench", "--retain", "1s"]).await;
+    assert_eq!(code(&bad), 2, "--retain needs --churn");
+}

@@ -3,6 +3,11 @@
 //! and drains them (start-up included), then measures pickup latency by sending jobs one at a
 //! time to idle workers. It reports throughput, latency percentiles, CPU seconds of this
 //! process and of the PostgreSQL server (when it runs on this machine), and database size.
+//! Two other modes measure maintenance: `--churn` (table size under steady load with short
+//! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`).
+
+mod churn;
+mod schedules;
 
 use crate::args::{BenchArgs, DbArgs};
 use crate::connect;
@@ -15,6 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
+/// The kind every bench job has.
 const KIND: &str = "bench_noop";
 
 /// CPU seconds used by this process so far, and its peak resident memory in MiB.
@@ -104,7 +110,8 @@ async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
     Ok(())
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The `p` quantile of sorted values (0 when there are none).
+fn percentile_of(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -130,6 +137,25 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     }
     let admin = connect::database(db_args).await?;
     let db = super::scratch::create(&admin, "bench", 16).await?;
+    if args.churn.is_some() || args.schedules.is_some() {
+        let measured = if let Some(duration) = args.churn {
+            let churn = churn::Churn {
+                duration,
+                retain: args.retain,
+                rate: args.rate,
+                json: args.json,
+            };
+            churn::run(db.clone(), churn).await
+        } else {
+            let n = args.schedules.unwrap_or(1000);
+            schedules::run(db.clone(), n, args.duration, args.json).await
+        };
+        if !args.keep {
+            drop(db);
+            super::scratch::drop(&admin, "bench").await?;
+        }
+        return measured.map(|_| 0);
+    }
     let client = Client::new(db.clone());
     if args.backlog > 0 {
         eprintln!(
@@ -267,9 +293,9 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         "drain_seconds": drain_secs,
         "drain_jobs_per_sec": (n / drain_secs).round(),
         "pickup_ms": {
-            "p50": percentile(&pickups, 0.50),
-            "p95": percentile(&pickups, 0.95),
-            "p99": percentile(&pickups, 0.99),
+            "p50": percentile_of(&pickups, 0.50),
+            "p95": percentile_of(&pickups, 0.95),
+            "p99": percentile_of(&pickups, 0.99),
             "samples": pickups.len(),
         },
         "cpu_seconds": { "worker": cpu_after - cpu_before, "postgres": pg_after - pg_before },
@@ -293,7 +319,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         );
         crate::out!(
             "  pickup latency     p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms ({} jobs, one at a time)",
-            percentile(&pickups, 0.5), percentile(&pickups, 0.95), percentile(&pickups, 0.99), pickups.len()
+            percentile_of(&pickups, 0.5), percentile_of(&pickups, 0.95), percentile_of(&pickups, 0.99), pickups.len()
         );
         crate::out!(
             "  CPU during drain   worker {:.2} s, postgres {:.2} s",
