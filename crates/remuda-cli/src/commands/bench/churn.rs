@@ -166,13 +166,7 @@ pub async fn run(db: Database, churn: Churn) -> CliResult<serde_json::Value> {
         Ok(sent) => sent?,
         Err(e) => return Err(CliError::Usage(format!("the churn producer crashed: {e}"))),
     };
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e.into()),
-            Err(e) => return Err(CliError::Usage(format!("a bench worker crashed: {e}"))),
-        }
-    }
+    super::join_workers(handles).await?;
     let report = serde_json::json!({
         "mode": "churn",
         "duration_s": churn.duration.as_secs_f64(),

@@ -110,6 +110,20 @@ async fn load_backlog(db: &Database, n: usize) -> CliResult<()> {
     Ok(())
 }
 
+/// Waits for the bench's workers (already told to stop); the first error, if any.
+async fn join_workers(
+    handles: Vec<tokio::task::JoinHandle<remuda::Result<remuda::WorkerReport>>>,
+) -> CliResult<()> {
+    for handle in handles {
+        match handle.await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e.into()),
+            Err(e) => return Err(CliError::Usage(format!("a bench worker crashed: {e}"))),
+        }
+    }
+    Ok(())
+}
+
 /// The `p` quantile of sorted values (0 when there are none).
 fn percentile_of(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -249,13 +263,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     stop.cancel();
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e.into()),
-            Err(e) => return Err(CliError::Usage(format!("a bench worker crashed: {e}"))),
-        }
-    }
+    join_workers(handles).await?;
     let conn = db.conn().await?;
     let rows = conn
         .query(

@@ -61,13 +61,7 @@ pub async fn run(
         .map_err(remuda::Error::from)?
         .get(0);
     stop.cancel();
-    for handle in handles {
-        match handle.await {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(e.into()),
-            Err(e) => return Err(CliError::Usage(format!("a bench worker crashed: {e}"))),
-        }
-    }
+    super::join_workers(handles).await?;
     let rows = conn
         .query(
             "SELECT extract(epoch FROM created_at - fire_at)::float8 * 1000
