@@ -5,7 +5,7 @@
 //! no job of a schedule).
 
 use super::{percentile_of, KIND};
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 use crate::executors::Noop;
 use crate::output::print_json;
 use remuda::schedule::{Pattern, Schedule};
