@@ -151,6 +151,12 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "1000, 'w', 1",
             "Index Scan using jobs_pkey on jobs",
         ),
+        (
+            "prune",
+            "text, bigint, bigint, text, bigint",
+            "'completed', 86400000, 10000, NULL, NULL",
+            "Index Scan using jobs_finished_idx on jobs j",
+        ),
     ];
     for (name, types, args, expected) in cases {
         let text = remuda::sql::ALL
