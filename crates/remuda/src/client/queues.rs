@@ -191,6 +191,16 @@ impl QueueChange {
         if matches!(self.max_depth, Some(Some(n)) if n < 0) {
             return bad("max_depth must be 0 or more");
         }
+        for (state, keep) in [
+            ("completed", self.retain_completed),
+            ("failed", self.retain_failed),
+            ("cancelled", self.retain_cancelled),
+            ("expired", self.retain_expired),
+        ] {
+            if let Some(Some(keep)) = keep {
+                keep.validate(state)?;
+            }
+        }
         Ok(())
     }
 }

@@ -9,11 +9,15 @@ use crate::db::Database;
 use crate::schedule::plan::{self, Due, Plan};
 use crate::schedule::{CatchUp, Overlap, Pattern, Zone};
 use crate::{sql, Error, Result};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use std::time::Instant;
 
 /// Schedules fired per transaction.
 const BATCH: i64 = 500;
+
+/// How soon the firer looks again when a due schedule could not be fired (its row held by
+/// another firer, the lease lost, a row it cannot read): not at once, in a loop.
+const AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a round of firing did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -85,7 +89,8 @@ async fn next_due(db: &Database) -> Result<Option<Instant>> {
     let row = conn.query_one(&statement, &[]).await?;
     let next: Option<DateTime<Utc>> = row.try_get("next_run_at")?;
     let now: DateTime<Utc> = row.try_get("now")?;
-    Ok(next.map(|at| Instant::now() + (at - now).to_std().unwrap_or_default()))
+    // a time already past is one this round could not fire
+    Ok(next.map(|at| Instant::now() + (at - now).to_std().unwrap_or(AGAIN_AFTER)))
 }
 
 /// The arrays of `schedule_fire.sql`.
@@ -128,24 +133,16 @@ async fn fire_batch(
         let name: String = row.try_get("name")?;
         let next_run_at: DateTime<Utc> = row.try_get("next_run_at")?;
         let now: DateTime<Utc> = row.try_get("now")?;
-        let (mut plan, mut reason) = match planned(row, next_run_at, now) {
-            Ok(plan) => {
-                let reason = plan.reason.map(str::to_string);
-                (plan, reason)
-            }
+        let mut plan = match planned(row, next_run_at, now) {
+            Ok(plan) => plan,
             Err(reason) => {
-                // a row this build cannot read (edited by hand, or by a newer remuda): it is
-                // looked at again in a minute instead of in every round
+                // a row this build cannot read (edited by hand, or declared by a newer
+                // remuda during an upgrade): left as it is, for a firer that can
                 tracing::warn!("remuda schedules: schedule {name} cannot fire: {reason}");
-                let plan = Plan {
-                    fires: Vec::new(),
-                    skipped: 1,
-                    reason: None,
-                    next: now + TimeDelta::minutes(1),
-                };
-                (plan, Some(format!("cannot fire: {reason}")))
+                continue;
             }
         };
+        let mut reason = plan.reason.map(str::to_string);
         if insert == Insert::SkipAsFull && !plan.fires.is_empty() {
             plan.skipped += plan.fires.len() as i64;
             plan.fires.clear();
@@ -160,6 +157,9 @@ async fn fire_batch(
         writes.new_next.push(plan.next);
         writes.skipped.push(plan.skipped);
         writes.reasons.push(reason);
+    }
+    if writes.names.is_empty() {
+        return Ok((Fired::default(), rows.len()));
     }
     let fire = tx.prepare_cached(sql::SCHEDULE_FIRE).await?;
     let row = tx

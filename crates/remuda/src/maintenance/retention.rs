@@ -2,7 +2,8 @@
 //! queue's own (`remuda queue set Q --retain-completed 1h`), else the worker's `[retention]`
 //! (defaults: completed 1 day, cancelled and expired 7 days, failed 30 days).
 //!
-//! Deletes walk `jobs_finished_idx` (state, finished_at) in batches of up to 10 000 rows,
+//! Deletes walk `jobs_finished_idx` (state, queue, finished_at), each queue up to its own
+//! age, in batches of up to 10 000 rows,
 //! each its own short transaction under `lock_timeout` and `statement_timeout`; a batch that
 //! times out is retried at half the size. Deleted rows are final rows, which no claim
 //! locks, and rows some other transaction holds are passed over (`SKIP LOCKED`), so pruning
@@ -39,6 +40,18 @@ impl Keep {
         match u64::try_from(ms) {
             Ok(ms) => Keep::For(Duration::from_millis(ms)),
             Err(_) => Keep::Forever,
+        }
+    }
+}
+
+impl Keep {
+    /// Checks the age: at most 100 years; `what` names it in the error.
+    pub fn validate(self, what: &str) -> Result<()> {
+        match self {
+            Keep::For(d) if d > crate::duration::MAX => Err(Error::InvalidInput(format!(
+                "the retention of {what} jobs is over 100 years: use never to keep them for ever"
+            ))),
+            _ => Ok(()),
         }
     }
 }
@@ -98,6 +111,14 @@ impl Default for Retention {
 }
 
 impl Retention {
+    /// Checks every age: at most 100 years (or never), naming the state.
+    pub fn validate(&self) -> Result<()> {
+        for (state, keep) in self.by_state() {
+            keep.validate(state.as_str())?;
+        }
+        Ok(())
+    }
+
     /// Each final state with its setting, in a fixed order.
     pub fn by_state(&self) -> [(JobState, Keep); 4] {
         [
@@ -152,35 +173,56 @@ pub(crate) async fn prune(
     dry_run: bool,
 ) -> Result<Pruned> {
     let mut pruned = Pruned::default();
-    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let mut first_error = None;
     for (state, keep) in retention.by_state() {
-        let state_text = state.as_str();
-        let default_ms = keep.as_ms();
-        if dry_run {
-            let conn = db.conn().await?;
-            let statement = conn.prepare_cached(sql::PRUNE_COUNT).await?;
-            let n: i64 = conn
-                .query_one(&statement, &[&state_text, &default_ms])
-                .await?
-                .try_get("doomed")?;
-            pruned.add(state, n);
-            continue;
-        }
-        let mut batch = BATCH;
-        loop {
-            match delete_batch(db, state_text, default_ms, batch, leader, term).await {
-                Ok(n) => {
-                    pruned.add(state, n);
-                    if n < batch {
-                        break;
-                    }
-                }
-                Err(e) if e.is_timeout() && batch > MIN_BATCH => batch = (batch / 2).max(MIN_BATCH),
-                Err(e) => return Err(e),
+        // one state failing (a timeout) does not hold the others back
+        match prune_state(db, state, keep, lease, dry_run).await {
+            Ok(n) => pruned.add(state, n),
+            Err(e) => {
+                tracing::warn!("remuda retention: pruning {state} jobs failed: {e}");
+                first_error.get_or_insert(e);
             }
         }
     }
-    Ok(pruned)
+    match first_error {
+        Some(e) if pruned.total() == 0 => Err(e),
+        _ => Ok(pruned),
+    }
+}
+
+/// Deletes (or counts) the jobs of one final state past their age.
+async fn prune_state(
+    db: &Database,
+    state: JobState,
+    keep: Keep,
+    lease: Option<&Lease>,
+    dry_run: bool,
+) -> Result<i64> {
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let state_text = state.as_str();
+    let default_ms = keep.as_ms();
+    if dry_run {
+        let conn = db.conn().await?;
+        let statement = conn.prepare_cached(sql::PRUNE_COUNT).await?;
+        return Ok(conn
+            .query_one(&statement, &[&state_text, &default_ms])
+            .await?
+            .try_get("doomed")?);
+    }
+    let mut batch = BATCH;
+    let mut total = 0;
+    loop {
+        match delete_batch(db, state_text, default_ms, batch, leader, term).await {
+            Ok(n) => {
+                total += n;
+                if n < batch {
+                    return Ok(total);
+                }
+            }
+            Err(e) if e.is_timeout() && batch > MIN_BATCH => batch = (batch / 2).max(MIN_BATCH),
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// One batch in its own transaction, bounded in time and in waiting.
@@ -210,6 +252,7 @@ impl Client {
     /// with `dry_run`, counts them instead. The maintenance leader does this by itself
     /// every `prune_interval`; this is for operators and scripts.
     pub async fn prune(&self, retention: &Retention, dry_run: bool) -> Result<Pruned> {
+        retention.validate()?;
         prune(self.database(), retention, None, dry_run).await
     }
 }

@@ -194,3 +194,141 @@ async fn a_pruned_jobs_unique_key_is_free_again() {
         .expect("insert");
     assert_ne!(after[0].id, id, "the key is free once the job is pruned");
 }
+
+/// The rows every scan node of a statement's plan read, from `EXPLAIN (ANALYZE, FORMAT
+/// JSON)`: actual rows plus rows removed by a filter, summed over the tree.
+fn rows_read(plan: &serde_json::Value) -> f64 {
+    let own = ["Actual Rows", "Rows Removed by Filter"]
+        .iter()
+        .filter_map(|k| plan.get(*k).and_then(serde_json::Value::as_f64))
+        .sum::<f64>();
+    let is_jobs = plan.get("Relation Name").and_then(|r| r.as_str()) == Some("jobs");
+    let children: f64 = plan
+        .get("Plans")
+        .and_then(|p| p.as_array())
+        .map_or(0.0, |p| p.iter().map(rows_read).sum());
+    if is_jobs {
+        own + children
+    } else {
+        children
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_a_queue_keeps_longer_are_never_read_by_the_walk() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    client
+        .change_queue(
+            "kept",
+            &QueueChange {
+                retain_completed: Some(Some(Keep::Forever)),
+                ..QueueChange::default()
+            },
+        )
+        .await
+        .expect("kept");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'kept', 'x', 'completed', now() - interval '2 days' FROM generate_series(1, 5000);
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'default', 'x', 'completed', now() - interval '2 days' FROM generate_series(1, 3);
+         ANALYZE remuda.jobs",
+    )
+    .await
+    .expect("load");
+    let statement = crate::sql::PRUNE
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let plan: serde_json::Value = conn
+        .query_one(
+            &format!("EXPLAIN (ANALYZE, FORMAT JSON) {statement}"),
+            &[
+                &"completed",
+                &86_400_000i64,
+                &10_000i64,
+                &None::<String>,
+                &None::<i64>,
+            ],
+        )
+        .await
+        .expect("explain")
+        .get(0);
+    let read = rows_read(&plan[0]["Plan"]);
+    assert!(read < 50.0, "the walk read {read} rows of jobs: {plan}");
+    assert_eq!(
+        remaining(&db).await.len(),
+        5000,
+        "the default queue's 3 went, the kept queue's stay"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ages_over_a_hundred_years_are_refused() {
+    let test = TestDatabase::new().await.expect("test database");
+    let client = test.client().await.expect("client");
+    let centuries = Keep::For(Duration::from_secs(200 * 365 * 86_400));
+    let err = client
+        .change_queue(
+            "q",
+            &QueueChange {
+                retain_failed: Some(Some(centuries)),
+                ..QueueChange::default()
+            },
+        )
+        .await
+        .expect_err("refused");
+    assert!(
+        err.to_string().contains("failed jobs is over 100 years"),
+        "{err}"
+    );
+    let retention = Retention {
+        expired: centuries,
+        ..Retention::default()
+    };
+    let err = client.prune(&retention, true).await.expect_err("refused");
+    assert!(
+        err.to_string().contains("expired jobs is over 100 years"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_and_unreadable_rate_buckets_go_and_a_live_one_stays() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let (_, current) = super::test_leases::stale_and_current(&db).await;
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.queues (name, rate_limit, rate_period_ms) VALUES ('limited', 10, 60000);
+         INSERT INTO remuda.rate_buckets (scope, tokens, refreshed_at) VALUES
+             ('[\"limited\"]', 3, now()),
+             ('[\"limited\", \"k\"]', 3, now() - interval '2 minutes'),
+             ('[\"unlimited\"]', 3, now()),
+             ('queue:legacy', 3, now())",
+    )
+    .await
+    .expect("buckets");
+    let statement = conn
+        .prepare(crate::sql::RATE_BUCKETS_PRUNE)
+        .await
+        .expect("prepare");
+    let deleted: i64 = conn
+        .query_one(&statement, &[&current.leader_id, &current.term])
+        .await
+        .expect("prune buckets")
+        .get(0);
+    assert_eq!(deleted, 3);
+    let left: Vec<String> = conn
+        .query("SELECT scope FROM remuda.rate_buckets", &[])
+        .await
+        .expect("left")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(left, ["[\"limited\"]"]);
+}

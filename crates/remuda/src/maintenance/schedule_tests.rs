@@ -237,3 +237,65 @@ async fn after_a_ten_minute_gap_each_catch_up_policy_fires_as_it_says() {
         .expect("exists");
     assert!(none.next_run_at > five_ago, "it goes on from its next time");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_the_firer_cannot_read_is_left_alone_and_holds_no_other_back() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    let lease = leader(&db, "a").await;
+    let every = Pattern::every("1m").expect("pattern");
+    for name in ["broken", "fine"] {
+        client
+            .set_schedule(&Schedule::new(name, "x", every.clone()))
+            .await
+            .expect("declare");
+    }
+    let broken_next = fall_behind(&db, "broken", 2).await;
+    fall_behind(&db, "fine", 1).await;
+    db.conn()
+        .await
+        .expect("conn")
+        .execute(
+            "UPDATE remuda.schedules SET pattern = 'every fortnight' WHERE name = 'broken'",
+            &[],
+        )
+        .await
+        .expect("break it");
+    firer::fire(&db, &lease).await.expect("fire");
+    assert_eq!(
+        counts(&db, "fine").await.0,
+        1,
+        "the readable schedule fired"
+    );
+    assert_eq!(counts(&db, "broken").await.0, 0);
+    let broken = client
+        .schedule("broken")
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(broken.next_run_at, broken_next, "its row is untouched");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_schedule_that_runs_keeps_its_due_times() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    let every = Pattern::every("1m").expect("pattern");
+    client
+        .set_schedule(&Schedule::new("tick", "x", every))
+        .await
+        .expect("declare");
+    let behind = fall_behind(&db, "tick", 5).await;
+    assert_eq!(
+        client.resume_schedule("tick").await.expect("resume"),
+        behind
+    );
+    client.pause_schedule("tick").await.expect("pause");
+    let next = client.resume_schedule("tick").await.expect("resume");
+    assert!(
+        next > behind,
+        "a paused schedule resumes from its next time after now"
+    );
+}

@@ -16,12 +16,12 @@ CREATE TABLE remuda.schedules (
     pattern          text NOT NULL,
     tz               text NOT NULL DEFAULT 'UTC',
     catch_up         text NOT NULL DEFAULT 'skip' CHECK (catch_up IN ('skip', 'all', 'none')),
-    catch_up_limit   integer NOT NULL DEFAULT 100 CHECK (catch_up_limit >= 1),
+    catch_up_limit   integer NOT NULL DEFAULT 100 CHECK (catch_up_limit BETWEEN 1 AND 100000),
     overlap          text NOT NULL DEFAULT 'allow' CHECK (overlap IN ('allow', 'skip')),
     -- md5 of everything above but the name: a declaration that changes nothing writes nothing
     definition_hash  text NOT NULL,
     -- the next fire time; the firer advances it in the transaction that fires
-    next_run_at      timestamptz NOT NULL,
+    next_run_at      timestamptz NOT NULL CHECK (isfinite(next_run_at)),
     -- the fire time of the latest job fired, and that job
     last_run_at      timestamptz,
     last_job_id      bigint,

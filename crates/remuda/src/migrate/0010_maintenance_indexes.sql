@@ -7,10 +7,11 @@
 CREATE UNIQUE INDEX CONCURRENTLY IF NOT EXISTS jobs_schedule_fire_idx
     ON remuda.jobs (schedule, fire_at) WHERE schedule IS NOT NULL;
 --
--- Retention walks finished jobs of one state, oldest first. Only final rows are in it: a
--- job enters it once, when it finishes.
+-- Retention walks the finished jobs of one state and queue, oldest first, each queue up to
+-- its own age (prune.sql). Only final rows are in it: a job enters it once, when it
+-- finishes.
 CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_finished_idx
-    ON remuda.jobs (state, finished_at)
+    ON remuda.jobs (state, queue, finished_at)
     WHERE state IN ('completed', 'failed', 'cancelled', 'expired');
 --
 -- Autovacuum for a queue. The job table's rows are updated two to three times each and then

@@ -167,8 +167,7 @@ impl Schedule {
         self
     }
 
-    /// Checks the definition: names, pattern, args an object, limits in range. The error
-    /// names the field.
+    /// Checks the definition: names, pattern, limits in range. The error names the field.
     pub fn validate(&self) -> Result<()> {
         crate::client::check_name("schedule name", &self.name)?;
         crate::client::check_name("kind", &self.kind)

@@ -7,13 +7,15 @@ use chrono::{DateTime, TimeDelta, Utc};
 use std::collections::VecDeque;
 
 /// How late a fire time may be and still fire with `catch_up = "none"`: a time is missed
-/// only when no firer could fire it for this long (everything was down), never because of a
-/// leader change or a slow round.
+/// only when no firer could fire it for this long — everything down, or a leader's death
+/// noticed late (`rescue_after` plus `maintenance_interval`, 35 s by default, stay within
+/// it).
 pub const LATE_AFTER: TimeDelta = TimeDelta::minutes(1);
 
 /// Fire times walked at most in one firing (a calendar pattern far behind: a minutely
-/// cron down for two years); the times beyond are skipped.
-const MAX_WALK: usize = 1_000_000;
+/// cron down for more than two months), while the firer holds the schedule's row: beyond
+/// it, only the latest time fires and the others are skipped.
+const MAX_WALK: usize = 100_000;
 
 /// The decision for one schedule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,11 +45,14 @@ pub(crate) struct Due<'a> {
 /// Plans the firing of `due` at `now`; `None` for a pattern that never fires again.
 pub(crate) fn plan(due: &Due<'_>, now: DateTime<Utc>) -> Option<Plan> {
     let keep = match due.catch_up {
-        CatchUp::All => due.catch_up_limit.max(1) as usize,
-        CatchUp::Skip | CatchUp::None => 1,
+        // the times less than LATE_AFTER late are kept, then filtered below
+        CatchUp::All | CatchUp::None => due.catch_up_limit.max(1) as usize,
+        CatchUp::Skip => 1,
     };
-    let (mut fires, total) = due_times(due, now, keep)?;
-    let next = due.pattern.next_after(due.zone, now.max(due.next_run_at))?;
+    let rule = due.pattern.rule().ok()?;
+    let next_after = |at| super::next::next_after(rule, due.zone.0, at);
+    let (mut fires, total) = due_times(due, now, keep, &next_after)?;
+    let next = next_after(now.max(due.next_run_at))?;
     let mut reason = match due.catch_up {
         CatchUp::Skip => {
             "missed while no worker could fire it (catch_up = skip: only the latest fires)"
@@ -77,7 +82,12 @@ pub(crate) fn plan(due: &Due<'_>, now: DateTime<Utc>) -> Option<Plan> {
 }
 
 /// The latest `keep` due times (from `next_run_at` up to `now`), and how many there are.
-fn due_times(due: &Due<'_>, now: DateTime<Utc>, keep: usize) -> Option<(Vec<DateTime<Utc>>, i64)> {
+fn due_times(
+    due: &Due<'_>,
+    now: DateTime<Utc>,
+    keep: usize,
+    next_after: &dyn Fn(DateTime<Utc>) -> Option<DateTime<Utc>>,
+) -> Option<(Vec<DateTime<Utc>>, i64)> {
     if due.next_run_at > now {
         return Some((Vec::new(), 0));
     }
@@ -88,8 +98,11 @@ fn due_times(due: &Due<'_>, now: DateTime<Utc>, keep: usize) -> Option<(Vec<Date
         let total = (now - due.next_run_at).num_milliseconds() / step_ms + 1;
         let kept = total.min(keep as i64);
         let fires = (total - kept..total)
-            .map(|k| due.next_run_at + step * i32::try_from(k).unwrap_or(i32::MAX))
-            .collect();
+            .map(|k| {
+                let offset = TimeDelta::try_milliseconds(k.checked_mul(step_ms)?)?;
+                due.next_run_at.checked_add_signed(offset)
+            })
+            .collect::<Option<Vec<_>>>()?;
         return Some((fires, total));
     }
     let mut fires = VecDeque::with_capacity(keep.min(1024));
@@ -101,30 +114,30 @@ fn due_times(due: &Due<'_>, now: DateTime<Utc>, keep: usize) -> Option<(Vec<Date
         }
         fires.push_back(at);
         total += 1;
-        at = due.pattern.next_after(due.zone, at)?;
+        at = next_after(at)?;
     }
     if at <= now {
-        // walked as far as allowed: the rest are skipped, and the latest still fires
-        let latest = latest_at_or_before(due, now)?;
-        if fires.back() != Some(&latest) {
-            fires.pop_front();
-            fires.push_back(latest);
-        }
-        total += 1;
+        // walked as far as allowed: only the latest fires (the count of the others is a
+        // lower bound: they were not all walked)
+        let latest = latest_at_or_before(now, next_after)?;
+        return Some((vec![latest], total + 1));
     }
     Some((fires.into(), total))
 }
 
 /// The latest fire time at or before `now`, found backwards from it a day at a time.
-fn latest_at_or_before(due: &Due<'_>, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+fn latest_at_or_before(
+    now: DateTime<Utc>,
+    next_after: &dyn Fn(DateTime<Utc>) -> Option<DateTime<Utc>>,
+) -> Option<DateTime<Utc>> {
     let mut from = now - TimeDelta::days(1);
     loop {
-        let mut at = due.pattern.next_after(due.zone, from)?;
+        let mut at = next_after(from)?;
         if at <= now {
             let mut latest = at;
             while at <= now {
                 latest = at;
-                at = due.pattern.next_after(due.zone, at)?;
+                at = next_after(at)?;
             }
             return Some(latest);
         }

@@ -173,6 +173,9 @@ impl Client {
             .schedule(name)
             .await?
             .ok_or_else(|| no_schedule(name))?;
+        if !info.paused {
+            return Ok(info.next_run_at);
+        }
         let pattern: Pattern = info.pattern.parse()?;
         let zone: Zone = info.tz.parse()?;
         let conn = self.database().conn().await?;
@@ -193,7 +196,11 @@ impl Client {
         let statement = conn.prepare_cached(sql::SCHEDULE_PAUSE).await?;
         match conn.query_opt(&statement, &[&name, &paused, &next]).await? {
             Some(_) => Ok(()),
-            None => Err(no_schedule(name)),
+            // already so, or no such schedule
+            None => match self.schedule(name).await? {
+                Some(_) => Ok(()),
+                None => Err(no_schedule(name)),
+            },
         }
     }
 

@@ -1,35 +1,50 @@
 -- Delete up to $3 jobs in final state $1 that are past their age: their queue's own
 -- retention for that state, else $2 ms (-1: kept for ever; see remuda.retention_ms). Only
 -- for the leader $4 at term $5 when $4 is given (an operator's `remuda prune` passes NULL).
--- The walk of jobs_finished_idx stops at the shortest age any queue has for the state; the
--- literal state list lets every plan use that partial index. Rows another transaction
--- holds are passed over.
-WITH lease AS (
+-- Each queue is walked on its own in jobs_finished_idx (state, queue, finished_at), up to
+-- its own cutoff, so a row not yet past its age is never read: the queues that have jobs in
+-- the state are found by skipping through the index (one probe per queue), not by reading
+-- their rows. The literal state list lets every plan use that partial index. Rows another
+-- transaction holds are passed over.
+WITH RECURSIVE lease AS (
     SELECT 1 FROM remuda.leader
     WHERE name = 'default' AND leader_id = $4 AND term = $5 AND expires_at > now()
     FOR SHARE
-), shortest AS (
-    SELECT min(ms) AS ms FROM (
-        SELECT $2::bigint AS ms
-        UNION ALL
-        SELECT remuda.retention_ms($1::text::remuda.job_state, q, NULL::bigint) FROM remuda.queues q
-    ) a
-    WHERE ms >= 0
+), queues_in(queue) AS (
+    (SELECT j.queue FROM remuda.jobs j
+     WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
+       AND j.state = $1::text::remuda.job_state
+     ORDER BY j.queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT j.queue FROM remuda.jobs j
+            WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
+              AND j.state = $1::text::remuda.job_state AND j.queue > p.queue
+            ORDER BY j.queue LIMIT 1)
+    FROM queues_in p
+    WHERE p.queue IS NOT NULL
+), cutoffs AS (
+    SELECT i.queue, now() - make_interval(secs => ms / 1000.0) AS before
+    FROM queues_in i
+    LEFT JOIN remuda.queues q ON q.name = i.queue
+    CROSS JOIN LATERAL (SELECT remuda.retention_ms($1::text::remuda.job_state, q, $2::bigint) AS ms) r
+    WHERE i.queue IS NOT NULL AND r.ms >= 0
 ), doomed AS (
-    SELECT j.id
-    FROM remuda.jobs j
-    LEFT JOIN remuda.queues q ON q.name = j.queue
-    WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
-      AND j.state = $1::text::remuda.job_state
-      AND j.finished_at < now() - make_interval(secs => (SELECT ms FROM shortest) / 1000.0)
-      AND remuda.retention_ms(j.state, q, $2) >= 0
-      AND j.finished_at < now() - make_interval(secs => remuda.retention_ms(j.state, q, $2) / 1000.0)
-      AND ($4::text IS NULL OR EXISTS (SELECT 1 FROM lease))
-    ORDER BY j.finished_at
+    SELECT d.id
+    FROM cutoffs c
+    CROSS JOIN LATERAL (
+        SELECT j.id FROM remuda.jobs j
+        WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
+          AND j.state = $1::text::remuda.job_state
+          AND j.queue = c.queue
+          AND j.finished_at < c.before
+        ORDER BY j.finished_at
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED) d
+    WHERE $4::text IS NULL OR EXISTS (SELECT 1 FROM lease)
     LIMIT $3
-    FOR UPDATE OF j SKIP LOCKED
 ), deleted AS (
-    DELETE FROM remuda.jobs j USING doomed d WHERE j.id = d.id
+    -- by primary key from an id array, never a join the planner could make a full scan
+    DELETE FROM remuda.jobs j WHERE j.id = ANY(ARRAY(SELECT id FROM doomed))
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted

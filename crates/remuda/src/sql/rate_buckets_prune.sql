@@ -1,6 +1,7 @@
 -- Delete the rate-limit token buckets that are full again (not refreshed for a whole period
 -- of their queue's rate: a missing bucket counts as full) or whose queue has no rate limit
--- any more. Only for the leader $1 at term $2.
+-- any more, and those whose scope is not a JSON array (an older format, or written by
+-- hand: no claim reads them). Only for the leader $1 at term $2.
 WITH lease AS (
     SELECT 1 FROM remuda.leader
     WHERE name = 'default' AND leader_id = $1 AND term = $2 AND expires_at > now()
@@ -10,7 +11,8 @@ WITH lease AS (
     WHERE EXISTS (SELECT 1 FROM lease)
       AND NOT EXISTS (
           SELECT 1 FROM remuda.queues q
-          WHERE q.name = (b.scope::jsonb) ->> 0
+          WHERE b.scope LIKE '[%]'
+            AND q.name = (CASE WHEN b.scope LIKE '[%]' THEN b.scope::jsonb ->> 0 END)
             AND q.rate_limit IS NOT NULL
             AND b.refreshed_at >= now() - q.rate_period_ms * interval '1 millisecond')
     RETURNING 1

@@ -8,6 +8,6 @@ SELECT s.name, s.pattern, s.tz, s.catch_up, s.catch_up_limit, s.overlap, s.next_
        now() AS now
 FROM remuda.schedules s
 WHERE NOT s.paused AND s.next_run_at <= now()
-ORDER BY s.next_run_at
+ORDER BY s.next_run_at, s.name
 LIMIT $1
 FOR UPDATE OF s SKIP LOCKED

@@ -227,6 +227,7 @@ impl WorkerConfig {
                 "queue_weights apply to round robin only: with queue_order = \"strict\" the first queue always goes first; remove the weights or use round_robin".into(),
             ));
         }
+        config.retention.validate()?;
         if config.crash_loop_limit == 0 {
             return Err(Error::InvalidInput(
                 "crash_loop_limit must be at least 1".into(),
