@@ -17,7 +17,8 @@ SET state = 'completed',
     result = u.result
 FROM unnest($1::tid[], $2::bigint[], $3::int[], $4::timestamptz[], $5::jsonb[])
     AS u(tid, id, attempt, started_at, result)
-WHERE j.ctid = u.tid
+WHERE j.ctid = ANY($1::tid[])
+  AND j.ctid = u.tid
   AND j.id = u.id
   AND j.state = 'running'
   AND j.worker_id = $6
