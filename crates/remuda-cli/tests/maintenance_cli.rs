@@ -118,7 +118,7 @@ completed = "1h"
         Duration::from_secs(20),
         async || {
             let status = json(&remuda(&db, &["maintenance", "--json"]).await);
-            status["duties"].as_array().is_some_and(|d| d.len() >= 7)
+            status["duties"].as_array().is_some_and(|d| d.len() >= 8)
         },
     )
     .await;
@@ -156,6 +156,7 @@ completed = "1h"
         "promotion",
         "rate_buckets",
         "reindex",
+        "vacuum",
         "rescue",
         "retention",
         "schedules",

@@ -129,6 +129,9 @@ pub(crate) const REINDEX_CANDIDATES: &str = include_str!("sql/reindex_candidates
 /// What an interrupted `REINDEX … CONCURRENTLY` leaves in the remuda schema: invalid copies …
 pub(crate) const REINDEX_LEFTOVERS: &str = include_str!("sql/reindex_leftovers.sql");
 
+/// The remuda tables whose dead rows are past twice the threshold autovacuum was given for …
+pub(crate) const VACUUM_DUE: &str = include_str!("sql/vacuum_due.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -174,6 +177,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("worker_heartbeat", WORKER_HEARTBEAT),
     ("worker_list", WORKER_LIST),
     ("worker_register", WORKER_REGISTER),
+    ("vacuum_due", VACUUM_DUE),
     ("reindex_candidates", REINDEX_CANDIDATES),
     ("reindex_leftovers", REINDEX_LEFTOVERS),
     ("rate_buckets_prune", RATE_BUCKETS_PRUNE),

@@ -33,6 +33,7 @@ pub(crate) const DUTIES: &[(&str, Step)] = &[
         Box::pin(rate_buckets(db, lease, s))
     }),
     ("reindex", |db, lease, s| Box::pin(reindex(db, lease, s))),
+    ("vacuum", |db, lease, s| Box::pin(vacuum(db, lease, s))),
 ];
 
 /// Runs again after `every`, reporting `done`.
@@ -141,6 +142,45 @@ async fn reindex(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
                 list(&r.rebuilt),
                 list(&r.dropped)
             )
+        }),
+    )
+}
+
+/// Vacuums (and analyses) the remuda tables whose dead rows piled up past twice what
+/// autovacuum was told to allow: with autovacuum off (some servers run so) or behind, a
+/// queue's table would otherwise grow for ever and its statistics go stale. `VACUUM` takes
+/// no lock that stops enqueues, claims or completions.
+pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<String>> {
+    let conn = db.conn().await?;
+    let hold = conn.prepare_cached(sql::LEASE_HOLD).await?;
+    if conn
+        .query_opt(&hold, &[&lease.leader_id, &lease.term])
+        .await?
+        .is_none()
+    {
+        return Ok(Vec::new());
+    }
+    let due = conn.prepare_cached(sql::VACUUM_DUE).await?;
+    let mut done = Vec::new();
+    for row in conn.query(&due, &[]).await? {
+        let name: String = row.try_get("name")?;
+        conn.batch_execute(&format!("VACUUM (ANALYZE) {name}"))
+            .await?;
+        done.push(name);
+    }
+    Ok(done)
+}
+
+async fn vacuum(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = vacuum_due(&db, &lease).await;
+    after(
+        s.prune_interval.min(std::time::Duration::from_secs(10)),
+        done.map(|tables| {
+            if tables.is_empty() {
+                "none needed".to_string()
+            } else {
+                format!("vacuumed {}", tables.join(", "))
+            }
         }),
     )
 }

@@ -77,3 +77,64 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
         "a rebuilt index is left alone: {healthy:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_one() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let (stale, current) = super::test_leases::stale_and_current(&db).await;
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind) SELECT 'x' FROM generate_series(1, 10000);
+         DELETE FROM remuda.jobs",
+    )
+    .await
+    .expect("dead rows");
+    let vacuums = || async {
+        db.conn()
+            .await
+            .expect("conn")
+            .query_one(
+                "SELECT vacuum_count + autovacuum_count, n_dead_tup FROM pg_stat_user_tables
+                 WHERE schemaname = 'remuda' AND relname = 'jobs'",
+                &[],
+            )
+            .await
+            .expect("stats")
+            .get::<_, i64>(0)
+    };
+    // the statistics arrive a moment after the transaction that made them
+    let mut seen = false;
+    for _ in 0..50 {
+        let n: i64 = conn
+            .query_one(
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'remuda' AND relname = 'jobs'",
+                &[],
+            )
+            .await
+            .expect("dead")
+            .get(0);
+        if n >= 10_000 {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(seen, "the statistics show the dead rows");
+    let before = vacuums().await;
+    let none = super::duties::vacuum_due(&db, &stale).await.expect("stale");
+    assert!(none.is_empty(), "{none:?}");
+    let done = super::duties::vacuum_due(&db, &current)
+        .await
+        .expect("vacuum");
+    assert!(done.contains(&"remuda.jobs".to_string()), "{done:?}");
+    let mut counted = false;
+    for _ in 0..50 {
+        if vacuums().await > before {
+            counted = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(counted, "the job table was vacuumed");
+}
