@@ -121,27 +121,26 @@ async fn three_workers_make_one_job_per_second_and_a_killed_leader_loses_no_tick
     assert_eq!(fired_by_the_schedule, fires.len() as i64);
 }
 
+/// `schedule add` of a nightly report in Berlin, as JSON.
+const NIGHTLY: &[&str] = &[
+    "schedule",
+    "add",
+    "nightly_report",
+    "--kind",
+    "report",
+    "--args",
+    r#"{"scope":"all"}"#,
+    "--cron",
+    "0 3 * * *",
+    "--tz",
+    "Europe/Berlin",
+    "--json",
+];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_schedule_command_works_and_refuses_bad_input_without_writing() {
     let db = migrated().await;
-    let added = remuda(
-        &db,
-        &[
-            "schedule",
-            "add",
-            "nightly_report",
-            "--kind",
-            "report",
-            "--args",
-            r#"{"scope":"all"}"#,
-            "--cron",
-            "0 3 * * *",
-            "--tz",
-            "Europe/Berlin",
-            "--json",
-        ],
-    )
-    .await;
+    let added = remuda(&db, NIGHTLY).await;
     assert_eq!(code(&added), 0, "{}", stderr(&added));
     let added = json(&added);
     assert_eq!(added["change"], "created");
@@ -150,26 +149,7 @@ async fn every_schedule_command_works_and_refuses_bad_input_without_writing() {
         next.ends_with("T02:00:00Z") || next.ends_with("T01:00:00Z"),
         "03:00 in Berlin is 02:00 or 01:00 UTC: {next}"
     );
-    let again = json(
-        &remuda(
-            &db,
-            &[
-                "schedule",
-                "add",
-                "nightly_report",
-                "--kind",
-                "report",
-                "--args",
-                r#"{"scope":"all"}"#,
-                "--cron",
-                "0 3 * * *",
-                "--tz",
-                "Europe/Berlin",
-                "--json",
-            ],
-        )
-        .await,
-    );
+    let again = json(&remuda(&db, NIGHTLY).await);
     assert_eq!(again["change"], "unchanged");
     let listed = json(&remuda(&db, &["schedules", "--json"]).await);
     let row = &listed[0];
