@@ -86,6 +86,9 @@ pub enum Command {
     Schedule(ScheduleCommand),
     /// List the schedules, with their next and last runs.
     Schedules(JsonFlag),
+    /// Start, show, list, pause, resume, cancel, retry or signal workflow runs.
+    #[command(subcommand)]
+    Workflow(WorkflowCommand),
     /// Delete finished jobs past their retention now (per state; a queue's own retention
     /// wins) and print how many.
     Prune(PruneArgs),
@@ -292,6 +295,95 @@ pub enum ScheduleCommand {
     Trigger(ScheduleName),
     /// Delete a schedule (the jobs it fired stay).
     Delete(ScheduleName),
+}
+
+/// `remuda workflow ...`.
+#[derive(Debug, Subcommand)]
+pub enum WorkflowCommand {
+    /// Start a run of a spec file (TOML or JSON) and print its id (with --wait: its output;
+    /// exit 1 if the run failed, 3 on wait timeout).
+    Start(WorkflowStartArgs),
+    /// Show a run and its nodes.
+    Status(WorkflowId),
+    /// List runs, newest first, with their nodes' counts per state.
+    List(WorkflowListArgs),
+    /// Pause a run (and its sub-workflows): no node starts; running ones finish.
+    Pause(WorkflowId),
+    /// Resume a paused run; a failure that paused it (on_error = "pause") runs again.
+    Resume(WorkflowId),
+    /// Cancel a run: its running jobs are stopped, its pending nodes cancelled.
+    Cancel(WorkflowId),
+    /// Run a failed or cancelled run again: only what did not complete runs again.
+    Retry(WorkflowId),
+    /// Send a run a signal: its signal nodes of that name complete with the data.
+    Signal(WorkflowSignalArgs),
+}
+
+/// `remuda workflow start`.
+#[derive(Debug, Args)]
+pub struct WorkflowStartArgs {
+    /// The spec file (.toml or .json).
+    pub spec: PathBuf,
+    /// The run's input, as JSON: what `args_from = { x = "$input" }` passes.
+    #[arg(long)]
+    pub args: Option<String>,
+    /// Idempotency key: a second start with the same key and definition returns the first
+    /// run; with another definition it is refused (exit 2).
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Wait for the run to end and print its output.
+    #[arg(long)]
+    pub wait: bool,
+    /// With --wait: how long (default 5m).
+    #[arg(long, value_parser = parse_duration, default_value = "5m", requires = "wait")]
+    pub wait_timeout: std::time::Duration,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A workflow run's id.
+#[derive(Debug, Args)]
+pub struct WorkflowId {
+    /// The run's id.
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda workflow list`.
+#[derive(Debug, Args)]
+pub struct WorkflowListArgs {
+    /// Only runs in this state (running, paused, completed, failed, cancelled).
+    #[arg(long)]
+    pub state: Option<String>,
+    /// Only runs of this definition.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// At most this many.
+    #[arg(long, default_value_t = 100)]
+    pub limit: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda workflow signal`.
+#[derive(Debug, Args)]
+pub struct WorkflowSignalArgs {
+    /// The run's id.
+    #[arg(allow_negative_numbers = true)]
+    pub id: i64,
+    /// The signal's name.
+    pub name: String,
+    /// Its payload, as JSON (the signal node's result).
+    #[arg(long)]
+    pub data: Option<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A schedule name.
@@ -607,6 +699,13 @@ pub struct BenchArgs {
     /// With --schedules: how long to run.
     #[arg(long, value_parser = parse_duration, default_value = "5m", requires = "schedules")]
     pub duration: std::time::Duration,
+    /// Instead: one workflow run of this shape (wide: fan-out then fan-in; chain: a line;
+    /// map: one map node) beside a plain drain of as many jobs.
+    #[arg(long, value_enum, conflicts_with_all = ["churn", "schedules"])]
+    pub workflow: Option<crate::commands::WorkflowShape>,
+    /// With --workflow: how many nodes (map: elements).
+    #[arg(long, default_value_t = 1000, requires = "workflow")]
+    pub nodes: usize,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,

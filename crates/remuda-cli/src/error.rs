@@ -13,14 +13,23 @@ pub enum CliError {
 
 impl CliError {
     /// The error's kind for `--json` callers: `BAD_INPUT` (exit 2), `NOT_FOUND` (2),
-    /// `WRONG_STATE` (2), `QUEUE_FULL` (2), `WAIT_TIMEOUT` (3), `DATABASE` (4).
+    /// `WRONG_STATE` (2), `QUEUE_FULL` (2), `INVALID_SPEC` (2), `DRIFT` (2),
+    /// `WAIT_TIMEOUT` (3), `DATABASE` (4).
     pub fn code(&self) -> &'static str {
         match self {
             CliError::Usage(_) => "BAD_INPUT",
             CliError::Remuda(e) => match e {
-                remuda::Error::WaitTimeout { .. } => "WAIT_TIMEOUT",
-                remuda::Error::NotFound(_) | remuda::Error::ScheduleNotFound(_) => "NOT_FOUND",
-                remuda::Error::WrongState { .. } => "WRONG_STATE",
+                remuda::Error::WaitTimeout { .. } | remuda::Error::WorkflowWaitTimeout { .. } => {
+                    "WAIT_TIMEOUT"
+                }
+                remuda::Error::NotFound(_)
+                | remuda::Error::ScheduleNotFound(_)
+                | remuda::Error::WorkflowNotFound(_) => "NOT_FOUND",
+                remuda::Error::WrongState { .. } | remuda::Error::WorkflowWrongState { .. } => {
+                    "WRONG_STATE"
+                }
+                remuda::Error::WorkflowDrift { .. } => "DRIFT",
+                remuda::Error::InvalidWorkflow(_) => "INVALID_SPEC",
                 remuda::Error::QueueFull(_) => "QUEUE_FULL",
                 _ if self.exit_code() == 2 => "BAD_INPUT",
                 _ => "DATABASE",
@@ -33,8 +42,13 @@ impl CliError {
         match self {
             CliError::Usage(_) => 2,
             CliError::Remuda(e) => match e {
-                remuda::Error::WaitTimeout { .. } => 3,
-                remuda::Error::InvalidInput(_)
+                remuda::Error::WaitTimeout { .. } | remuda::Error::WorkflowWaitTimeout { .. } => 3,
+                remuda::Error::WorkflowFailed { .. } => 1,
+                remuda::Error::InvalidWorkflow(_)
+                | remuda::Error::WorkflowNotFound(_)
+                | remuda::Error::WorkflowWrongState { .. }
+                | remuda::Error::WorkflowDrift { .. }
+                | remuda::Error::InvalidInput(_)
                 | remuda::Error::NotFound(_)
                 | remuda::Error::ScheduleNotFound(_)
                 | remuda::Error::WrongState { .. }

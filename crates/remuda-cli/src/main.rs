@@ -30,6 +30,7 @@ mod connect;
 mod error;
 mod executors;
 mod output;
+mod spec_file;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -75,6 +75,48 @@ pub enum Error {
         /// How long we waited.
         after: Duration,
     },
+    /// A workflow definition with problems, every one listed (nothing was written).
+    #[error("invalid workflow definition:\n  {}", .0.join("\n  "))]
+    InvalidWorkflow(Vec<String>),
+    /// No workflow run has this id.
+    #[error("no workflow run with id {0}: `remuda workflow list` lists them")]
+    WorkflowNotFound(i64),
+    /// A start with an idempotency key whose run has another definition.
+    #[error("workflow run {id} was started with idempotency key {key:?} and another definition: use a new key to start the changed definition")]
+    WorkflowDrift {
+        /// The key.
+        key: String,
+        /// The run that holds it.
+        id: i64,
+    },
+    /// The run is in a state where the action makes no sense.
+    #[error("workflow run {id} is {state}: cannot {action} it")]
+    WorkflowWrongState {
+        /// The run.
+        id: i64,
+        /// Its state.
+        state: String,
+        /// What was asked.
+        action: &'static str,
+    },
+    /// Waiting for a run gave up before it ended.
+    #[error("workflow run {id} did not finish within {}", crate::duration::format(*.after))]
+    WorkflowWaitTimeout {
+        /// The run.
+        id: i64,
+        /// How long we waited.
+        after: Duration,
+    },
+    /// The run ended without completing.
+    #[error("workflow run {id} {state}: {error}")]
+    WorkflowFailed {
+        /// The run.
+        id: i64,
+        /// Its final state.
+        state: String,
+        /// Its first error, as JSON.
+        error: String,
+    },
     /// A worker had to stop because one of its parts failed.
     #[error("{0}")]
     WorkerFailed(String),

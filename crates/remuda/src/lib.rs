@@ -47,6 +47,7 @@ pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod worker;
+pub mod workflow;
 
 pub use client::{
     Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueRetention,

@@ -132,6 +132,32 @@ pub(crate) const REINDEX_LEFTOVERS: &str = include_str!("sql/reindex_leftovers.s
 /// The remuda tables whose dead rows are past twice the threshold autovacuum was given for …
 pub(crate) const VACUUM_DUE: &str = include_str!("sql/vacuum_due.sql");
 
+/// Start a run of compiled definition $1 with input $2, or find the one started with
+pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow_start.sql");
+/// One run: what `remuda workflow status` shows besides its nodes.
+pub(crate) const WORKFLOW_GET: &str = include_str!("sql/workflow_get.sql");
+/// The nodes of run $1 in topological order, with their error and, for a map, its elements'
+pub(crate) const WORKFLOW_NODES: &str = include_str!("sql/workflow_nodes.sql");
+/// Runs in state $1 and of definition $2 (each NULL for all), newest first, up to $3, with
+pub(crate) const WORKFLOW_LIST: &str = include_str!("sql/workflow_list.sql");
+/// Pause run $1 (see remuda.workflow_pause): the state it had, NULL when there is no such r …
+pub(crate) const WORKFLOW_PAUSE: &str = include_str!("sql/workflow_pause.sql");
+/// Resume run $1 (see remuda.workflow_resume): the state it had, NULL when there is no such …
+pub(crate) const WORKFLOW_RESUME: &str = include_str!("sql/workflow_resume.sql");
+/// Cancel run $1 (see remuda.workflow_cancel): the state it had, NULL when there is no such …
+pub(crate) const WORKFLOW_CANCEL: &str = include_str!("sql/workflow_cancel.sql");
+/// Retry run $1 (see remuda.workflow_retry): the state it had, NULL when there is no such r …
+pub(crate) const WORKFLOW_RETRY: &str = include_str!("sql/workflow_retry.sql");
+/// Deliver signal $2 with payload $3 to run $1: the nodes it completed, -1 when the run has
+pub(crate) const WORKFLOW_SIGNAL: &str = include_str!("sql/workflow_signal.sql");
+/// The timer duty's step for up to $1 runs (due sleeps, signal timeouts, run deadlines), and
+pub(crate) const WORKFLOW_TIMERS: &str = include_str!("sql/workflow_timers.sql");
+/// The recovery step for up to $1 runs: advancement that was not written (see
+pub(crate) const WORKFLOW_REPAIR: &str = include_str!("sql/workflow_repair.sql");
+
+/// Delete up to $4 finished workflow runs past their age: completed runs after $1 ms, failed …
+pub(crate) const WORKFLOW_PRUNE: &str = include_str!("sql/workflow_prune.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -196,4 +222,16 @@ pub const ALL: &[(&str, &str)] = &[
     ("schedule_pause", SCHEDULE_PAUSE),
     ("schedule_trigger", SCHEDULE_TRIGGER),
     ("schedule_upsert", SCHEDULE_UPSERT),
+    ("workflow_start", WORKFLOW_START),
+    ("workflow_prune", WORKFLOW_PRUNE),
+    ("workflow_get", WORKFLOW_GET),
+    ("workflow_nodes", WORKFLOW_NODES),
+    ("workflow_list", WORKFLOW_LIST),
+    ("workflow_pause", WORKFLOW_PAUSE),
+    ("workflow_resume", WORKFLOW_RESUME),
+    ("workflow_cancel", WORKFLOW_CANCEL),
+    ("workflow_retry", WORKFLOW_RETRY),
+    ("workflow_signal", WORKFLOW_SIGNAL),
+    ("workflow_timers", WORKFLOW_TIMERS),
+    ("workflow_repair", WORKFLOW_REPAIR),
 ];

@@ -85,6 +85,8 @@ pub struct JobContext {
     /// or it lost contact with the database for too long. A task that ignores it is
     /// aborted after the worker's `cancel_grace`.
     pub cancel: CancellationToken,
+    /// For a workflow node's job: its run, its node, and the results it may read.
+    pub workflow: Option<crate::workflow::WorkflowContext>,
 }
 
 impl JobContext {

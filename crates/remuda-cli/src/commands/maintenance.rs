@@ -20,7 +20,7 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
         print_json(&serde_json::json!({"deleted": pruned, "dry_run": args.dry_run}));
     } else {
         crate::out!(
-            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired",
+            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs",
             if args.dry_run {
                 "would delete"
             } else {
@@ -30,7 +30,8 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
             pruned.completed,
             pruned.failed,
             pruned.cancelled,
-            pruned.expired
+            pruned.expired,
+            pruned.workflows
         );
     }
     Ok(0)

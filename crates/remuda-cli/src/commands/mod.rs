@@ -1,6 +1,7 @@
 //! One module per group of subcommands; each returns the process exit code.
 
 mod bench;
+pub use bench::workflows::Shape as WorkflowShape;
 mod demo;
 mod enqueue;
 mod inspect;
@@ -9,6 +10,7 @@ mod queue;
 mod schedule;
 mod scratch;
 mod worker;
+mod workflow;
 
 use crate::args::{Cli, Command};
 use crate::connect;
@@ -60,6 +62,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Cluster(command) => queue::cluster(db, command).await,
         Command::Schedule(command) => schedule::run(db, command).await,
         Command::Schedules(flags) => schedule::list(db, flags).await,
+        Command::Workflow(command) => workflow::run(db, command).await,
         Command::Prune(args) => maintenance::prune(db, args).await,
         Command::Maintenance(flags) => maintenance::status(db, flags).await,
         Command::Demo(args) => demo::run(db, args).await,

@@ -1,6 +1,7 @@
 //! Tasks that are not Rust code: a program run per job, an HTTP endpoint per job, and the
 //! built-ins. Each receives the job as one JSON object:
-//! `{"id", "kind", "queue", "attempt", "max_attempts", "args"}`.
+//! `{"id", "kind", "queue", "attempt", "max_attempts", "args"}`, and `"workflow"` for a
+//! workflow node's job.
 
 mod command;
 pub mod http;
@@ -13,11 +14,18 @@ use futures_util::future::BoxFuture;
 use remuda::{DynTask, JobContext, Jsonb, TaskError};
 use std::sync::Arc;
 
-/// The JSON document a command reads on stdin and an endpoint receives as its body.
+/// The JSON document a command reads on stdin and an endpoint receives as its body; a
+/// workflow node's job adds `"workflow": {"id", "node", "context", "index"}`.
 pub fn job_document(ctx: &JobContext, args: &Jsonb) -> String {
     let text = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let workflow = ctx
+        .workflow
+        .as_ref()
+        .and_then(|w| serde_json::to_string(w).ok())
+        .map(|w| format!(",\"workflow\":{w}"))
+        .unwrap_or_default();
     format!(
-        "{{\"id\":{},\"kind\":{},\"queue\":{},\"attempt\":{},\"max_attempts\":{},\"args\":{}}}",
+        "{{\"id\":{},\"kind\":{},\"queue\":{},\"attempt\":{},\"max_attempts\":{},\"args\":{}{workflow}}}",
         ctx.id,
         text(&ctx.kind),
         text(&ctx.queue),
@@ -76,6 +84,7 @@ mod tests {
             worker_id: "w".into(),
             timeout: None,
             cancel: Default::default(),
+            workflow: None,
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));
         let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");

@@ -13,7 +13,7 @@
 
 mod insert;
 mod queues;
-mod wait;
+pub(crate) mod wait;
 
 pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};

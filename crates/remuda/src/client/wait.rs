@@ -44,23 +44,41 @@ impl Client {
             } else {
                 Duration::from_millis(100)
             };
-            let until = deadline.min(now + poll);
             // Wait for our notification (or a reconnect, or the poll interval).
-            loop {
-                let event = tokio::time::timeout_at(until.into(), events.recv()).await;
-                match event {
-                    Err(_) => break,
-                    Ok(Ok(Event::Notification { channel, payload })) => {
-                        if &*channel == "remuda_done" && *payload == *wanted {
-                            break;
-                        }
-                    }
-                    Ok(Ok(Event::Listening)) | Ok(Err(RecvError::Lagged(_))) => break,
-                    Ok(Err(RecvError::Closed)) => {
-                        tokio::time::sleep_until(until.into()).await;
-                        break;
-                    }
+            notice(
+                &mut events,
+                "remuda_done",
+                &wanted,
+                deadline.min(now + poll),
+            )
+            .await;
+        }
+    }
+}
+
+/// Waits until `until` for notification (`channel`, `payload`), returning early also when
+/// the listener reconnected or fell behind (the caller then reads the state again).
+pub(crate) async fn notice(
+    events: &mut tokio::sync::broadcast::Receiver<Event>,
+    channel: &str,
+    payload: &str,
+    until: Instant,
+) {
+    loop {
+        match tokio::time::timeout_at(until.into(), events.recv()).await {
+            Err(_) => return,
+            Ok(Ok(Event::Notification {
+                channel: c,
+                payload: p,
+            })) => {
+                if &*c == channel && *p == *payload {
+                    return;
                 }
+            }
+            Ok(Ok(Event::Listening)) | Ok(Err(RecvError::Lagged(_))) => return,
+            Ok(Err(RecvError::Closed)) => {
+                tokio::time::sleep_until(until.into()).await;
+                return;
             }
         }
     }

@@ -2,7 +2,7 @@
 //! it runs next. `mod.rs` runs each as a supervised task of its own.
 
 use super::leader::Lease;
-use super::{firer, promoter, reindexer, rescuer, retention, Settings};
+use super::{firer, promoter, reindexer, rescuer, retention, timers, Settings};
 use crate::db::Database;
 use crate::{sql, Result};
 use futures_util::future::BoxFuture;
@@ -27,6 +27,12 @@ pub(crate) const DUTIES: &[(&str, Step)] = &[
     }),
     ("schedules", |db, lease, s| {
         Box::pin(schedules(db, lease, s))
+    }),
+    ("workflow_timers", |db, lease, s| {
+        Box::pin(workflow_timers(db, lease, s))
+    }),
+    ("workflow_repair", |db, lease, s| {
+        Box::pin(workflow_repair(db, lease, s))
     }),
     ("retention", |db, lease, s| Box::pin(prune(db, lease, s))),
     ("rate_buckets", |db, lease, s| {
@@ -91,6 +97,20 @@ async fn schedules(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
             )
         }),
     )
+}
+
+async fn workflow_timers(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = timers::fire(&db, &lease).await;
+    when_due(
+        s.promote_interval
+            .max(std::time::Duration::from_millis(200)),
+        done.map(|(n, due)| (format!("{n} timers ended"), due)),
+    )
+}
+
+async fn workflow_repair(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let done = timers::repair(&db, &lease).await;
+    after(s.interval, done.map(|n| format!("{n} repaired")))
 }
 
 async fn prune(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {

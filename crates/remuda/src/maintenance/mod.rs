@@ -21,6 +21,7 @@ mod promoter;
 mod reindexer;
 mod rescuer;
 mod retention;
+mod timers;
 
 pub use journal::{DutyRun, LeaderInfo, MaintenanceStatus};
 pub use retention::{Keep, Pruned, Retention};

@@ -141,6 +141,9 @@ pub struct Pruned {
     pub cancelled: i64,
     /// Expired jobs.
     pub expired: i64,
+    /// Finished workflow runs (kept as long as the jobs of their state; their jobs stay
+    /// while the run does).
+    pub workflows: i64,
 }
 
 impl Pruned {
@@ -174,6 +177,13 @@ pub(crate) async fn prune(
 ) -> Result<Pruned> {
     let mut pruned = Pruned::default();
     let mut first_error = None;
+    match prune_workflows(db, retention, lease, dry_run).await {
+        Ok(n) => pruned.workflows = n,
+        Err(e) => {
+            tracing::warn!("remuda retention: pruning workflow runs failed: {e}");
+            first_error = Some(e);
+        }
+    }
     for (state, keep) in retention.by_state() {
         // one state failing (a timeout) does not hold the others back
         match prune_state(db, state, keep, lease, dry_run).await {
@@ -185,7 +195,7 @@ pub(crate) async fn prune(
         }
     }
     match first_error {
-        Some(e) if pruned.total() == 0 => Err(e),
+        Some(e) if pruned.total() == 0 && pruned.workflows == 0 => Err(e),
         _ => Ok(pruned),
     }
 }
@@ -221,6 +231,44 @@ async fn prune_state(
             }
             Err(e) if e.is_timeout() && batch > MIN_BATCH => batch = (batch / 2).max(MIN_BATCH),
             Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Deletes (or counts) the finished workflow runs past the age of their state.
+async fn prune_workflows(
+    db: &Database,
+    retention: &Retention,
+    lease: Option<&Lease>,
+    dry_run: bool,
+) -> Result<i64> {
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let ages = [
+        retention.completed.as_ms(),
+        retention.failed.as_ms(),
+        retention.cancelled.as_ms(),
+    ];
+    let mut total = 0;
+    loop {
+        let mut conn = db.conn().await?;
+        let tx = conn.transaction().await?;
+        tx.batch_execute("SET LOCAL lock_timeout = '1s'; SET LOCAL statement_timeout = '10s'")
+            .await?;
+        let statement = tx.prepare_cached(sql::WORKFLOW_PRUNE).await?;
+        let limit = if dry_run { i64::MAX } else { BATCH / 10 };
+        let row = tx
+            .query_one(
+                &statement,
+                &[
+                    &ages[0], &ages[1], &ages[2], &limit, &leader, &dry_run, &term,
+                ],
+            )
+            .await?;
+        tx.commit().await?;
+        let n: i64 = row.try_get(if dry_run { "doomed" } else { "deleted" })?;
+        total += n;
+        if dry_run || n < limit {
+            return Ok(total);
         }
     }
 }

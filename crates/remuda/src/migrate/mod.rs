@@ -96,10 +96,22 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Outside,
         sql: include_str!("0010_maintenance_indexes.sql"),
     },
+    Migration {
+        version: 11,
+        name: "workflows",
+        mode: Mode::Transaction,
+        sql: include_str!("0011_workflows.sql"),
+    },
+    Migration {
+        version: 12,
+        name: "workflow_indexes",
+        mode: Mode::Outside,
+        sql: include_str!("0012_workflow_indexes.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 10;
+pub const LATEST: i32 = 12;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -5,7 +5,8 @@
 -- its own cutoff, so a row not yet past its age is never read: the queues that have jobs in
 -- the state are found by skipping through the index (one probe per queue), not by reading
 -- their rows. The literal state list lets every plan use that partial index. Rows another
--- transaction holds are passed over.
+-- transaction holds are passed over. A workflow node's job is kept while its run exists
+-- (runs are pruned by workflow_prune.sql, then their jobs here).
 WITH RECURSIVE lease AS (
     SELECT 1 FROM remuda.leader
     WHERE name = 'default' AND leader_id = $4 AND term = $5 AND expires_at > now()
@@ -37,6 +38,9 @@ WITH RECURSIVE lease AS (
           AND j.state = $1::text::remuda.job_state
           AND j.queue = c.queue
           AND j.finished_at < c.before
+          -- a workflow's jobs stay while their run does (a retry reads its map's elements)
+          AND (j.workflow_id IS NULL
+               OR NOT EXISTS (SELECT 1 FROM remuda.workflows w WHERE w.id = j.workflow_id))
         ORDER BY j.finished_at
         LIMIT $3
         FOR UPDATE SKIP LOCKED) d

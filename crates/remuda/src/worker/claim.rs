@@ -109,6 +109,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
         started_at: row.try_get("started_at")?,
         tid: row.try_get("tid")?,
         flags: row.try_get("flags")?,
+        workflow: row.try_get("workflow")?,
     })
 }
 

@@ -30,6 +30,8 @@ pub(crate) struct Claimed {
     pub tid: Tid,
     /// The job's flags (see migration 8): 0 for a plain job.
     pub flags: i32,
+    /// A workflow node's document ({"id", "node", "context", "index"}): NULL for a plain job.
+    pub workflow: Option<Jsonb>,
 }
 
 impl Claimed {
@@ -69,6 +71,11 @@ pub(crate) async fn execute(
         .and_then(|ms| u64::try_from(ms).ok())
         .map(Duration::from_millis)
         .or(registered.options.timeout);
+    let workflow = job.workflow.as_ref().and_then(|doc| {
+        doc.decode()
+            .map_err(|e| tracing::warn!(job = job.id, error = %e, "the job's workflow document is not readable; the task runs without it"))
+            .ok()
+    });
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
@@ -78,6 +85,7 @@ pub(crate) async fn execute(
         worker_id: shared.worker_id.clone(),
         cancel: stop.soft.clone(),
         timeout,
+        workflow,
     };
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));

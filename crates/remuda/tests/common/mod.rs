@@ -180,3 +180,19 @@ pub fn error_code(job: &remuda::Job) -> Option<&str> {
         _ => None,
     }
 }
+
+/// Polls `check` until it holds, failing the test after `within`.
+pub async fn until<F, Fut>(within: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + within;
+    while !check().await {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not within {within:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

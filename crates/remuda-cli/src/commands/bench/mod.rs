@@ -4,10 +4,12 @@
 //! time to idle workers. It reports throughput, latency percentiles, CPU seconds of this
 //! process and of the PostgreSQL server (when it runs on this machine), and database size.
 //! Two other modes measure maintenance: `--churn` (table size under steady load with short
-//! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`).
+//! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`); `--workflow`
+//! measures workflow runs against a plain drain (`workflows.rs`).
 
 mod churn;
 mod schedules;
+pub mod workflows;
 
 use crate::args::{BenchArgs, DbArgs};
 use crate::connect;
@@ -151,8 +153,10 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     }
     let admin = connect::database(db_args).await?;
     let db = super::scratch::create(&admin, "bench", 16).await?;
-    if args.churn.is_some() || args.schedules.is_some() {
-        let measured = if let Some(duration) = args.churn {
+    if args.churn.is_some() || args.schedules.is_some() || args.workflow.is_some() {
+        let measured = if let Some(shape) = args.workflow {
+            workflows::run(db.clone(), shape, args.nodes, args.json).await
+        } else if let Some(duration) = args.churn {
             let churn = churn::Churn {
                 duration,
                 retain: args.retain,

@@ -1,0 +1,190 @@
+//! `remuda workflow start|status|list|pause|resume|cancel|retry|signal`.
+
+use crate::args::{
+    DbArgs, WorkflowCommand, WorkflowListArgs, WorkflowSignalArgs, WorkflowStartArgs,
+};
+use crate::connect;
+use crate::error::{CliError, CliResult};
+use crate::output::print_json;
+use remuda::workflow::{WorkflowFilter, WorkflowState, WorkflowStatus};
+use serde_json::{json, Value};
+
+pub async fn run(db: &DbArgs, command: WorkflowCommand) -> CliResult<u8> {
+    let (id, json, action) = match command {
+        WorkflowCommand::Start(args) => return start(db, args).await,
+        WorkflowCommand::List(args) => return list(db, args).await,
+        WorkflowCommand::Signal(args) => return signal(db, args).await,
+        WorkflowCommand::Status(w) => return status(db, w.id, w.json).await,
+        WorkflowCommand::Pause(w) => (w.id, w.json, "paused"),
+        WorkflowCommand::Resume(w) => (w.id, w.json, "resumed"),
+        WorkflowCommand::Cancel(w) => (w.id, w.json, "cancelled"),
+        WorkflowCommand::Retry(w) => (w.id, w.json, "retried"),
+    };
+    let client = connect::client(db).await?;
+    let was = match action {
+        "paused" => client.pause_workflow(id).await?,
+        "resumed" => client.resume_workflow(id).await?,
+        "cancelled" => client.cancel_workflow(id).await?,
+        _ => client.retry_workflow(id).await?,
+    };
+    if json {
+        print_json(&json!({"id": id, "action": action, "previous_state": was}));
+    } else {
+        crate::out!("workflow run {id} {action} (it was {was})");
+    }
+    Ok(0)
+}
+
+fn json_arg(flag: &str, text: Option<&str>) -> CliResult<Value> {
+    match text {
+        None => Ok(Value::Null),
+        Some(text) => serde_json::from_str(text).map_err(|e| {
+            CliError::Usage(format!(
+                "{flag} is not valid JSON ({e}): give a value like '{{\"id\": 7}}'"
+            ))
+        }),
+    }
+}
+
+async fn start(db: &DbArgs, args: WorkflowStartArgs) -> CliResult<u8> {
+    let spec = crate::spec_file::load(&args.spec).map_err(CliError::Usage)?;
+    let input = json_arg("--args", args.args.as_deref())?;
+    // checked before connecting: a bad spec is exit 2 with every problem, database or not
+    remuda::workflow::compile(&spec).map_err(|e| remuda::Error::InvalidWorkflow(e.problems))?;
+    let client = connect::client(db).await?;
+    let started = client
+        .start_workflow_spec(&spec, &input, args.key.as_deref())
+        .await?;
+    if !args.wait {
+        if args.json {
+            print_json(&json!({"id": started.id, "existed": started.existed}));
+        } else {
+            crate::out!("{}", started.id);
+        }
+        return Ok(0);
+    }
+    let run = client.wait_workflow(started.id, args.wait_timeout).await?;
+    if args.json {
+        print_json(&status_json(&run));
+    } else if run.state == WorkflowState::Completed {
+        crate::out!("{}", run.output.clone().unwrap_or(Value::Null));
+    } else {
+        crate::out!(
+            "workflow run {} {}: {}",
+            run.id,
+            run.state,
+            run.error.clone().unwrap_or(Value::Null)
+        );
+    }
+    Ok(if run.state == WorkflowState::Completed {
+        0
+    } else {
+        1
+    })
+}
+
+/// A run as `status --json` prints it.
+fn status_json(run: &WorkflowStatus) -> Value {
+    serde_json::to_value(run).unwrap_or_else(|e| json!({"id": run.id, "error": e.to_string()}))
+}
+
+async fn status(db: &DbArgs, id: i64, json: bool) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    let run = client
+        .workflow(id)
+        .await?
+        .ok_or(remuda::Error::WorkflowNotFound(id))?;
+    if json {
+        print_json(&status_json(&run));
+        return Ok(0);
+    }
+    crate::out!("workflow run {} ({}): {}", run.id, run.name, run.state);
+    crate::out!("  started {}", run.created_at.to_rfc3339());
+    if let Some(at) = run.finished_at {
+        crate::out!("  ended   {}", at.to_rfc3339());
+    }
+    if let Some(error) = &run.error {
+        crate::out!("  error   {error}");
+    }
+    if let Some(output) = &run.output {
+        crate::out!("  output  {output}");
+    }
+    for (id, node) in &run.nodes {
+        let mut line = format!("  {id:<20} {:<9} {}", node.state.as_str(), node.node_type);
+        if let Some(job) = node.job_id {
+            line.push_str(&format!(" job {job}"));
+        }
+        if let Some(children) = &node.children {
+            let counts: Vec<String> = children.iter().map(|(s, n)| format!("{n} {s}")).collect();
+            line.push_str(&format!(" [{}]", counts.join(", ")));
+        }
+        if let Some(child) = node.workflow_id {
+            line.push_str(&format!(" run {child}"));
+        }
+        if let Some(reason) = &node.reason {
+            line.push_str(&format!(" ({reason})"));
+        }
+        if let Some(error) = &node.error {
+            line.push_str(&format!(
+                " {}: {}",
+                error["code"].as_str().unwrap_or(""),
+                error["message"].as_str().unwrap_or("")
+            ));
+        }
+        crate::out!("{line}");
+    }
+    Ok(0)
+}
+
+async fn list(db: &DbArgs, args: WorkflowListArgs) -> CliResult<u8> {
+    let state = match &args.state {
+        None => None,
+        Some(s) => Some(
+            s.parse::<WorkflowState>()
+                .map_err(|e| CliError::Usage(format!("--state: {e}")))?,
+        ),
+    };
+    let client = connect::client(db).await?;
+    let runs = client
+        .workflows(&WorkflowFilter {
+            state,
+            name: args.name.clone(),
+            limit: Some(args.limit),
+        })
+        .await?;
+    if args.json {
+        print_json(&runs);
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        crate::out!("no workflow runs");
+    }
+    for run in &runs {
+        let counts: Vec<String> = run.nodes.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        crate::out!(
+            "{:>8}  {:<20} {:<9} {}  [{}]",
+            run.id,
+            run.name,
+            run.state.as_str(),
+            run.created_at.to_rfc3339(),
+            counts.join(", ")
+        );
+    }
+    Ok(0)
+}
+
+async fn signal(db: &DbArgs, args: WorkflowSignalArgs) -> CliResult<u8> {
+    let data = json_arg("--data", args.data.as_deref())?;
+    let client = connect::client(db).await?;
+    let completed = client.signal_workflow(args.id, &args.name, &data).await?;
+    if args.json {
+        print_json(&json!({"id": args.id, "signal": args.name, "completed": completed}));
+    } else {
+        crate::out!(
+            "workflow run {} got signal {}: {completed} node(s) completed",
+            args.id,
+            args.name
+        );
+    }
+    Ok(0)
+}

@@ -1,0 +1,63 @@
+//! The workflow duties: timers (sleeps that are due complete, signals that waited too long
+//! fail, runs past their deadline fail) and recovery (advancement that was not written in
+//! the seam is repaired), each under the leader lease. Timers report when the next one falls
+//! due so the leader sleeps until then.
+
+use super::leader::Lease;
+use crate::db::Database;
+use crate::{sql, Result};
+use chrono::{DateTime, Utc};
+use std::time::Instant;
+
+/// Runs advanced per transaction.
+const BATCH: i32 = 100;
+
+/// Ends every due timer; returns how many nodes and runs it ended, and when the next timer
+/// falls due.
+pub(crate) async fn fire(db: &Database, lease: &Lease) -> Result<(i64, Option<Instant>)> {
+    let mut total = 0;
+    loop {
+        let mut conn = db.conn().await?;
+        let tx = conn.transaction().await?;
+        let hold = tx.prepare_cached(sql::LEASE_HOLD).await?;
+        if tx
+            .query_opt(&hold, &[&lease.leader_id, &lease.term])
+            .await?
+            .is_none()
+        {
+            return Ok((total, None));
+        }
+        let statement = tx.prepare_cached(sql::WORKFLOW_TIMERS).await?;
+        let row = tx.query_one(&statement, &[&BATCH]).await?;
+        let ended: i32 = row.try_get("ended")?;
+        let next: Option<DateTime<Utc>> = row.try_get("next_at")?;
+        tx.commit().await?;
+        total += i64::from(ended);
+        if ended < BATCH {
+            let due =
+                next.map(|at| Instant::now() + (at - Utc::now()).to_std().unwrap_or_default());
+            return Ok((total, due));
+        }
+    }
+}
+
+/// Repairs the runs whose advancement was not written; returns how many nodes and runs.
+pub(crate) async fn repair(db: &Database, lease: &Lease) -> Result<i64> {
+    let mut conn = db.conn().await?;
+    let tx = conn.transaction().await?;
+    let hold = tx.prepare_cached(sql::LEASE_HOLD).await?;
+    if tx
+        .query_opt(&hold, &[&lease.leader_id, &lease.term])
+        .await?
+        .is_none()
+    {
+        return Ok(0);
+    }
+    let statement = tx.prepare_cached(sql::WORKFLOW_REPAIR).await?;
+    let repaired: i32 = tx
+        .query_one(&statement, &[&BATCH])
+        .await?
+        .try_get("repaired")?;
+    tx.commit().await?;
+    Ok(i64::from(repaired))
+}

@@ -1,0 +1,699 @@
+//! Workflows on a real PostgreSQL: result passing, joins, conditions, maps, pause, resume,
+//! cancel, retry of only what failed, sub-workflows, sleeps, signals, idempotent starts.
+
+mod common;
+
+use common::{fast_config, setup, start, Running};
+use remuda::workflow::{
+    Condition, NodeSpec, NodeState, OnError, Workflow, WorkflowSpec, WorkflowState, WorkflowStatus,
+};
+use remuda::{Client, Error, JobContext, Task, TaskError, TaskOptions, Worker};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Returns what it was given: its args and its workflow context. Fails (permanently) with
+/// the code in `args.fail` unless the test's switch is on; holds in `args.hold` until asked
+/// to stop.
+#[derive(Clone, Default)]
+struct Step {
+    fixed: Arc<AtomicBool>,
+    runs: Arc<AtomicUsize>,
+}
+
+impl Task for Step {
+    const KIND: &'static str = "step";
+    type Args = Value;
+    type Output = Value;
+
+    fn options() -> TaskOptions {
+        TaskOptions::default().max_attempts(1)
+    }
+
+    async fn run(&self, ctx: JobContext, args: Value) -> Result<Value, TaskError> {
+        self.runs.fetch_add(1, Ordering::SeqCst);
+        if args.get("hold").is_some() {
+            ctx.cancelled().await;
+            return Err(TaskError::new("STOPPED", "asked to stop"));
+        }
+        let fails = match args.get("fail") {
+            Some(code) => Some(code.as_str().unwrap_or("FAILED").to_string()),
+            None => args
+                .get("fail_item")
+                .filter(|bad| args.get("item") == Some(*bad))
+                .map(|_| "BAD_ITEM".to_string()),
+        };
+        if let Some(code) = fails {
+            if !self.fixed.load(Ordering::SeqCst) {
+                return Err(TaskError::permanent(&code, "told to fail"));
+            }
+        }
+        let workflow = ctx.workflow.expect("a workflow job knows its run");
+        Ok(json!({"node": workflow.node, "args": args, "context": workflow.context}))
+    }
+}
+
+fn worker(client: &Client, step: &Step) -> Running {
+    start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(step.clone()),
+    )
+}
+
+fn node(args: Value) -> NodeSpec {
+    NodeSpec::task("step", args)
+}
+
+async fn run_to_end(client: &Client, wf: &Workflow, input: Value) -> WorkflowStatus {
+    let run = client.start_workflow(wf, &input).await.expect("started");
+    client
+        .wait_workflow(run.id, WAIT)
+        .await
+        .expect("the run ends")
+}
+
+/// Waits until `node` of run `id` is in `state`.
+async fn node_reaches(client: &Client, id: i64, node: &str, state: NodeState) {
+    common::until(WAIT, || async {
+        let run = client.workflow(id).await.ok().flatten();
+        run.map(|w| w.nodes[node].state) == Some(state)
+    })
+    .await;
+}
+
+fn state_of(run: &WorkflowStatus, node: &str) -> NodeState {
+    run.nodes[node].state
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_diamond_passes_each_result_to_its_dependents() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("diamond");
+    wf.node("top", {
+        let mut n = node(json!({"n": 1}));
+        n.args_from("params", "$input");
+        n
+    });
+    wf.node("left", {
+        let mut n = node(json!({"side": "l"}));
+        n.args_from("up", "top");
+        n
+    });
+    wf.node("right", {
+        let mut n = node(json!({"side": "r"}));
+        n.args_from("up", "top").context_from("top");
+        n
+    });
+    let bottom = wf.node("bottom", {
+        let mut n = node(json!({}));
+        n.args_from("l", "left").args_from("r", "right");
+        n
+    });
+    let wf = wf.output(&bottom);
+    let run = run_to_end(&client, &wf, json!({"source": "a"})).await;
+    assert_eq!(run.state, WorkflowState::Completed, "{run:#?}");
+    let out = run.output.expect("the output node's result");
+    assert_eq!(out["node"], "bottom");
+    assert_eq!(out["args"]["l"]["ok"]["node"], "left");
+    assert_eq!(
+        out["args"]["l"]["ok"]["args"]["up"]["ok"]["args"]["params"],
+        json!({"source": "a"})
+    );
+    assert_eq!(
+        out["args"]["r"]["ok"]["context"]["top"]["ok"]["args"]["n"], 1,
+        "{out:#}"
+    );
+    assert_eq!(step.runs.load(Ordering::SeqCst), 4);
+    for n in run.nodes.values() {
+        assert_eq!(n.state, NodeState::Completed);
+        assert_eq!(n.attempt, 1);
+    }
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn any_and_quorum_joins_run_on_enough_successes_and_skip_when_out_of_reach() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("joins");
+    wf.node("bad", node(json!({"fail": "NOPE"})));
+    wf.node("good1", node(json!({})));
+    wf.node("good2", node(json!({})));
+    let mut any = node(json!({}));
+    any.waits_for("bad").waits_for("good1").join_any();
+    wf.node("any", any);
+    let mut two = node(json!({}));
+    two.waits_for("bad")
+        .waits_for("good1")
+        .waits_for("good2")
+        .quorum(2);
+    two.args_from("b", "bad");
+    wf.node("two_of_three", two);
+    let mut three = node(json!({}));
+    three
+        .waits_for("bad")
+        .waits_for("good1")
+        .waits_for("good2")
+        .quorum(3);
+    wf.node("three_of_three", three);
+    let mut none = node(json!({}));
+    none.waits_for("bad").join_any();
+    wf.node("any_of_bad", none);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(
+        run.state,
+        WorkflowState::Failed,
+        "bad failed and nothing allows it"
+    );
+    assert_eq!(state_of(&run, "any"), NodeState::Completed);
+    assert_eq!(state_of(&run, "two_of_three"), NodeState::Completed);
+    assert_eq!(state_of(&run, "three_of_three"), NodeState::Skipped);
+    assert_eq!(state_of(&run, "any_of_bad"), NodeState::Skipped);
+    assert_eq!(
+        run.nodes["three_of_three"].reason.as_deref(),
+        Some("dependency")
+    );
+    assert_eq!(run.error.as_ref().expect("first error")["code"], "NOPE");
+    assert_eq!(run.error.as_ref().expect("first error")["node"], "bad");
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn conditions_skip_nodes_and_the_skip_cascades_unless_failures_are_allowed() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("conditions");
+    wf.node("check", node(json!({"go": false})));
+    let mut gated = node(json!({}));
+    gated.waits_for("check").run_if(Condition::result_contains(
+        "check",
+        json!({"args": {"go": true}}),
+    ));
+    wf.node("gated", gated);
+    let mut after_gated = node(json!({}));
+    after_gated.waits_for("gated");
+    wf.node("after_gated", after_gated);
+    let mut tolerant = node(json!({}));
+    tolerant
+        .waits_for("gated")
+        .allow_failed_deps()
+        .args_from("g", "gated");
+    wf.node("tolerant", tolerant);
+    let mut opposite = node(json!({}));
+    opposite
+        .waits_for("check")
+        .skip_if(Condition::state("check", "completed"));
+    wf.node("opposite", opposite);
+    let mut runs_when_skipped = node(json!({}));
+    runs_when_skipped
+        .waits_for("gated")
+        .allow_failed_deps()
+        .run_if(Condition::state("gated", "skipped"));
+    wf.node("on_skip", runs_when_skipped);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(
+        run.state,
+        WorkflowState::Completed,
+        "skips are not failures: {run:#?}"
+    );
+    assert_eq!(state_of(&run, "gated"), NodeState::Skipped);
+    assert_eq!(run.nodes["gated"].reason.as_deref(), Some("condition"));
+    assert_eq!(state_of(&run, "after_gated"), NodeState::Skipped);
+    assert_eq!(
+        run.nodes["after_gated"].reason.as_deref(),
+        Some("dependency")
+    );
+    assert_eq!(state_of(&run, "tolerant"), NodeState::Completed);
+    assert_eq!(
+        run.nodes["tolerant"].result.as_ref().expect("result")["ok"]["args"]["g"],
+        Value::Null,
+        "a skipped node has no result to pass"
+    );
+    assert_eq!(state_of(&run, "opposite"), NodeState::Skipped);
+    assert_eq!(state_of(&run, "on_skip"), NodeState::Completed);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_map_of_a_thousand_with_a_failing_element_is_retried_element_only() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("map");
+    wf.node(
+        "list",
+        node(json!({"items": (0..1000).collect::<Vec<_>>()})),
+    );
+    let mut each = node(json!({"fail_item": 500}));
+    each.map = Some(remuda::workflow::MapSpec {
+        over: "list".into(),
+        pointer: "/args/items".into(),
+    });
+    wf.node("each", each);
+    let mut gather = node(json!({}));
+    gather.args_from("all", "each");
+    let gather = wf.node("gather", gather);
+    let wf = wf.output(&gather);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    let each = &run.nodes["each"];
+    assert_eq!(each.state, NodeState::Failed);
+    let children = each.children.as_ref().expect("a map counts its elements");
+    assert_eq!(children.get("completed"), Some(&999));
+    assert_eq!(children.get("failed"), Some(&1));
+    assert_eq!(
+        each.error.as_ref().expect("the element's error")["code"],
+        "BAD_ITEM"
+    );
+    assert_eq!(state_of(&run, "gather"), NodeState::Skipped);
+    assert_eq!(step.runs.load(Ordering::SeqCst), 1 + 1000);
+
+    step.fixed.store(true, Ordering::SeqCst);
+    assert_eq!(
+        client.retry_workflow(run.id).await.expect("retry"),
+        WorkflowState::Failed
+    );
+    let run = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(run.state, WorkflowState::Completed, "{:?}", run.error);
+    assert_eq!(
+        step.runs.load(Ordering::SeqCst),
+        1 + 1000 + 1 + 1,
+        "only the failed element and gather ran again"
+    );
+    let all = run.output.expect("output")["args"]["all"].clone();
+    let all = all.as_array().expect("the list of the elements' results");
+    assert_eq!(all.len(), 1000);
+    for (i, r) in all.iter().enumerate() {
+        assert_eq!(r["ok"]["args"]["index"], i, "in order");
+        assert_eq!(r["ok"]["args"]["item"], i);
+    }
+    assert_eq!(
+        run.nodes["list"].attempt, 1,
+        "completed nodes keep their results"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_paused_run_starts_nothing_until_resumed() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let mut wf = Workflow::new("pausable");
+    wf.node("first", node(json!({})));
+    let mut second = node(json!({}));
+    second.waits_for("first");
+    wf.node("second", second);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    assert_eq!(
+        client.pause_workflow(run.id).await.expect("pause"),
+        WorkflowState::Running
+    );
+    let running = worker(&client, &step);
+    node_reaches(&client, run.id, "first", NodeState::Completed).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let paused = client
+        .workflow(run.id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(paused.state, WorkflowState::Paused);
+    assert_eq!(
+        paused.nodes["second"].state,
+        NodeState::Pending,
+        "nothing starts while paused"
+    );
+    assert_eq!(
+        client.resume_workflow(run.id).await.expect("resume"),
+        WorkflowState::Paused
+    );
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed);
+    assert!(matches!(
+        client.resume_workflow(run.id).await,
+        Err(Error::WorkflowWrongState { .. })
+    ));
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cancel_mid_run_stops_running_jobs_and_pending_nodes() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("cancellable");
+    wf.node("quick", node(json!({})));
+    let mut slow = node(json!({"hold": true}));
+    slow.waits_for("quick");
+    wf.node("slow", slow);
+    let mut last = node(json!({}));
+    last.waits_for("slow");
+    wf.node("last", last);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    node_reaches(&client, run.id, "slow", NodeState::Running).await;
+    assert_eq!(
+        client.cancel_workflow(run.id).await.expect("cancel"),
+        WorkflowState::Running
+    );
+    let run = client.wait_workflow(run.id, WAIT).await.expect("ended");
+    assert_eq!(run.state, WorkflowState::Cancelled);
+    assert_eq!(state_of(&run, "quick"), NodeState::Completed);
+    assert_eq!(state_of(&run, "slow"), NodeState::Cancelled);
+    assert_eq!(state_of(&run, "last"), NodeState::Cancelled);
+    let job = client
+        .job(run.nodes["slow"].job_id.expect("slow had a job"))
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(job.state, remuda::JobState::Cancelled);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_error_pause_holds_the_failure_until_resume_runs_it_again() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("careful");
+    wf.on_error(OnError::Pause);
+    wf.node("flaky", node(json!({"fail": "NOT_YET"})));
+    let mut after = node(json!({}));
+    after.waits_for("flaky");
+    wf.node("after", after);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    common::until(WAIT, || async {
+        client
+            .workflow(run.id)
+            .await
+            .ok()
+            .flatten()
+            .map(|w| w.state)
+            == Some(WorkflowState::Paused)
+    })
+    .await;
+    let paused = client
+        .workflow(run.id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(state_of(&paused, "flaky"), NodeState::Failed);
+    assert_eq!(
+        state_of(&paused, "after"),
+        NodeState::Pending,
+        "the failure is held back"
+    );
+    step.fixed.store(true, Ordering::SeqCst);
+    client.resume_workflow(run.id).await.expect("resume");
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed, "{:?}", done.error);
+    assert_eq!(done.nodes["flaky"].attempt, 2);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_sub_workflow_is_retried_running_only_its_failed_nodes() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut child = Workflow::new("child");
+    child.node("fine", node(json!({})));
+    let mut broken = node(json!({"fail": "CHILD_BROKE"}));
+    broken.waits_for("fine");
+    let broken = child.node("broken", broken);
+    let child = child.output(&broken);
+    let mut parent = Workflow::new("parent");
+    parent.node("prepare", node(json!({"x": 1})));
+    parent.sub_workflow("child", &child, |n| {
+        n.args_from("input", "prepare");
+    });
+    let mut report = node(json!({}));
+    report.args_from("summary", "child");
+    parent.node("report", report);
+    let run = run_to_end(&client, &parent, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    let sub = &run.nodes["child"];
+    assert_eq!(sub.state, NodeState::Failed);
+    assert_eq!(
+        sub.error.as_ref().expect("error")["code"],
+        "WORKFLOW_FAILED"
+    );
+    let summary = &sub.error.as_ref().expect("error")["data"];
+    assert_eq!(summary["completed"], 1);
+    assert_eq!(summary["failed"], 1);
+    assert_eq!(summary["error"]["code"], "CHILD_BROKE");
+    let child_id = sub.workflow_id.expect("the child's run");
+    let child_run = client
+        .workflow(child_id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(child_run.parent_id, Some(run.id));
+    assert_eq!(
+        child_run.input["input"]["ok"]["args"]["x"], 1,
+        "the node's args are the child's input"
+    );
+    let runs_before = step.runs.load(Ordering::SeqCst);
+    assert_eq!(runs_before, 3);
+
+    step.fixed.store(true, Ordering::SeqCst);
+    client.retry_workflow(run.id).await.expect("retry");
+    let run = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(run.state, WorkflowState::Completed, "{:?}", run.error);
+    assert_eq!(
+        step.runs.load(Ordering::SeqCst),
+        runs_before + 2,
+        "broken and report ran again, nothing else"
+    );
+    let child_run = client
+        .workflow(child_id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        child_run.state,
+        WorkflowState::Completed,
+        "the same child run was retried"
+    );
+    assert_eq!(child_run.nodes["fine"].attempt, 1);
+    assert_eq!(child_run.nodes["broken"].attempt, 2);
+    let report = run.nodes["report"].result.as_ref().expect("result");
+    assert_eq!(report["ok"]["args"]["summary"]["ok"]["state"], "completed");
+    assert_eq!(
+        report["ok"]["args"]["summary"]["ok"]["output"]["node"],
+        "broken"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sleep_node_survives_a_worker_restart() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let mut wf = Workflow::new("sleepy");
+    wf.node("before", node(json!({})));
+    wf.sleep("nap", Duration::from_secs(2), |n| {
+        n.waits_for("before");
+    });
+    let mut after = node(json!({}));
+    after.waits_for("nap");
+    wf.node("after", after);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    let first = worker(&client, &step);
+    node_reaches(&client, run.id, "nap", NodeState::Running).await;
+    first.shutdown().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let asleep = client
+        .workflow(run.id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        asleep.nodes["nap"].state,
+        NodeState::Running,
+        "no worker, no leader: the timer waits"
+    );
+    let second = worker(&client, &step);
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed);
+    let nap = &done.nodes["nap"];
+    let slept = nap.finished_at.expect("ended") - nap.started_at.expect("started");
+    assert!(slept >= chrono::Duration::seconds(2), "slept {slept}");
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn signals_complete_their_nodes_with_the_payload_or_time_out() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("approval");
+    wf.signal::<Value>("approve", "approve", None, |_| {});
+    let mut ship = node(json!({}));
+    ship.args_from("approval", "approve");
+    let ship = wf.node("ship", ship);
+    let wf = wf.output(&ship);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    node_reaches(&client, run.id, "approve", NodeState::Running).await;
+    assert_eq!(
+        run.signal("approve", &json!({"by": "ann"}))
+            .await
+            .expect("signal"),
+        1
+    );
+    let out: Value = run.wait(WAIT).await.expect("completes");
+    assert_eq!(out["args"]["approval"]["ok"]["by"], "ann");
+    assert!(matches!(
+        client.signal_workflow(run.id, "approve", &json!(1)).await,
+        Err(Error::WorkflowWrongState { .. })
+    ));
+
+    let mut wf = Workflow::new("impatient");
+    wf.signal::<Value>(
+        "approve",
+        "approve",
+        Some(Duration::from_millis(500)),
+        |_| {},
+    );
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    assert_eq!(
+        run.nodes["approve"].error.as_ref().expect("error")["code"],
+        "SIGNAL_TIMEOUT"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_idempotency_key_returns_the_same_run_and_refuses_a_changed_definition() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("keyed");
+    wf.node("only", node(json!({"v": 1})));
+    let first = client
+        .start_workflow_keyed(&wf, &json!(null), Some("k1"))
+        .await
+        .expect("started");
+    let again = client
+        .start_workflow_keyed(&wf, &json!(null), Some("k1"))
+        .await
+        .expect("found");
+    assert_eq!(again.id, first.id);
+    assert!(!first.existed);
+    assert!(again.existed);
+    let mut changed = Workflow::new("keyed");
+    changed.node("only", node(json!({"v": 2})));
+    match client
+        .start_workflow_keyed(&changed, &json!(null), Some("k1"))
+        .await
+    {
+        Err(Error::WorkflowDrift { id, key }) => {
+            assert_eq!(id, first.id);
+            assert_eq!(key, "k1");
+        }
+        other => panic!("expected drift, got {:?}", other.map(|h| h.id)),
+    }
+    let runs = client.workflows(&Default::default()).await.expect("list");
+    assert_eq!(runs.len(), 1, "one run for the key");
+    assert_eq!(runs[0].nodes.get("running"), Some(&1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_definition_with_five_mistakes_reports_all_five_and_writes_nothing() {
+    let (_db, client) = setup().await;
+    let spec: WorkflowSpec = serde_json::from_value(json!({
+        "name": "broken",
+        "nodes": {
+            "a": {"kind": "step", "waits_for": ["c"]},
+            "b": {"kind": "step", "waits_for": ["ghost"]},
+            "c": {"kind": "step", "waits_for": ["a"]},
+            "d": {"kind": "step", "run_if": {"node": "b", "state": "completed"}},
+            "e": {"kind": "step", "waits_for": ["b"], "join": "quorum", "min_success": 2},
+            "f": {"kind": "step", "sleep": "1s"}
+        }
+    }))
+    .expect("parses");
+    match client.start_workflow_spec(&spec, &json!(null), None).await {
+        Err(Error::InvalidWorkflow(problems)) => {
+            assert_eq!(problems.len(), 5, "{problems:#?}");
+            let all = problems.join("\n");
+            for part in [
+                "cycle: a → c → a",
+                "ghost",
+                "run_if looks at node b",
+                "min_success = 2",
+                "kind and sleep",
+            ] {
+                assert!(all.contains(part), "{part:?} in {all}");
+            }
+        }
+        other => panic!("expected the problems, got {other:?}"),
+    }
+    assert!(client
+        .workflows(&Default::default())
+        .await
+        .expect("list")
+        .is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_runs_jobs_are_kept_while_the_run_is_and_pruned_after_it() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("kept");
+    wf.node("a", node(json!({})));
+    let mut b = node(json!({}));
+    b.waits_for("a");
+    wf.node("b", b);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Completed);
+    running.shutdown().await;
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET finished_at = now() - interval '2 days'",
+        &[],
+    )
+    .await
+    .expect("age the jobs");
+    let retention = remuda::maintenance::Retention::default();
+    let pruned = client.prune(&retention, false).await.expect("prune");
+    assert_eq!(
+        (pruned.completed, pruned.workflows),
+        (0, 0),
+        "the run is young: its jobs stay"
+    );
+    conn.execute(
+        "UPDATE remuda.workflows SET finished_at = now() - interval '2 days'",
+        &[],
+    )
+    .await
+    .expect("age the run");
+    let pruned = client.prune(&retention, false).await.expect("prune");
+    assert_eq!(
+        (pruned.completed, pruned.workflows),
+        (2, 1),
+        "the run, then its jobs"
+    );
+    assert!(client.workflow(run.id).await.expect("read").is_none());
+}
