@@ -678,3 +678,39 @@ async fn bench_churn_and_schedules_modes_report_their_figures_as_json() {
     let bad = remuda(&db, &["bench", "--retain", "1s"]).await;
     assert_eq!(code(&bad), 2, "--retain needs --churn");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_workflow_modes_report_nodes_per_second_and_step_latency_beside_a_plain_drain() {
+    let db = migrated().await;
+    for (shape, nodes) in [("wide", "20"), ("map", "50"), ("chain", "5")] {
+        let output = remuda(
+            &db,
+            &["bench", "--workflow", shape, "--nodes", nodes, "--json"],
+        )
+        .await;
+        assert_eq!(code(&output), 0, "{shape}: {}", stderr(&output));
+        let report = json(&output);
+        assert_eq!(report["workflow"], shape);
+        assert!(
+            report["plain_drain_jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+            "{report}"
+        );
+        if shape == "chain" {
+            assert!(
+                report["step_ms"]["p50"].is_number() && report["step_ms"]["p99"].is_number(),
+                "{report}"
+            );
+            assert_eq!(
+                report["step_ms"]["samples"], 4,
+                "one step between each two nodes"
+            );
+        } else {
+            assert!(
+                report["nodes_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+                "{report}"
+            );
+        }
+    }
+    let bad = remuda(&db, &["bench", "--nodes", "10"]).await;
+    assert_eq!(code(&bad), 2, "--nodes needs --workflow");
+}

@@ -35,7 +35,7 @@ impl Task for Step {
 
     async fn run(&self, ctx: JobContext, args: Value) -> Result<Value, TaskError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
-        if args.get("hold").is_some() {
+        if args.get("hold").is_some() || args.pointer("/item/hold").is_some() {
             ctx.cancelled().await;
             return Err(TaskError::new("STOPPED", "asked to stop"));
         }
@@ -696,4 +696,156 @@ async fn a_runs_jobs_are_kept_while_the_run_is_and_pruned_after_it() {
         "the run, then its jobs"
     );
     assert!(client.workflow(run.id).await.expect("read").is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_sub_workflow_that_ends_as_it_starts_leaves_each_sibling_started_once() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut instant = Workflow::new("instant");
+    instant.sleep("nap", Duration::ZERO, |_| {});
+    let mut wf = Workflow::new("parent");
+    wf.node("a", node(json!({"items": [1, 2]})));
+    wf.sub_workflow("s", &instant, |n| {
+        n.waits_for("a");
+    });
+    let mut x = node(json!({}));
+    x.waits_for("a").waits_for("s").join_any();
+    x.map = Some(remuda::workflow::MapSpec {
+        over: "a".into(),
+        pointer: "/args/items".into(),
+    });
+    wf.node("x", x);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Completed, "{:?}", run.error);
+    assert_eq!(run.nodes["x"].attempt, 1, "started once");
+    assert_eq!(
+        run.nodes["x"]
+            .children
+            .as_ref()
+            .expect("elements")
+            .get("completed"),
+        Some(&2)
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn retrying_a_parent_whose_child_fails_again_at_once_is_counted_right() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut child = Workflow::new("child");
+    child.node("u", node(json!({})));
+    let mut m = node(json!({}));
+    m.map = Some(remuda::workflow::MapSpec {
+        over: "u".into(),
+        pointer: "/not_there".into(),
+    });
+    child.node("m", m);
+    let mut wf = Workflow::new("parent");
+    wf.sub_workflow("c", &child, |_| {});
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    client
+        .retry_workflow(run.id)
+        .await
+        .expect("a retry is taken");
+    let again = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(again.state, WorkflowState::Failed);
+    assert_eq!(
+        again.nodes["c"].error.as_ref().expect("error")["data"]["error"]["code"],
+        "MAP_NOT_A_LIST"
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_map_cancelled_mid_run_then_retried_completes_every_element_once() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("map_cancel");
+    wf.node(
+        "list",
+        node(json!({"items": [{"v": 1}, {"hold": true}, {"hold": true}]})),
+    );
+    let mut each = node(json!({}));
+    each.map = Some(remuda::workflow::MapSpec {
+        over: "list".into(),
+        pointer: "/args/items".into(),
+    });
+    wf.node("each", each);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    common::until(WAIT, || async {
+        let run = client.workflow(run.id).await.ok().flatten();
+        run.and_then(|w| w.nodes["each"].children.clone())
+            .and_then(|c| c.get("running").copied())
+            == Some(2)
+    })
+    .await;
+    client.cancel_workflow(run.id).await.expect("cancel");
+    let cancelled = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(cancelled.state, WorkflowState::Cancelled);
+    // the held elements' args still say hold: the retried jobs are the same jobs, so let the
+    // task pass them this time
+    step.fixed.store(true, Ordering::SeqCst);
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET args = args - 'hold' || '{\"item\": {}}' WHERE workflow_id = $1 AND args ? 'item' AND args -> 'item' ? 'hold'",
+        &[&run.id],
+    )
+    .await
+    .expect("unhold");
+    client.retry_workflow(run.id).await.expect("retry");
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed, "{:?}", done.error);
+    assert_eq!(
+        done.nodes["each"]
+            .children
+            .as_ref()
+            .expect("elements")
+            .get("completed"),
+        Some(&3)
+    );
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_job_is_retried_through_its_run_not_alone_and_repeated_waits_count_once() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("twice");
+    wf.node("a", node(json!({"fail": "NO"})));
+    let mut b = node(json!({}));
+    b.waits_for("a").waits_for("a").join_any();
+    wf.node("b", b);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    assert_eq!(
+        state_of(&run, "b"),
+        NodeState::Skipped,
+        "a repeated wait is one dependency"
+    );
+    let job = run.nodes["a"].job_id.expect("a's job");
+    match client.retry(job).await {
+        Err(Error::InvalidInput(message)) => {
+            assert!(message.contains("workflow retry"), "{message}")
+        }
+        other => panic!("a node's job retried alone: {other:?}"),
+    }
+    assert_eq!(
+        client
+            .retry_many(remuda::JobState::Failed, None, None)
+            .await
+            .expect("redrive"),
+        0,
+        "a redrive leaves node jobs to their runs"
+    );
+    running.shutdown().await;
 }

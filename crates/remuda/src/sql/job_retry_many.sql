@@ -1,7 +1,8 @@
 -- Redrive: run again, now, through the finalization seam, every job in final state $1 (failed, cancelled or expired) of
 -- queue $2 and kind $3 (NULL for any), as job_retry.sql does for one: one more attempt if it
 -- used them all, its error history kept, an expired deadline lifted. A unique job whose key
--- another job holds now is left as it is (it would be a duplicate). Returns how many.
+-- another job holds now is left as it is (it would be a duplicate), and so is a workflow
+-- node's job (`remuda workflow retry` runs it again). Returns how many.
 WITH retried AS (
     UPDATE remuda.jobs j
     SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL, result = NULL,
@@ -13,6 +14,8 @@ WITH retried AS (
         WHERE x.state = $1::text::remuda.job_state
           AND ($2::text IS NULL OR x.queue = $2)
           AND ($3::text IS NULL OR x.kind = $3)
+          -- a workflow node's job is run again by its run's retry, which advances the node
+          AND x.workflow_id IS NULL
           AND (x.unique_key IS NULL OR NOT EXISTS (
               SELECT 1 FROM remuda.jobs h
               WHERE h.unique_key = x.unique_key AND h.kind = x.kind

@@ -37,6 +37,9 @@ pub(crate) const MAX_BATCH: usize = 5000;
 /// Most bytes of results and errors written by one statement (results may each be up to the
 /// payload limit; PostgreSQL refuses messages over 1 GiB).
 const MAX_BATCH_BYTES: usize = 64 << 20;
+/// Outcomes from which a general-lane batch has its statements planned for their own
+/// arguments (see transaction_id.sql): below, the cached plans are kept.
+const CUSTOM_PLANS_FROM: usize = 64;
 
 pub(crate) async fn run(
     db: Database,
@@ -469,7 +472,8 @@ async fn write_in(
         ..Written::default()
     };
     let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
-    let id = TransactionId::from_row(&tx.query_one(&id_statement, &[]).await?)?;
+    let large = columns.rest.ids.len() >= CUSTOM_PLANS_FROM;
+    let id = TransactionId::from_row(&tx.query_one(&id_statement, &[&large]).await?)?;
     if !columns.rest.ids.is_empty() {
         write_general(tx, worker_id, &columns.rest, &mut written).await?;
     }

@@ -51,7 +51,20 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
     }
     let known: HashMap<&str, &NodeSpec> =
         spec.nodes.0.iter().map(|(i, n)| (i.as_str(), n)).collect();
-    let deps: Vec<Vec<String>> = spec.nodes.0.iter().map(|(_, n)| dependencies(n)).collect();
+    let deps: Vec<Vec<String>> = spec
+        .nodes
+        .0
+        .iter()
+        .map(|(_, n)| dependencies(n, true))
+        .collect();
+    // what is upstream of a node without its conditions' edges: a condition must look at a
+    // node that is upstream by the others
+    let edges: Vec<Vec<String>> = spec
+        .nodes
+        .0
+        .iter()
+        .map(|(_, n)| dependencies(n, false))
+        .collect();
     for ((id, node), node_deps) in spec.nodes.0.iter().zip(&deps) {
         check_node(id, node, node_deps, &known, &mut say);
     }
@@ -75,7 +88,7 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
         &mut say,
     );
     let order = topological(spec, &deps, &known, &mut say);
-    let ancestors = ancestors(spec, &deps, &order);
+    let ancestors = ancestors(spec, &edges, &order);
     for (i, (id, node)) in spec.nodes.0.iter().enumerate() {
         for (what, cond) in [("run_if", &node.run_if), ("skip_if", &node.skip_if)] {
             let Some(cond) = cond else { continue };
@@ -119,16 +132,24 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
     Value::Object(out)
 }
 
-/// A node's direct dependencies: what it waits for, takes args or context from, or maps
-/// over, each once, in the order first named.
-fn dependencies(node: &NodeSpec) -> Vec<String> {
+/// A node's direct dependencies: what it waits for, takes args or context from, maps over,
+/// or looks at in a condition, each once, in the order first named.
+fn dependencies(node: &NodeSpec, with_conditions: bool) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let named = node
         .waits_for
         .iter()
         .chain(node.args_from.values().filter(|s| *s != INPUT))
         .chain(&node.context_from)
-        .chain(node.map.iter().map(|m| &m.over));
+        .chain(node.map.iter().map(|m| &m.over))
+        // a condition is judged once its node has ended
+        .chain(
+            node.run_if
+                .iter()
+                .chain(&node.skip_if)
+                .filter(|_| with_conditions)
+                .map(|c| &c.node),
+        );
     for name in named {
         if !out.contains(name) {
             out.push(name.clone());
@@ -139,12 +160,17 @@ fn dependencies(node: &NodeSpec) -> Vec<String> {
 
 /// The nodes an any or quorum join counts: those it waits for (all its dependencies when it
 /// names none). The others, which it only takes args or context from, must end first.
-fn join_on<'a>(node: &'a NodeSpec, deps: &'a [String]) -> &'a [String] {
+fn join_on(node: &NodeSpec, deps: &[String]) -> Vec<String> {
     if node.waits_for.is_empty() {
-        deps
-    } else {
-        &node.waits_for
+        return deps.to_vec();
     }
+    let mut once: Vec<String> = Vec::new();
+    for name in &node.waits_for {
+        if !once.contains(name) {
+            once.push(name.clone());
+        }
+    }
+    once
 }
 
 fn node_type(node: &NodeSpec) -> Result<&'static str, String> {
@@ -290,6 +316,12 @@ fn check_condition(id: &str, what: &str, cond: &Condition, say: &mut impl FnMut(
 fn duration_ms(text: Option<&str>, what: &str, say: &mut impl FnMut(String)) -> Option<i64> {
     let text = text?;
     match crate::duration::parse(text) {
+        Ok(d) if d.as_millis() == 0 && !what.ends_with("sleep") => {
+            say(format!(
+                "{what}: {text:?} is under a millisecond: give at least 1ms"
+            ));
+            None
+        }
         Ok(d) => Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
         Err(e) => {
             say(format!("{what}: {e}"));

@@ -98,7 +98,7 @@ async fn with_worker<T>(
 async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
     with_worker(db, async |client| {
         let batch: Vec<NewJob> = (0..jobs)
-            .map(|i| NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"i\":{i}}}"))).queue("plain"))
+            .map(|i| NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"i\":{i}}}"))))
             .collect();
         let conn = db.conn().await?;
         let started = Instant::now();
@@ -106,7 +106,7 @@ async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
         loop {
             let left: i64 = conn
                 .query_one(
-                    "SELECT count(*) FROM remuda.jobs WHERE queue = 'plain' AND state <> 'completed'",
+                    "SELECT count(*) FROM remuda.jobs WHERE state <> 'completed'",
                     &[],
                 )
                 .await
