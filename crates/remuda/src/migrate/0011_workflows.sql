@@ -74,7 +74,9 @@ CREATE TABLE remuda.workflow_nodes (
     started_at      timestamptz,
     finished_at     timestamptz,
     PRIMARY KEY (workflow_id, node)
-);
+) WITH (fillfactor = 70);
+-- (room on each page: a node's row is updated three times or more — started, its
+-- dependencies' ends counted, ended — and an update that stays on its page skips the index)
 CREATE INDEX workflow_nodes_wake_idx ON remuda.workflow_nodes (wake_at)
     WHERE state = 'running' AND wake_at IS NOT NULL;
 
@@ -249,8 +251,13 @@ RETURNS void LANGUAGE sql AS $$
            COALESCE((s.spec ->> 'priority')::integer, 0), (s.spec ->> 'max_attempts')::integer,
            (s.spec ->> 'timeout_ms')::bigint,
            now() + (s.spec ->> 'deadline_ms')::bigint * interval '1 millisecond',
-           remuda.wf_args(wf.id, wf.input, s.spec), 2, wf.id,
-           jsonb_build_object('id', wf.id, 'node', s.node, 'context', remuda.wf_context(wf.id, s.spec))
+           -- (the calls only for the nodes that take args or context: most take none)
+           CASE WHEN s.spec ? 'args_from' THEN remuda.wf_args(wf.id, wf.input, s.spec)
+                ELSE COALESCE(s.spec -> 'args', '{}'::jsonb) END,
+           2, wf.id,
+           jsonb_build_object('id', wf.id, 'node', s.node, 'context',
+               CASE WHEN s.spec ? 'context_from' THEN remuda.wf_context(wf.id, s.spec)
+                    ELSE '{}'::jsonb END)
     FROM started s
 $$;
 
@@ -401,7 +408,7 @@ BEGIN
             -- the array with the table may be planned as a nested loop over both (O(n²):
             -- measured 160 ms for 1 000 ends)
             by_node := (SELECT jsonb_object_agg(d.node, jsonb_build_object(
-                            'state', d.state, 'result', d.result, 'reason', d.reason))
+                            'state', d.state, 'result', d.result, 'reason', d.reason, 'job', d.job_id))
                         FROM unnest(finished) d);
             WITH ended AS (
                 UPDATE remuda.workflow_nodes n
@@ -415,6 +422,9 @@ BEGIN
                 WHERE n.workflow_id = w_id
                   AND n.node = ANY(ARRAY(SELECT jsonb_object_keys(by_node)))
                   AND n.state IN ('pending', 'running')
+                  -- an end that comes from a job must come from the node's current one
+                  AND (by_node -> n.node -> 'job' = 'null'::jsonb
+                       OR n.job_id = (by_node -> n.node ->> 'job')::bigint)
                 RETURNING n.node, n.held
             )
             SELECT count(*), COALESCE(bool_or(e.held), false),
@@ -574,7 +584,6 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     w record;
     ended remuda.wf_done[];
-    by_node jsonb;
 BEGIN
     FOR w IN
         -- the rows by primary key from an id array (their new state is the row's own):
@@ -594,18 +603,9 @@ BEGIN
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w.id AND state IN ('running', 'paused') FOR UPDATE;
         CONTINUE WHEN NOT FOUND;
-        -- a task node ends with its current job (the nodes by primary key from their ids,
-        -- as in wf_settle)
-        by_node := (SELECT jsonb_object_agg(d.node, to_jsonb(d)) FROM unnest(w.done) d
-                    WHERE d.idx IS NULL);
-        SELECT COALESCE(array_agg(ROW(n.node, NULL, (by_node -> n.node ->> 'state')::remuda.node_state,
-                                      by_node -> n.node -> 'result', n.job_id, NULL)::remuda.wf_done), '{}')
-        INTO ended
-        FROM remuda.workflow_nodes n
-        WHERE n.workflow_id = w.id
-          AND n.node = ANY(ARRAY(SELECT jsonb_object_keys(COALESCE(by_node, '{}'))))
-          AND n.state = 'running'
-          AND n.job_id = (by_node -> n.node ->> 'job_id')::bigint;
+        -- a task node ends with its current job: wf_settle passes over an end whose job is
+        -- not the node's
+        ended := ARRAY(SELECT d FROM unnest(w.done) d WHERE d.idx IS NULL);
         -- map elements
         WITH counted AS (
             UPDATE remuda.workflow_nodes n
