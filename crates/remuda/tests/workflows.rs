@@ -849,3 +849,45 @@ async fn a_node_job_is_retried_through_its_run_not_alone_and_repeated_waits_coun
     );
     running.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_node_whose_queue_is_full_fails_and_its_upstream_completes() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "tiny",
+            &remuda::QueueChange {
+                max_depth: Some(Some(1)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("limit");
+    client
+        .insert(
+            remuda::NewJob::new("other", &json!({}))
+                .expect("job")
+                .queue("tiny"),
+        )
+        .await
+        .expect("fills the queue");
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("full");
+    wf.node("first", node(json!({})));
+    let mut second = node(json!({}));
+    second.waits_for("first").queue("tiny");
+    wf.node("second", second);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    assert_eq!(
+        state_of(&run, "first"),
+        NodeState::Completed,
+        "the completion is not refused"
+    );
+    assert_eq!(
+        run.nodes["second"].error.as_ref().expect("error")["code"],
+        "QUEUE_FULL"
+    );
+    running.shutdown().await;
+}

@@ -343,6 +343,14 @@ BEGIN
 END
 $$;
 
+-- The ends of nodes that could not start because their queue is full (max_depth).
+CREATE FUNCTION remuda.wf_queue_full(nodes text[], message text)
+RETURNS remuda.wf_done[] LANGUAGE sql IMMUTABLE AS $$
+    SELECT ARRAY(SELECT ROW(x, NULL, 'failed', jsonb_build_object('err', jsonb_build_object(
+                     'code', 'QUEUE_FULL', 'message', message, 'data', NULL)), NULL, NULL)::remuda.wf_done
+                 FROM unnest(nodes) x)
+$$;
+
 -- Decide the pending nodes `candidates` of run `wf` and start those that run. Returns the
 -- nodes that ended at once (skipped, or done as they started).
 CREATE FUNCTION remuda.wf_advance_nodes(wf remuda.workflows, candidates text[])
@@ -373,12 +381,22 @@ BEGIN
         ELSIF n.type = 'task' THEN
             tasks := tasks || n.node;
         ELSE
-            ended := ended || remuda.wf_start_other(wf, n);
+            BEGIN
+                ended := ended || remuda.wf_start_other(wf, n);
+            EXCEPTION WHEN SQLSTATE 'RQ001' THEN
+                ended := ended || remuda.wf_queue_full(ARRAY[n.node], SQLERRM);
+            END;
             nested := nested OR n.type = 'workflow';
         END IF;
     END LOOP;
     IF cardinality(tasks) > 0 THEN
-        PERFORM remuda.wf_start_tasks(wf, tasks);
+        -- a node whose queue is full fails (QUEUE_FULL, to retry with the run) rather than
+        -- the completion that started it, which would be refused for ever
+        BEGIN
+            PERFORM remuda.wf_start_tasks(wf, tasks);
+        EXCEPTION WHEN SQLSTATE 'RQ001' THEN
+            ended := ended || remuda.wf_queue_full(tasks, SQLERRM);
+        END;
     END IF;
     RETURN ended;
 END
@@ -395,7 +413,6 @@ DECLARE
     wf remuda.workflows;
     ended_count integer;
     any_held boolean;
-    open_nodes text[];
     by_node jsonb;
 BEGIN
     SELECT * INTO wf FROM remuda.workflows WHERE id = w_id;
@@ -410,6 +427,8 @@ BEGIN
             by_node := (SELECT jsonb_object_agg(d.node, jsonb_build_object(
                             'state', d.state, 'result', d.result, 'reason', d.reason, 'job', d.job_id))
                         FROM unnest(finished) d);
+            -- the rows ended now, and from them, in the same statement, what their ends add
+            -- to each dependent's counters (a failure held back adds nothing)
             WITH ended AS (
                 UPDATE remuda.workflow_nodes n
                 SET state = (by_node -> n.node ->> 'state')::remuda.node_state,
@@ -425,12 +444,16 @@ BEGIN
                   -- an end that comes from a job must come from the node's current one
                   AND (by_node -> n.node -> 'job' = 'null'::jsonb
                        OR n.job_id = (by_node -> n.node ->> 'job')::bigint)
-                RETURNING n.node, n.held
+                RETURNING n.node, n.held, n.state, n.dependents
+            ), added AS (
+                SELECT dep, count(*) AS n, count(*) FILTER (WHERE e.state = 'completed') AS ok
+                FROM ended e, unnest(e.dependents) dep
+                WHERE NOT e.held
+                GROUP BY dep
             )
-            SELECT count(*), COALESCE(bool_or(e.held), false),
-                   COALESCE(array_agg(e.node) FILTER (WHERE NOT e.held), '{}')
-            INTO ended_count, any_held, open_nodes
-            FROM ended e;
+            SELECT (SELECT count(*) FROM ended), (SELECT COALESCE(bool_or(e.held), false) FROM ended e),
+                   (SELECT jsonb_object_agg(a.dep, jsonb_build_array(a.n, a.ok)) FROM added a)
+            INTO ended_count, any_held, by_node;
             IF ended_count > 0 THEN
                 UPDATE remuda.workflows SET nodes_left = nodes_left - ended_count,
                     state = CASE WHEN any_held AND state = 'running' THEN 'paused' ELSE state END
@@ -438,20 +461,12 @@ BEGIN
                 RETURNING * INTO wf;
                 -- each dependent's counters in one statement (a row is written once in it),
                 -- by primary key as above
-                by_node := (
-                    SELECT jsonb_object_agg(x.dep, jsonb_build_array(x.n, x.ok)) FROM (
-                        SELECT dep, count(*) AS n, count(*) FILTER (WHERE e.state = 'completed') AS ok
-                        FROM remuda.workflow_nodes e, unnest(e.dependents) dep
-                        WHERE e.workflow_id = w_id AND e.node = ANY(open_nodes)
-                        GROUP BY dep) x);
                 UPDATE remuda.workflow_nodes d
                 SET deps_done = d.deps_done + (by_node -> d.node ->> 0)::integer,
                     deps_ok = d.deps_ok + (by_node -> d.node ->> 1)::integer
                 WHERE d.workflow_id = w_id
                   AND d.node = ANY(ARRAY(SELECT jsonb_object_keys(COALESCE(by_node, '{}'))));
-                candidates := candidates || ARRAY(
-                    SELECT DISTINCT dep FROM remuda.workflow_nodes e, unnest(e.dependents) dep
-                    WHERE e.workflow_id = w_id AND e.node = ANY(open_nodes));
+                candidates := candidates || ARRAY(SELECT jsonb_object_keys(COALESCE(by_node, '{}')));
             END IF;
         END IF;
         EXIT WHEN cardinality(candidates) = 0 OR wf.state <> 'running';
