@@ -891,3 +891,41 @@ async fn a_node_whose_queue_is_full_fails_and_its_upstream_completes() {
     );
     running.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_run_past_its_deadline_fails_and_a_retry_gets_the_whole_deadline_again() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("deadline");
+    wf.deadline(Duration::from_secs(1));
+    wf.signal::<Value>("go", "go", None, |_| {});
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    assert_eq!(
+        run.error.as_ref().expect("error")["code"],
+        "DEADLINE_EXCEEDED"
+    );
+    assert_eq!(state_of(&run, "go"), NodeState::Cancelled);
+    client.retry_workflow(run.id).await.expect("retry");
+    node_reaches(&client, run.id, "go", NodeState::Running).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let again = client
+        .workflow(run.id)
+        .await
+        .expect("read")
+        .expect("exists");
+    assert_eq!(
+        again.state,
+        WorkflowState::Running,
+        "not failed again at once: {:?}",
+        again.error
+    );
+    client
+        .signal_workflow(run.id, "go", &json!(true))
+        .await
+        .expect("signal");
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed, "{:?}", done.error);
+    running.shutdown().await;
+}
