@@ -172,12 +172,7 @@ async fn reindex(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
 /// no lock that stops enqueues, claims or completions.
 pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<String>> {
     let conn = db.conn().await?;
-    let hold = conn.prepare_cached(sql::LEASE_HOLD).await?;
-    if conn
-        .query_opt(&hold, &[&lease.leader_id, &lease.term])
-        .await?
-        .is_none()
-    {
+    if !lease.hold(&conn).await? {
         return Ok(Vec::new());
     }
     let due = conn.prepare_cached(sql::VACUUM_DUE).await?;

@@ -115,12 +115,7 @@ async fn fire_batch(
 ) -> Result<(Fired, usize)> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    let hold = tx.prepare_cached(sql::LEASE_HOLD).await?;
-    if tx
-        .query_opt(&hold, &[&lease.leader_id, &lease.term])
-        .await?
-        .is_none()
-    {
+    if !lease.hold(&tx).await? {
         return Ok((Fired::default(), 0));
     }
     let due = tx.prepare_cached(sql::SCHEDULE_DUE).await?;

@@ -15,6 +15,21 @@ pub(crate) struct Lease {
     pub term: i64,
 }
 
+impl Lease {
+    /// Holds the lease for the rest of `client`'s transaction (autocommit: for that one
+    /// statement); false when this worker is not the leader at this term any more.
+    pub(crate) async fn hold(
+        &self,
+        client: &impl deadpool_postgres::GenericClient,
+    ) -> Result<bool> {
+        let statement = client.prepare_cached(sql::LEASE_HOLD).await?;
+        Ok(client
+            .query_opt(&statement, &[&self.leader_id, &self.term])
+            .await?
+            .is_some())
+    }
+}
+
 /// Takes or renews the lease; the lease when this worker holds it now.
 pub(crate) async fn elect(
     db: &Database,

@@ -118,11 +118,7 @@ async fn run_locked(
 /// Whether `lease` still holds (checked before each step: a rebuild cannot hold it).
 async fn holds(db: &Database, lease: &Lease) -> Result<bool> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::LEASE_HOLD).await?;
-    Ok(conn
-        .query_opt(&statement, &[&lease.leader_id, &lease.term])
-        .await?
-        .is_some())
+    lease.hold(&conn).await
 }
 
 /// The reindexer's session: back to the pool only once its lock is released, closed

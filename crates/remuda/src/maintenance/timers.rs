@@ -19,12 +19,7 @@ pub(crate) async fn fire(db: &Database, lease: &Lease) -> Result<(i64, Option<In
     loop {
         let mut conn = db.conn().await?;
         let tx = conn.transaction().await?;
-        let hold = tx.prepare_cached(sql::LEASE_HOLD).await?;
-        if tx
-            .query_opt(&hold, &[&lease.leader_id, &lease.term])
-            .await?
-            .is_none()
-        {
+        if !lease.hold(&tx).await? {
             return Ok((total, None));
         }
         let statement = tx.prepare_cached(sql::WORKFLOW_TIMERS).await?;
@@ -45,12 +40,7 @@ pub(crate) async fn fire(db: &Database, lease: &Lease) -> Result<(i64, Option<In
 pub(crate) async fn repair(db: &Database, lease: &Lease) -> Result<i64> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    let hold = tx.prepare_cached(sql::LEASE_HOLD).await?;
-    if tx
-        .query_opt(&hold, &[&lease.leader_id, &lease.term])
-        .await?
-        .is_none()
-    {
+    if !lease.hold(&tx).await? {
         return Ok(0);
     }
     let statement = tx.prepare_cached(sql::WORKFLOW_REPAIR).await?;
