@@ -314,7 +314,6 @@ CREATE FUNCTION remuda.wf_start_other(wf remuda.workflows, n remuda.workflow_nod
 RETURNS remuda.wf_done[] LANGUAGE plpgsql AS $$
 DECLARE
     sig jsonb;
-    child bigint;
 BEGIN
     IF n.type = 'map' THEN
         RETURN remuda.wf_start_map(wf, n);
@@ -336,7 +335,7 @@ BEGIN
             RETURN ARRAY[ROW(n.node, NULL, 'completed', jsonb_build_object('ok', sig), NULL, NULL)::remuda.wf_done];
         END IF;
     ELSIF n.type = 'workflow' THEN
-        child := remuda.wf_create(n.spec -> 'workflow', remuda.wf_args(wf.id, wf.input, n.spec),
+        PERFORM remuda.wf_create(n.spec -> 'workflow', remuda.wf_args(wf.id, wf.input, n.spec),
                                   NULL, wf.id, n.node);
     END IF;
     RETURN '{}';

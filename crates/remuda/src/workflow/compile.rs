@@ -87,8 +87,16 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
         "the workflow's deadline",
         &mut say,
     );
-    let order = topological(spec, &deps, &known, &mut say);
-    let ancestors = ancestors(spec, &edges, &order);
+    // each node's place in the declaration, by id
+    let index: HashMap<&str, usize> = spec
+        .nodes
+        .0
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id.as_str(), i))
+        .collect();
+    let order = topological(spec, &deps, &index, &mut say);
+    let ancestors = ancestors(&edges, &index, &order);
     for (i, (id, node)) in spec.nodes.0.iter().enumerate() {
         for (what, cond) in [("run_if", &node.run_if), ("skip_if", &node.skip_if)] {
             let Some(cond) = cond else { continue };
@@ -335,22 +343,14 @@ fn duration_ms(text: Option<&str>, what: &str, say: &mut impl FnMut(String)) -> 
 fn topological(
     spec: &WorkflowSpec,
     deps: &[Vec<String>],
-    known: &HashMap<&str, &NodeSpec>,
+    index: &HashMap<&str, usize>,
     say: &mut impl FnMut(String),
 ) -> Vec<usize> {
-    let index: HashMap<&str, usize> = spec
-        .nodes
-        .0
-        .iter()
-        .enumerate()
-        .map(|(i, (id, _))| (id.as_str(), i))
-        .collect();
     let edges: Vec<Vec<usize>> = deps
         .iter()
         .enumerate()
         .map(|(me, d)| {
             d.iter()
-                .filter(|n| known.contains_key(n.as_str()))
                 .filter_map(|n| index.get(n.as_str()).copied())
                 .filter(|&j| j != me)
                 .collect()
@@ -404,17 +404,10 @@ fn find_cycle(edges: &[Vec<usize>], placed: &[bool]) -> Option<Vec<usize>> {
 
 /// Per node, every node upstream of it.
 fn ancestors<'a>(
-    spec: &'a WorkflowSpec,
     deps: &'a [Vec<String>],
+    index: &HashMap<&str, usize>,
     order: &[usize],
 ) -> Vec<BTreeSet<&'a str>> {
-    let index: HashMap<&str, usize> = spec
-        .nodes
-        .0
-        .iter()
-        .enumerate()
-        .map(|(i, (id, _))| (id.as_str(), i))
-        .collect();
     let mut up: Vec<BTreeSet<&str>> = vec![BTreeSet::new(); deps.len()];
     for &i in order {
         let mut mine = BTreeSet::new();
@@ -438,11 +431,8 @@ fn compiled_node(
     dependents: &[&str],
     child: Option<Value>,
 ) -> Value {
-    let mut quiet = |_: String| {};
-    let ms = |text: Option<&str>, q: &mut dyn FnMut(String)| {
-        text.and_then(|t| crate::duration::parse(t).map_err(q).ok())
-            .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-    };
+    // (a bad duration was reported by check_rest: here it is only left out)
+    let ms = |text: Option<&str>, what: &str| duration_ms(text, what, &mut |_| {});
     let kind = node_type(node).unwrap_or("task");
     let mut out = Map::new();
     out.insert("id".into(), json!(id));
@@ -457,7 +447,7 @@ fn compiled_node(
     put("queue", node.queue.as_ref().map(|q| json!(q)));
     put("priority", node.priority.map(|p| json!(p)));
     put("max_attempts", node.max_attempts.map(|m| json!(m)));
-    let timeout = ms(node.timeout.as_deref(), &mut quiet);
+    let timeout = ms(node.timeout.as_deref(), "timeout");
     if kind == "signal" {
         put("signal", node.signal.as_ref().map(|s| json!(s)));
         put("signal_timeout_ms", timeout.map(|t| json!(t)));
@@ -466,11 +456,11 @@ fn compiled_node(
     }
     put(
         "deadline_ms",
-        ms(node.deadline.as_deref(), &mut quiet).map(|t| json!(t)),
+        ms(node.deadline.as_deref(), "deadline").map(|t| json!(t)),
     );
     put(
         "sleep_ms",
-        ms(node.sleep.as_deref(), &mut quiet).map(|t| json!(t)),
+        ms(node.sleep.as_deref(), "sleep").map(|t| json!(t)),
     );
     put("deps", Some(json!(deps)));
     put("dependents", Some(json!(dependents)));
