@@ -89,6 +89,9 @@ pub enum Command {
     /// Start, show, list, pause, resume, cancel, retry or signal workflow runs.
     #[command(subcommand)]
     Workflow(WorkflowCommand),
+    /// List completion notifications (webhooks, emails), newest first; `retry ID` sends a
+    /// dead one again.
+    Notifications(NotificationsArgs),
     /// Delete finished jobs past their retention now (per state; a queue's own retention
     /// wins) and print how many.
     Prune(PruneArgs),
@@ -102,6 +105,47 @@ pub enum Command {
     Bench(BenchArgs),
     /// Print the connection string remuda resolves (setting up the private cluster if needed).
     DatabaseUrl,
+}
+
+/// `remuda notifications`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct NotificationsArgs {
+    /// What to do instead of listing.
+    #[command(subcommand)]
+    pub action: Option<NotificationsAction>,
+    /// Only notifications in this state: pending, sent or dead.
+    #[arg(long, value_parser = parse_notification_state)]
+    pub state: Option<remuda::notify::NotificationState>,
+    /// Only the notifications of this job.
+    #[arg(long, value_name = "ID")]
+    pub job: Option<i64>,
+    /// Only those of this workflow run (its own and its jobs').
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<i64>,
+    /// At most this many.
+    #[arg(long, default_value_t = 100)]
+    pub limit: i64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda notifications retry`.
+#[derive(Debug, Subcommand)]
+pub enum NotificationsAction {
+    /// Make a dead notification due now, with its attempts anew.
+    Retry {
+        /// The notification's id.
+        id: i64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_notification_state(text: &str) -> Result<remuda::notify::NotificationState, String> {
+    text.parse().map_err(|e: remuda::Error| e.to_string())
 }
 
 /// Just `--json`.
@@ -172,6 +216,17 @@ pub struct JobOptions {
     /// A worker config file to take the kind's defaults (queue, attempts, timeout) from.
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// POST a signed webhook to this http(s) URL when the job ends (instead of the kind's
+    /// notify defaults).
+    #[arg(long, value_name = "URL")]
+    pub notify_webhook: Option<String>,
+    /// Email this address when the job ends.
+    #[arg(long, value_name = "ADDR")]
+    pub notify_email: Option<String>,
+    /// The outcomes that notify: comma-separated completed, failed, cancelled, expired, or
+    /// final for all four (the default).
+    #[arg(long, value_name = "LIST")]
+    pub notify_on: Option<String>,
 }
 
 /// `remuda enqueue`.

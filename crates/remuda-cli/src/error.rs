@@ -24,10 +24,11 @@ impl CliError {
                 }
                 remuda::Error::NotFound(_)
                 | remuda::Error::ScheduleNotFound(_)
-                | remuda::Error::WorkflowNotFound(_) => "NOT_FOUND",
-                remuda::Error::WrongState { .. } | remuda::Error::WorkflowWrongState { .. } => {
-                    "WRONG_STATE"
-                }
+                | remuda::Error::WorkflowNotFound(_)
+                | remuda::Error::NotificationNotFound(_) => "NOT_FOUND",
+                remuda::Error::WrongState { .. }
+                | remuda::Error::WorkflowWrongState { .. }
+                | remuda::Error::NotificationWrongState { .. } => "WRONG_STATE",
                 remuda::Error::WorkflowDrift { .. } => "DRIFT",
                 remuda::Error::InvalidWorkflow(_) => "INVALID_SPEC",
                 remuda::Error::QueueFull(_) => "QUEUE_FULL",
@@ -51,6 +52,8 @@ impl CliError {
                 | remuda::Error::InvalidInput(_)
                 | remuda::Error::NotFound(_)
                 | remuda::Error::ScheduleNotFound(_)
+                | remuda::Error::NotificationNotFound(_)
+                | remuda::Error::NotificationWrongState { .. }
                 | remuda::Error::WrongState { .. }
                 | remuda::Error::QueueFull(_)
                 | remuda::Error::Json(_) => 2,

@@ -54,6 +54,17 @@ pub enum Error {
     /// No job has this id.
     #[error("no job with id {0}")]
     NotFound(i64),
+    /// No notification has this id.
+    #[error("no notification with id {0}: `remuda notifications` lists them")]
+    NotificationNotFound(i64),
+    /// Only a dead notification can be retried.
+    #[error("notification {id} is {state}: only a dead notification can be retried")]
+    NotificationWrongState {
+        /// The notification.
+        id: i64,
+        /// Its state.
+        state: String,
+    },
     /// No schedule has this name.
     #[error("no schedule named {0:?}: `remuda schedules` lists them")]
     ScheduleNotFound(String),

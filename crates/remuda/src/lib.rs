@@ -40,6 +40,7 @@ mod error;
 pub mod job;
 pub mod maintenance;
 pub mod migrate;
+pub mod notify;
 pub mod retry;
 pub mod schedule;
 pub mod sql;

@@ -161,6 +161,31 @@ pub(crate) const WORKFLOW_PRUNE: &str = include_str!("sql/workflow_prune.sql");
 /// The workflow run and node of job $1 (no row: a plain job, or no such job).
 pub(crate) const JOB_WORKFLOW: &str = include_str!("sql/job_workflow.sql");
 
+/// Claim up to $1 due notifications for dispatcher $3 with a lease of $2 ms …
+pub(crate) const NOTIFICATION_CLAIM: &str = include_str!("sql/notification_claim.sql");
+
+/// Mark notifications $1 delivered; returns each one's delivery latency …
+pub(crate) const NOTIFICATION_SENT: &str = include_str!("sql/notification_sent.sql");
+
+/// Record failed attempts: due again after a delay, or dead …
+pub(crate) const NOTIFICATION_FAILED: &str = include_str!("sql/notification_failed.sql");
+
+/// Milliseconds until the next pending notification is due …
+pub(crate) const NOTIFICATION_NEXT_DUE: &str = include_str!("sql/notification_next_due.sql");
+
+/// Notifications, newest first, by state, job and workflow run …
+pub(crate) const NOTIFICATION_LIST: &str = include_str!("sql/notification_list.sql");
+
+/// Make dead notification $1 due now, its attempts anew …
+pub(crate) const NOTIFICATION_RETRY: &str = include_str!("sql/notification_retry.sql");
+
+/// A worker's notification defaults for its kinds …
+pub(crate) const NOTIFICATION_DEFAULTS_SET: &str =
+    include_str!("sql/notification_defaults_set.sql");
+
+/// Delete up to $3 sent and dead notifications past their age …
+pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notification_prune.sql");
+
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
@@ -238,4 +263,12 @@ pub const ALL: &[(&str, &str)] = &[
     ("workflow_signal", WORKFLOW_SIGNAL),
     ("workflow_timers", WORKFLOW_TIMERS),
     ("workflow_repair", WORKFLOW_REPAIR),
+    ("notification_claim", NOTIFICATION_CLAIM),
+    ("notification_sent", NOTIFICATION_SENT),
+    ("notification_failed", NOTIFICATION_FAILED),
+    ("notification_next_due", NOTIFICATION_NEXT_DUE),
+    ("notification_list", NOTIFICATION_LIST),
+    ("notification_retry", NOTIFICATION_RETRY),
+    ("notification_defaults_set", NOTIFICATION_DEFAULTS_SET),
+    ("notification_prune", NOTIFICATION_PRUNE),
 ];

@@ -187,6 +187,9 @@ pub struct TaskOptions {
     pub retry_on: Option<Vec<String>>,
     /// Longest an attempt may run; `None` for no limit.
     pub timeout: Option<Duration>,
+    /// Who hears of the final states of this kind's jobs that have no target of their own:
+    /// the worker registers it when it starts (the last worker started wins).
+    pub notify: Option<crate::notify::NotifyTarget>,
 }
 
 impl Default for TaskOptions {
@@ -198,6 +201,7 @@ impl Default for TaskOptions {
             backoff: Backoff::default(),
             retry_on: None,
             timeout: None,
+            notify: None,
         }
     }
 }
@@ -233,6 +237,12 @@ impl TaskOptions {
         self.timeout = Some(timeout);
         self
     }
+    /// Notifies `target` of the final states of this kind's jobs without a target of their
+    /// own.
+    pub fn notify(mut self, target: crate::notify::NotifyTarget) -> Self {
+        self.notify = Some(target);
+        self
+    }
 
     /// Checks the options of task `kind` as [`Worker::run`](crate::Worker::run) does when it
     /// starts: a kind with `max_attempts` below 1 could never be claimed (every claim of it
@@ -254,6 +264,9 @@ impl TaskOptions {
         }
         if let Err(e) = self.backoff.validate() {
             return bad(e);
+        }
+        if let Some(Err(e)) = self.notify.as_ref().map(|n| n.validate()) {
+            return bad(format!("notify: {e}"));
         }
         Ok(())
     }

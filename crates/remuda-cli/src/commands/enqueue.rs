@@ -74,7 +74,39 @@ fn apply(
     if let Some(at) = options.deadline {
         job = job.expires_at(at);
     }
+    if let Some(target) = notify_target(options)? {
+        job = job.notify(target);
+    }
     Ok(job)
+}
+
+/// The job's own notification target, from `--notify-webhook`, `--notify-email` and
+/// `--notify-on`, checked.
+fn notify_target(options: &JobOptions) -> CliResult<Option<remuda::notify::NotifyTarget>> {
+    use remuda::notify::{NotifyTarget, Outcome};
+    if options.notify_webhook.is_none() && options.notify_email.is_none() {
+        return match options.notify_on {
+            Some(_) => Err(CliError::Usage(
+                "--notify-on needs --notify-webhook or --notify-email: say where to notify".into(),
+            )),
+            None => Ok(None),
+        };
+    }
+    let on = Outcome::parse_list(options.notify_on.as_deref().unwrap_or("final"))
+        .map_err(|e| CliError::Usage(format!("--notify-on: {e}")))?;
+    let target = NotifyTarget {
+        webhook: options.notify_webhook.clone(),
+        email: options.notify_email.clone(),
+        on,
+    };
+    target.validate().map_err(|e| {
+        let flag = match (&options.notify_webhook, e.to_string().contains("email")) {
+            (_, true) => "--notify-email",
+            _ => "--notify-webhook",
+        };
+        CliError::Usage(format!("{flag}: {e}"))
+    })?;
+    Ok(Some(target))
 }
 
 fn load_defaults(options: &JobOptions, kind: &str) -> CliResult<Option<Config>> {

@@ -13,6 +13,7 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
         failed: args.failed.unwrap_or(defaults.failed),
         cancelled: args.cancelled.unwrap_or(defaults.cancelled),
         expired: args.expired.unwrap_or(defaults.expired),
+        ..defaults
     };
     let client = connect::client(db).await?;
     let pruned = client.prune(&retention, args.dry_run).await?;
@@ -20,7 +21,7 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
         print_json(&serde_json::json!({"deleted": pruned, "dry_run": args.dry_run}));
     } else {
         crate::out!(
-            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs",
+            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs; {} notifications",
             if args.dry_run {
                 "would delete"
             } else {
@@ -31,7 +32,8 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
             pruned.failed,
             pruned.cancelled,
             pruned.expired,
-            pruned.workflows
+            pruned.workflows,
+            pruned.notifications
         );
     }
     Ok(0)

@@ -6,6 +6,7 @@ mod demo;
 mod enqueue;
 mod inspect;
 mod maintenance;
+mod notifications;
 mod queue;
 mod schedule;
 mod scratch;
@@ -63,6 +64,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Schedule(command) => schedule::run(db, command).await,
         Command::Schedules(flags) => schedule::list(db, flags).await,
         Command::Workflow(command) => workflow::run(db, command).await,
+        Command::Notifications(args) => notifications::run(db, args).await,
         Command::Prune(args) => maintenance::prune(db, args).await,
         Command::Maintenance(flags) => maintenance::status(db, flags).await,
         Command::Demo(args) => demo::run(db, args).await,

@@ -57,6 +57,7 @@ pub fn settings(config: &Config, args: &WorkerArgs) -> CliResult<WorkerConfig> {
         prune_interval: w.prune_interval.unwrap_or(defaults.prune_interval),
         reindex_interval: w.reindex_interval.unwrap_or(defaults.reindex_interval),
         retention: config.retention.retention(),
+        notifications: config.notifications.config().map_err(|e| bad(e.clone()))?,
         exit_when_drained: args.once,
         drain_wait: args.once_wait,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),

@@ -2,6 +2,7 @@
 //! task kind saying how to run it (a command, an HTTP endpoint, or a built-in) and its retry
 //! policy and timeout. Unknown keys are errors, so a typo is reported, not ignored.
 
+pub mod notifications;
 mod schedules;
 
 use crate::error::{CliError, CliResult};
@@ -27,6 +28,9 @@ pub struct Config {
     /// `[retention]`: how long finished jobs are kept, per final state.
     #[serde(default)]
     pub retention: RetentionSection,
+    /// `[notifications]`: how completion notifications are signed and sent.
+    #[serde(default)]
+    pub notifications: notifications::NotificationsSection,
     /// The directory of the config file: relative command paths and workdirs resolve
     /// against it, so a config works from whatever directory the worker is started in.
     #[serde(skip)]
@@ -125,6 +129,12 @@ pub struct RetentionSection {
     /// Expired jobs.
     #[serde(default, with = "opt_keep")]
     pub expired: Option<remuda::maintenance::Keep>,
+    /// Delivered notifications (default 7 days).
+    #[serde(default, with = "opt_keep")]
+    pub notifications_sent: Option<remuda::maintenance::Keep>,
+    /// Dead notifications (default 30 days).
+    #[serde(default, with = "opt_keep")]
+    pub notifications_dead: Option<remuda::maintenance::Keep>,
 }
 
 impl RetentionSection {
@@ -136,6 +146,8 @@ impl RetentionSection {
             failed: self.failed.unwrap_or(d.failed),
             cancelled: self.cancelled.unwrap_or(d.cancelled),
             expired: self.expired.unwrap_or(d.expired),
+            notifications_sent: self.notifications_sent.unwrap_or(d.notifications_sent),
+            notifications_dead: self.notifications_dead.unwrap_or(d.notifications_dead),
         }
     }
 }
@@ -171,6 +183,8 @@ pub struct TaskSection {
     pub backoff: Option<Backoff>,
     /// Error codes that are retried (omitted: every error).
     pub retry_on: Option<Vec<String>>,
+    /// Who hears of this kind's final states: `{ webhook = "…", email = "…", on = [...] }`.
+    pub notify: Option<notifications::NotifySection>,
 }
 
 /// How a kind runs.
@@ -236,7 +250,10 @@ impl Config {
             task.options()
                 .validate(kind)
                 .map_err(|e| format!("[tasks.{kind}] {e}"))?;
+            task.notify_target()
+                .map_err(|e| format!("[tasks.{kind}] {e}"))?;
         }
+        config.notifications.config()?;
         config.check_queues()?;
         config.schedules()?;
         Ok(config)
@@ -407,10 +424,16 @@ impl TaskSection {
         Ok(Runner::Builtin(name))
     }
 
+    /// This kind's notification defaults (`notify = { … }`), checked.
+    pub fn notify_target(&self) -> Result<Option<remuda::notify::NotifyTarget>, String> {
+        self.notify.as_ref().map(|n| n.target()).transpose()
+    }
+
     /// The library's view of this kind's defaults and retry policy.
     pub fn options(&self) -> TaskOptions {
         let defaults = TaskOptions::default();
         TaskOptions {
+            notify: self.notify_target().ok().flatten(),
             queue: self.queue().to_string(),
             priority: self.priority.unwrap_or(defaults.priority),
             max_attempts: self.max_attempts.unwrap_or(defaults.max_attempts),

@@ -41,6 +41,8 @@ pub struct NewJob {
     /// Uniqueness: enqueueing a job whose key another job holds (in one of the unique states)
     /// returns that job instead of inserting.
     pub unique: Option<Unique>,
+    /// Who hears of its final state (a webhook, an email), instead of its kind's defaults.
+    pub notify: Option<crate::notify::NotifyTarget>,
 }
 
 /// How a job is unique (River's and Oban's unique jobs): by a key of the caller's or by its
@@ -125,6 +127,7 @@ impl NewJob {
             target_worker: None,
             requires: None,
             unique: None,
+            notify: None,
         }
     }
 
@@ -242,6 +245,13 @@ impl NewJob {
             .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1))
     }
 
+    /// Notifies `target` when the job reaches a final state it names (instead of the kind's
+    /// defaults): a signed webhook and/or an email, written in the transaction of that state.
+    pub fn notify(mut self, target: crate::notify::NotifyTarget) -> Self {
+        self.notify = Some(target);
+        self
+    }
+
     /// Checks the job as every enqueue does before writing anything: names, sizes (args over
     /// `max_payload` bytes are refused), limits, uniqueness, and a deadline it could meet.
     pub fn check(&self, max_payload: usize) -> Result<()> {
@@ -266,6 +276,11 @@ impl NewJob {
                 "job {}: args contain a NUL character (\\u0000), which PostgreSQL's jsonb cannot store; encode binary data (base64)",
                 self.kind
             ));
+        }
+        if let Some(target) = &self.notify {
+            target
+                .validate()
+                .map_err(|e| Error::InvalidInput(format!("job {}: notify: {e}", self.kind)))?;
         }
         if matches!(self.max_attempts, Some(n) if n < 1) {
             return bad(format!(
@@ -390,7 +405,7 @@ pub(crate) struct Statements {
     pub unique: Option<[tokio_postgres::Statement; 3]>,
 }
 
-/// A batch as parallel arrays, one per column both insert statements take ($1 … $11, one
+/// A batch as parallel arrays, one per column both insert statements take ($1 … $12, one
 /// element per job; `requires` as array literals, since arrays of arrays do not unnest).
 struct Columns<'a> {
     queues: Vec<&'a str>,
@@ -404,6 +419,7 @@ struct Columns<'a> {
     concurrency_keys: Vec<Option<&'a str>>,
     targets: Vec<Option<&'a str>>,
     requires: Vec<Option<String>>,
+    notify: Vec<Option<serde_json::Value>>,
 }
 
 impl<'a> Columns<'a> {
@@ -421,6 +437,7 @@ impl<'a> Columns<'a> {
             concurrency_keys: Vec::with_capacity(n),
             targets: Vec::with_capacity(n),
             requires: Vec::with_capacity(n),
+            notify: Vec::with_capacity(n),
         };
         for job in jobs {
             c.queues.push(job.queue.as_str());
@@ -434,6 +451,8 @@ impl<'a> Columns<'a> {
             c.concurrency_keys.push(job.concurrency_key.as_deref());
             c.targets.push(job.target_worker.as_deref());
             c.requires.push(job.requires_literal());
+            c.notify
+                .push(job.notify.as_ref().map(crate::notify::NotifyTarget::stored));
         }
         c
     }
@@ -451,6 +470,7 @@ impl<'a> Columns<'a> {
             &self.concurrency_keys,
             &self.targets,
             &self.requires,
+            &self.notify,
         ]
     }
 }
@@ -610,10 +630,11 @@ pub(crate) async fn insert_bulk(
     for job in jobs {
         job.check(max_payload)?;
     }
-    // COPY cannot skip duplicates: unique jobs and jobs due later go through INSERT
+    // COPY cannot skip duplicates: unique jobs, jobs due later and jobs with notification
+    // targets (the COPY's columns are the plain job's) go through INSERT
     let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs
         .iter()
-        .partition(|j| j.run_at.is_none() && j.unique.is_none());
+        .partition(|j| j.run_at.is_none() && j.unique.is_none() && j.notify.is_none());
     let mut inserted = 0;
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();

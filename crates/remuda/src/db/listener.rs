@@ -1,5 +1,5 @@
 //! The LISTEN connection: one dedicated connection per client that receives `remuda_insert`
-//! (queue has new jobs), `remuda_done` (an awaited job finished), `remuda_workflow` (a workflow run ended), `remuda_queue` (a queue's
+//! (queue has new jobs), `remuda_done` (an awaited job finished), `remuda_workflow` (a workflow run ended), `remuda_outbox` (notifications to send), `remuda_queue` (a queue's
 //! settings changed) and `remuda_cancel` (stop a
 //! running job), and fans them out to subscribers. It reconnects with backoff. Each time it
 //! starts listening (the first time too) it sends [`Event::Listening`], so producers poll
@@ -13,12 +13,13 @@ use tokio_postgres::{AsyncMessage, Config};
 use tokio_util::sync::CancellationToken;
 
 /// Channels remuda listens on.
-pub(crate) const CHANNELS: [&str; 5] = [
+pub(crate) const CHANNELS: [&str; 6] = [
     "remuda_insert",
     "remuda_done",
     "remuda_cancel",
     "remuda_queue",
     "remuda_workflow",
+    "remuda_outbox",
 ];
 
 /// Something the listener heard.

@@ -16,6 +16,7 @@ use crate::{sql, Error, JobState, Result};
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
+use tokio_postgres::types::ToSql;
 
 /// How long jobs of one final state are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +97,11 @@ pub struct Retention {
     pub cancelled: Keep,
     /// Expired jobs (default 7 days).
     pub expired: Keep,
+    /// Delivered notifications, from when they were sent (default 7 days).
+    pub notifications_sent: Keep,
+    /// Dead notifications, from when they died (default 30 days: time to fix the receiver
+    /// and retry them).
+    pub notifications_dead: Keep,
 }
 
 impl Default for Retention {
@@ -106,6 +112,8 @@ impl Default for Retention {
             failed: days(30),
             cancelled: days(7),
             expired: days(7),
+            notifications_sent: days(7),
+            notifications_dead: days(30),
         }
     }
 }
@@ -116,6 +124,8 @@ impl Retention {
         for (state, keep) in self.by_state() {
             keep.validate(state.as_str())?;
         }
+        self.notifications_sent.validate("sent notifications'")?;
+        self.notifications_dead.validate("dead notifications'")?;
         Ok(())
     }
 
@@ -144,6 +154,8 @@ pub struct Pruned {
     /// Finished workflow runs (kept as long as the jobs of their state; their jobs stay
     /// while the run does).
     pub workflows: i64,
+    /// Sent and dead notifications.
+    pub notifications: i64,
 }
 
 impl Pruned {
@@ -184,6 +196,13 @@ pub(crate) async fn prune(
             first_error = Some(e);
         }
     }
+    match prune_notifications(db, retention, lease, dry_run).await {
+        Ok(n) => pruned.notifications = n,
+        Err(e) => {
+            tracing::warn!("remuda retention: pruning notifications failed: {e}");
+            first_error.get_or_insert(e);
+        }
+    }
     for (state, keep) in retention.by_state() {
         // one state failing (a timeout) does not hold the others back
         match prune_state(db, state, keep, lease, dry_run).await {
@@ -195,7 +214,9 @@ pub(crate) async fn prune(
         }
     }
     match first_error {
-        Some(e) if pruned.total() == 0 && pruned.workflows == 0 => Err(e),
+        Some(e) if pruned.total() == 0 && pruned.workflows == 0 && pruned.notifications == 0 => {
+            Err(e)
+        }
         _ => Ok(pruned),
     }
 }
@@ -248,22 +269,46 @@ async fn prune_workflows(
         retention.failed.as_ms(),
         retention.cancelled.as_ms(),
     ];
+    let limit = if dry_run { i64::MAX } else { BATCH / 10 };
+    let params: [&(dyn ToSql + Sync); 7] = [
+        &ages[0], &ages[1], &ages[2], &limit, &leader, &dry_run, &term,
+    ];
+    in_batches(db, sql::WORKFLOW_PRUNE, &params, limit, dry_run).await
+}
+
+/// Deletes (or counts) the sent and dead notifications past their age.
+async fn prune_notifications(
+    db: &Database,
+    retention: &Retention,
+    lease: Option<&Lease>,
+    dry_run: bool,
+) -> Result<i64> {
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let sent = retention.notifications_sent.as_ms();
+    let dead = retention.notifications_dead.as_ms();
+    let limit = if dry_run { i64::MAX } else { BATCH };
+    let params: [&(dyn ToSql + Sync); 6] = [&sent, &dead, &limit, &leader, &dry_run, &term];
+    in_batches(db, sql::NOTIFICATION_PRUNE, &params, limit, dry_run).await
+}
+
+/// Runs a pruning statement (which returns `deleted` and `doomed` counts) in short
+/// transactions, bounded in time and in waiting, until a batch deletes fewer than `limit`
+/// rows; a dry run counts once.
+async fn in_batches(
+    db: &Database,
+    statement: &str,
+    params: &[&(dyn ToSql + Sync)],
+    limit: i64,
+    dry_run: bool,
+) -> Result<i64> {
     let mut total = 0;
     loop {
         let mut conn = db.conn().await?;
         let tx = conn.transaction().await?;
         tx.batch_execute("SET LOCAL lock_timeout = '1s'; SET LOCAL statement_timeout = '10s'")
             .await?;
-        let statement = tx.prepare_cached(sql::WORKFLOW_PRUNE).await?;
-        let limit = if dry_run { i64::MAX } else { BATCH / 10 };
-        let row = tx
-            .query_one(
-                &statement,
-                &[
-                    &ages[0], &ages[1], &ages[2], &limit, &leader, &dry_run, &term,
-                ],
-            )
-            .await?;
+        let prepared = tx.prepare_cached(statement).await?;
+        let row = tx.query_one(&prepared, params).await?;
         tx.commit().await?;
         let n: i64 = row.try_get(if dry_run { "doomed" } else { "deleted" })?;
         total += n;

@@ -90,7 +90,8 @@ async fn retention_deletes_exactly_what_is_past_its_age_per_state_and_per_queue(
             failed: 1,
             cancelled: 1,
             expired: 1,
-            workflows: 0
+            workflows: 0,
+            notifications: 0
         }
     );
     assert_eq!(

@@ -108,10 +108,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Outside,
         sql: include_str!("0012_workflow_indexes.sql"),
     },
+    Migration {
+        version: 13,
+        name: "notifications",
+        mode: Mode::Transaction,
+        sql: include_str!("0013_notifications.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 12;
+pub const LATEST: i32 = 13;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

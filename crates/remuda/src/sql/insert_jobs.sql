@@ -1,13 +1,15 @@
 -- Insert any number of jobs in one statement from parallel arrays (one element per job).
 -- Rows due now start `available`; rows with a future run_at start `scheduled`.
--- The statement trigger jobs_notify_insert sends one notification per queue.
+-- The statement trigger jobs_notify_insert sends one notification per queue. A job with
+-- notification targets ($12) gets flag bit 4, so its final state goes through the seam.
 INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key,
-                         target_worker, requires)
+                         target_worker, requires, notify, flags)
 SELECT CASE WHEN u.run_at > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
        u.queue, u.kind, u.priority, u.max_attempts, COALESCE(u.run_at, now()), u.expires_at, u.timeout_ms, u.args,
-       u.concurrency_key, u.target_worker, NULLIF(u.requires, '')::text[]
+       u.concurrency_key, u.target_worker, NULLIF(u.requires, '')::text[], u.notify,
+       CASE WHEN u.notify IS NULL THEN 0 ELSE 4 END
 FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6::timestamptz[], $7::bigint[], $8::jsonb[],
-            $9::text[], $10::text[], $11::text[])
+            $9::text[], $10::text[], $11::text[], $12::jsonb[])
     AS u(queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key, target_worker,
-         requires)
+         requires, notify)
 RETURNING id

@@ -52,9 +52,9 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_CONCURRENCY: usize = 100_000;
 
 /// Connections of a worker's own pool besides maintenance's: one for each task that may hold
-/// one at the same time as the others — producer, completer, heartbeat, settings refresh and
-/// cancel reconciliation — so none waits for another.
-const WORKER_POOL_SIZE: usize = 5;
+/// one at the same time as the others — producer, completer, heartbeat, settings refresh,
+/// cancel reconciliation and the notification dispatcher — so none waits for another.
+const WORKER_POOL_SIZE: usize = 6;
 
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
@@ -115,6 +115,8 @@ pub struct WorkerConfig {
     /// With `exit_when_drained`: how far ahead a scheduled retry (a job tried before) is still
     /// waited for, so that a job failing once with a short backoff finishes within the run.
     pub drain_wait: Duration,
+    /// How this worker delivers completion notifications (its dispatcher).
+    pub notifications: crate::notify::NotificationConfig,
 }
 
 impl Default for WorkerConfig {
@@ -141,6 +143,7 @@ impl Default for WorkerConfig {
             queue_weights: HashMap::new(),
             exit_when_drained: false,
             drain_wait: Duration::from_secs(60),
+            notifications: crate::notify::NotificationConfig::default(),
         }
     }
 }
@@ -228,6 +231,7 @@ impl WorkerConfig {
             ));
         }
         config.retention.validate()?;
+        config.notifications.validate()?;
         if config.crash_loop_limit == 0 {
             return Err(Error::InvalidInput(
                 "crash_loop_limit must be at least 1".into(),
@@ -363,6 +367,7 @@ pub struct Worker {
     tasks: HashMap<String, Registered>,
     schedules: Vec<crate::schedule::Schedule>,
     stats: Arc<WorkerStats>,
+    notification_stats: Arc<crate::notify::NotificationStats>,
 }
 
 impl Worker {
@@ -374,6 +379,7 @@ impl Worker {
             tasks: HashMap::new(),
             schedules: Vec::new(),
             stats: Arc::default(),
+            notification_stats: Arc::default(),
         }
     }
 
@@ -425,6 +431,11 @@ impl Worker {
         self.stats.clone()
     }
 
+    /// Live counters of this worker's notification dispatcher.
+    pub fn notification_stats(&self) -> Arc<crate::notify::NotificationStats> {
+        self.notification_stats.clone()
+    }
+
     /// Runs until SIGINT or SIGTERM, then shuts down gracefully; a second SIGINT or SIGTERM
     /// during the shutdown stops the running jobs at once and releases them.
     pub async fn run_until_signal(self) -> Result<WorkerReport> {
@@ -474,6 +485,13 @@ impl Worker {
         for schedule in &self.schedules {
             self.client.set_schedule(schedule).await?;
         }
+        let mut defaults: Vec<(String, Option<crate::notify::NotifyTarget>)> = self
+            .tasks
+            .iter()
+            .map(|(kind, r)| (kind.clone(), r.options.notify.clone()))
+            .collect();
+        defaults.sort_by(|a, b| a.0.cmp(&b.0));
+        crate::notify::store_defaults(self.client.database(), &defaults).await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
         let maintenance_connections = if config.maintenance {
@@ -562,6 +580,23 @@ impl Worker {
             Box::pin(settings::run(shared.clone(), background.clone())),
             &background,
         );
+        if config.notifications.enabled {
+            let dispatcher = crate::notify::dispatcher::Dispatcher::new(
+                db.clone(),
+                config.notifications.clone(),
+                worker_id.clone(),
+                self.notification_stats.clone(),
+            )?;
+            spawn(
+                "notification delivery",
+                Box::pin(crate::notify::dispatcher::run(
+                    dispatcher,
+                    listener.subscribe(),
+                    background.clone(),
+                )),
+                &background,
+            );
+        }
         spawn(
             "notification dispatch",
             Box::pin(dispatch::run(shared.clone(), events, background.clone())),

@@ -194,6 +194,13 @@ impl<O> Workflow<O> {
         self
     }
 
+    /// Notifies `target` when the run ends in an outcome it names (completed, failed or
+    /// cancelled).
+    pub fn notify(&mut self, target: crate::notify::NotifyTarget) -> &mut Self {
+        self.spec.notify = Some(target);
+        self
+    }
+
     /// How long the whole run may take.
     pub fn deadline(&mut self, deadline: Duration) -> &mut Self {
         self.spec.deadline = Some(crate::duration::format(deadline));

@@ -87,6 +87,16 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
         "the workflow's deadline",
         &mut say,
     );
+    let notify = spec
+        .notify
+        .as_ref()
+        .and_then(|target| match target.validate() {
+            Ok(()) => Some(target.stored()),
+            Err(e) => {
+                say(format!("notify: {e}"));
+                None
+            }
+        });
     // each node's place in the declaration, by id
     let index: HashMap<&str, usize> = spec
         .nodes
@@ -135,6 +145,9 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
     }
     if let Some(ms) = deadline_ms {
         out.insert("deadline_ms".into(), json!(ms));
+    }
+    if let Some(target) = notify {
+        out.insert("notify".into(), target);
     }
     out.insert("nodes".into(), Value::Array(nodes));
     Value::Object(out)

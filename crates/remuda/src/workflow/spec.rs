@@ -28,6 +28,10 @@ pub struct WorkflowSpec {
     /// How long the whole run may take (`1h`): past it, it fails with `DEADLINE_EXCEEDED`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<String>,
+    /// Who hears of the run's end: `{"webhook", "email", "on": ["completed", "failed",
+    /// "cancelled"] or ["final"]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<crate::notify::NotifyTarget>,
     /// The nodes, in the order they were declared.
     #[serde(default)]
     pub nodes: Nodes,

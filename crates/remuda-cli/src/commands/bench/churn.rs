@@ -106,6 +106,7 @@ pub async fn run(db: Database, churn: Churn) -> CliResult<serde_json::Value> {
                 failed: keep,
                 cancelled: keep,
                 expired: keep,
+                ..Retention::default()
             },
             ..WorkerConfig::default()
         })

@@ -279,3 +279,8 @@ pub struct ExtraMigration {
 pub async fn migrate_with(db: &Database, extra: &[ExtraMigration]) -> Result<migrate::Report> {
     migrate::run_with(db, extra).await
 }
+
+mod receiver;
+mod smtp;
+pub use receiver::{Received, Receiver, Reply};
+pub use smtp::{Mail, SmtpSink};

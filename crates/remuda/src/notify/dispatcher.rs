@@ -1,0 +1,310 @@
+//! The dispatcher, one in every worker: it keeps up to `concurrency` notifications in
+//! flight, claiming due rows as room frees up, and writes the outcomes in batches.
+//!
+//! It wakes when a finalization announces new rows (`remuda_outbox`, sent once per
+//! transaction, not per job), when the listener reconnects, and when the next row falls
+//! due (a retry's backoff, or a dead sender's lease). A slow receiver holds one slot, not the
+//! others.
+
+use super::store::{self, Claimed, Failure};
+use super::{email, webhook, NotificationConfig};
+use crate::db::listener::Event;
+use crate::db::Database;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+/// Longest the dispatcher sleeps without looking at the outbox.
+const IDLE_LOOK: Duration = Duration::from_secs(30);
+/// Outcomes gathered before they are written, at most.
+const MARK_BATCH: usize = 500;
+/// Longest an outcome waits to be written while others are still in flight.
+const MARK_DELAY: Duration = Duration::from_millis(20);
+/// Longest the in-flight sends get to finish at shutdown.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What one attempt came to.
+#[derive(Debug)]
+pub(crate) enum Attempt {
+    /// Delivered.
+    Sent,
+    /// Not delivered: try again later (after `retry_after` when the receiver said so).
+    Failed {
+        error: String,
+        retry_after: Option<Duration>,
+    },
+    /// Not delivered and never will be: dead at once.
+    Dead(String),
+}
+
+/// Bounds of the delivery-latency histogram, in milliseconds (Prometheus `le` buckets).
+pub const LATENCY_BUCKETS_MS: [u64; 12] = [
+    10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 60_000, 600_000,
+];
+
+/// Counts of a dispatcher's work, readable while it runs (for metrics).
+#[derive(Debug, Default)]
+pub struct NotificationStats {
+    /// Notifications delivered.
+    pub sent: AtomicU64,
+    /// Failed attempts that will be tried again.
+    pub retried: AtomicU64,
+    /// Notifications given up (out of attempts, gone, or refused).
+    pub dead: AtomicU64,
+    /// Deliveries per latency bucket (finalization to delivery): bucket `i` counts those of
+    /// at most [`LATENCY_BUCKETS_MS`]`[i]`, the last one the rest.
+    pub latency_buckets: [AtomicU64; LATENCY_BUCKETS_MS.len() + 1],
+    /// Sum of the delivery latencies, in milliseconds.
+    pub latency_ms_sum: AtomicU64,
+}
+
+impl NotificationStats {
+    fn record_latency(&self, ms: f64) {
+        let ms = ms.max(0.0);
+        let bucket = LATENCY_BUCKETS_MS
+            .iter()
+            .position(|&b| ms <= b as f64)
+            .unwrap_or(LATENCY_BUCKETS_MS.len());
+        self.latency_buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.latency_ms_sum.fetch_add(ms as u64, Ordering::Relaxed);
+    }
+}
+
+/// Everything one dispatcher holds.
+pub(crate) struct Dispatcher {
+    db: Database,
+    config: NotificationConfig,
+    id: Arc<str>,
+    stats: Arc<NotificationStats>,
+    http: reqwest::Client,
+    smtp: Option<email::Transport>,
+}
+
+impl Dispatcher {
+    /// A dispatcher for worker `id`, its HTTP client and SMTP transport set up (the worker
+    /// refuses to start when they cannot be).
+    pub(crate) fn new(
+        db: Database,
+        config: NotificationConfig,
+        id: Arc<str>,
+        stats: Arc<NotificationStats>,
+    ) -> crate::Result<Dispatcher> {
+        let http = webhook::client(&config).map_err(|e| {
+            crate::Error::Setup(format!("notifications: cannot build the HTTP client: {e}"))
+        })?;
+        let smtp = match &config.smtp {
+            Some(smtp) => Some(email::transport(smtp, config.timeout).map_err(|e| {
+                crate::Error::Setup(format!(
+                    "notifications: cannot set up SMTP to {}: {e}",
+                    smtp.host
+                ))
+            })?),
+            None => None,
+        };
+        Ok(Dispatcher {
+            db,
+            config,
+            id,
+            stats,
+            http,
+            smtp,
+        })
+    }
+}
+
+/// Runs the dispatcher until `stop`, then lets the sends in flight finish (briefly) and
+/// writes their outcomes.
+pub(crate) async fn run(
+    dispatcher: Dispatcher,
+    mut events: broadcast::Receiver<Event>,
+    stop: CancellationToken,
+) {
+    let config = &dispatcher.config;
+    let (http, smtp) = (&dispatcher.http, dispatcher.smtp.as_ref());
+    let lease_ms = i64::try_from(config.lease().as_millis()).unwrap_or(i64::MAX);
+    let limit = config.concurrency;
+    let mut in_flight = FuturesUnordered::new();
+    let mut outcomes: Vec<(Claimed, Attempt)> = Vec::new();
+    let mut maybe_due = true;
+    let mut sleep_until = tokio::time::Instant::now();
+    loop {
+        if stop.is_cancelled() {
+            break;
+        }
+        if maybe_due && in_flight.len() < limit {
+            let room = i64::try_from(limit - in_flight.len()).unwrap_or(1);
+            match store::claim(&dispatcher.db, room, lease_ms, &dispatcher.id).await {
+                Ok(claimed) => {
+                    maybe_due = claimed.len() as i64 == room;
+                    for row in claimed {
+                        in_flight.push(async move {
+                            let attempt = deliver(http, smtp, config, &row).await;
+                            (row, attempt)
+                        });
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("remuda notifications: claiming failed: {e}");
+                    maybe_due = false;
+                    sleep_until = tokio::time::Instant::now() + Duration::from_secs(1);
+                }
+            }
+        }
+        let idle = !maybe_due && in_flight.is_empty() && outcomes.is_empty();
+        if idle && sleep_until <= tokio::time::Instant::now() {
+            sleep_until = tokio::time::Instant::now() + next_look(&dispatcher.db).await;
+        }
+        let flush_at = if outcomes.is_empty() {
+            None
+        } else if outcomes.len() >= MARK_BATCH || in_flight.is_empty() {
+            Some(tokio::time::Instant::now())
+        } else {
+            Some(tokio::time::Instant::now() + MARK_DELAY)
+        };
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            Some(done) = in_flight.next(), if !in_flight.is_empty() => outcomes.push(done),
+            _ = tokio::time::sleep_until(flush_at.unwrap_or(sleep_until)), if flush_at.is_some() => {
+                write_outcomes(&dispatcher, std::mem::take(&mut outcomes)).await;
+            }
+            _ = tokio::time::sleep_until(sleep_until), if flush_at.is_none() && in_flight.is_empty() && !maybe_due => {
+                maybe_due = true;
+            }
+            event = events.recv() => match event {
+                Ok(Event::Notification { channel, .. }) if &*channel == "remuda_outbox" => maybe_due = true,
+                Ok(Event::Listening) | Err(broadcast::error::RecvError::Lagged(_)) => maybe_due = true,
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Closed) => {
+                    // no listener: poll
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    maybe_due = true;
+                }
+            },
+        }
+    }
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE.min(config.timeout), async {
+        while let Some(done) = in_flight.next().await {
+            outcomes.push(done);
+        }
+    })
+    .await;
+    write_outcomes(&dispatcher, outcomes).await;
+}
+
+/// How long to sleep when nothing is due: until the next row is, at most [`IDLE_LOOK`].
+async fn next_look(db: &Database) -> Duration {
+    match store::next_due(db).await {
+        Ok(Some(ms)) => Duration::from_millis(u64::try_from(ms).unwrap_or(0)).min(IDLE_LOOK),
+        Ok(None) => IDLE_LOOK,
+        Err(e) => {
+            tracing::warn!("remuda notifications: reading the next due time failed: {e}");
+            Duration::from_secs(1)
+        }
+    }
+}
+
+/// One attempt at one notification.
+async fn deliver(
+    http: &reqwest::Client,
+    smtp: Option<&email::Transport>,
+    config: &NotificationConfig,
+    row: &Claimed,
+) -> Attempt {
+    match row.channel.as_str() {
+        "webhook" => webhook::send(http, config, row.id, &row.target, &row.body).await,
+        "email" => {
+            let sending = email::send(smtp, config.smtp.as_ref(), &row.target, &row.body);
+            match tokio::time::timeout(config.timeout, sending).await {
+                Ok(attempt) => attempt,
+                Err(_) => Attempt::Failed {
+                    error: "SMTP: timed out".into(),
+                    retry_after: None,
+                },
+            }
+        }
+        other => Attempt::Dead(format!("unknown channel {other:?}")),
+    }
+}
+
+/// Writes a batch of outcomes: sent rows in one statement, failures in another. A write
+/// that fails is logged: the rows' leases run out and they are sent again (at least once).
+async fn write_outcomes(dispatcher: &Dispatcher, outcomes: Vec<(Claimed, Attempt)>) {
+    if outcomes.is_empty() {
+        return;
+    }
+    let config = &dispatcher.config;
+    let stats = &dispatcher.stats;
+    let mut sent = Vec::new();
+    let mut failures = Vec::new();
+    for (row, attempt) in outcomes {
+        match attempt {
+            Attempt::Sent => sent.push(row.id),
+            Attempt::Failed { error, retry_after } => {
+                let attempts = u32::try_from(row.attempts).unwrap_or(u32::MAX);
+                let dead = attempts >= config.max_attempts;
+                let delay = retry_after.unwrap_or_else(|| config.delay_after(attempts));
+                if dead {
+                    tracing::warn!(
+                        "remuda notifications: {} {} to {} is dead after {attempts} attempts: {error}",
+                        row.channel, row.id, row.target
+                    );
+                    stats.dead.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    tracing::info!(
+                        "remuda notifications: {} {} to {} failed (attempt {attempts}), next in {}: {error}",
+                        row.channel, row.id, row.target, crate::duration::format(delay)
+                    );
+                    stats.retried.fetch_add(1, Ordering::Relaxed);
+                }
+                failures.push(Failure {
+                    id: row.id,
+                    attempts: row.attempts,
+                    dead,
+                    delay_ms: i64::try_from(delay.as_millis()).unwrap_or(i64::MAX),
+                    error,
+                });
+            }
+            Attempt::Dead(error) => {
+                tracing::warn!(
+                    "remuda notifications: {} {} to {} is dead: {error}",
+                    row.channel,
+                    row.id,
+                    row.target
+                );
+                stats.dead.fetch_add(1, Ordering::Relaxed);
+                failures.push(Failure {
+                    id: row.id,
+                    attempts: row.attempts,
+                    dead: true,
+                    delay_ms: 0,
+                    error,
+                });
+            }
+        }
+    }
+    if !sent.is_empty() {
+        match store::mark_sent(&dispatcher.db, &sent).await {
+            Ok(latencies) => {
+                stats.sent.fetch_add(sent.len() as u64, Ordering::Relaxed);
+                for ms in latencies {
+                    stats.record_latency(ms);
+                }
+            }
+            Err(e) => tracing::warn!(
+                "remuda notifications: marking {} delivered notifications failed (they will be sent again): {e}",
+                sent.len()
+            ),
+        }
+    }
+    if !failures.is_empty() {
+        if let Err(e) = store::mark_failed(&dispatcher.db, &failures).await {
+            tracing::warn!(
+                "remuda notifications: recording {} failed attempts failed: {e}",
+                failures.len()
+            );
+        }
+    }
+}

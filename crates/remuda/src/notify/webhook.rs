@@ -1,0 +1,142 @@
+//! One webhook delivery: a `POST` of the stored body with the Standard Webhooks headers
+//! (`webhook-id`, `webhook-timestamp`, `webhook-signature`), redirects not followed, within
+//! the configured timeout. A 2xx answer delivers it; 410 Gone and a refused target end it;
+//! anything else is tried again, after the `Retry-After` of a 429 or 503 when it gives one.
+
+use super::dispatcher::Attempt;
+use super::{guard, NotificationConfig};
+use std::time::Duration;
+
+/// Longest `Retry-After` honoured: a receiver cannot park a notification for longer.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(24 * 3600);
+/// Most bytes of a receiver's answer kept in `last_error`.
+const ERROR_BODY: usize = 300;
+
+/// The HTTP client of one dispatcher.
+pub(crate) fn client(config: &NotificationConfig) -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .timeout(config.timeout)
+        .connect_timeout(config.timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .dns_resolver(guard::resolver(config))
+        .user_agent(concat!("remuda/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// Sends `body` to `target` as notification `id`.
+pub(crate) async fn send(
+    http: &reqwest::Client,
+    config: &NotificationConfig,
+    id: i64,
+    target: &str,
+    body: &str,
+) -> Attempt {
+    let url = match reqwest::Url::parse(target) {
+        Ok(url) => url,
+        Err(e) => return Attempt::Dead(format!("the webhook URL does not parse: {e}")),
+    };
+    if let Err(refused) = guard::check_url(config, &url) {
+        return Attempt::Dead(refused.0);
+    }
+    if config.secrets.is_empty() {
+        return Attempt::Failed {
+            error: "no webhook secret is configured (notifications secret): webhooks are sent signed only".into(),
+            retry_after: None,
+        };
+    }
+    let message_id = format!("msg_{id}");
+    let timestamp = chrono::Utc::now().timestamp();
+    let signature =
+        super::secret::signatures(&config.secrets, &message_id, timestamp, body.as_bytes());
+    let request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", &message_id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signature)
+        .body(body.to_string());
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            if let Some(refused) = guard::refusal_in(&e) {
+                return Attempt::Dead(refused);
+            }
+            return Attempt::Failed {
+                error: describe(&e),
+                retry_after: None,
+            };
+        }
+    };
+    let status = response.status();
+    if status.is_success() {
+        return Attempt::Sent;
+    }
+    let retry_after = match status.as_u16() {
+        429 | 503 => response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after),
+        _ => None,
+    };
+    let text = response.text().await.unwrap_or_default();
+    let mut error = format!("HTTP {status}");
+    let snippet: String = text.trim().chars().take(ERROR_BODY).collect();
+    if !snippet.is_empty() {
+        error.push_str(": ");
+        error.push_str(&snippet);
+    }
+    if status.as_u16() == 410 {
+        return Attempt::Dead(format!("{error} (the receiver is gone: not tried again)"));
+    }
+    Attempt::Failed { error, retry_after }
+}
+
+/// A request error in words, with its causes.
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = if error.is_timeout() {
+        "timed out".to_string()
+    } else if error.is_connect() {
+        "cannot connect".to_string()
+    } else {
+        "request failed".to_string()
+    };
+    let mut source = std::error::Error::source(error);
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+/// `Retry-After` as seconds or an HTTP date, capped at a day.
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    let wait = match value.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => {
+            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO)
+        }
+    };
+    Some(wait.min(MAX_RETRY_AFTER))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date_and_is_capped_at_a_day() {
+        assert_eq!(parse_retry_after("7"), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after("999999"), Some(MAX_RETRY_AFTER));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon"), None);
+    }
+}
