@@ -761,6 +761,10 @@ pub struct BenchArgs {
     /// With --workflow: how many nodes (map: elements).
     #[arg(long, default_value_t = 1000, requires = "workflow")]
     pub nodes: usize,
+    /// Instead: this many no-op jobs each with a webhook to a receiver the bench starts,
+    /// beside a plain drain of as many jobs: deliveries/s and final state → delivery latency.
+    #[arg(long, value_name = "N", conflicts_with_all = ["churn", "schedules", "workflow"])]
+    pub notify: Option<usize>,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,

@@ -714,3 +714,25 @@ async fn bench_workflow_modes_report_nodes_per_second_and_step_latency_beside_a_
     let bad = remuda(&db, &["bench", "--nodes", "10"]).await;
     assert_eq!(code(&bad), 2, "--nodes needs --workflow");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_notify_reports_deliveries_and_their_latency_beside_a_plain_drain() {
+    let db = migrated().await;
+    let output = remuda(&db, &["bench", "--notify", "300", "--json"]).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["notify"], 300);
+    for field in ["deliveries_per_sec", "plain_drain_jobs_per_sec"] {
+        assert!(
+            report[field].as_f64().unwrap_or(0.0) > 0.0,
+            "{field}: {report}"
+        );
+    }
+    let (p50, p99) = (&report["delivery_ms"]["p50"], &report["delivery_ms"]["p99"]);
+    assert!(
+        p50.as_f64().unwrap_or(-1.0) >= 0.0 && p99.as_f64() >= p50.as_f64(),
+        "{report}"
+    );
+    let bad = remuda(&db, &["bench", "--notify", "10", "--workflow", "wide"]).await;
+    assert_eq!(code(&bad), 2, "--notify is a mode of its own");
+}

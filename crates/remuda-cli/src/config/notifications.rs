@@ -23,7 +23,7 @@ pub struct NotificationsSection {
     pub allow_private_targets: Option<bool>,
     /// When set, the only hosts webhooks may target.
     pub allowed_hosts: Option<Vec<String>>,
-    /// Notifications sent at once by this worker (default 32).
+    /// Notifications sent at once by this worker (default 64).
     pub concurrency: Option<usize>,
     /// Whether this worker delivers notifications at all (default true).
     pub enabled: Option<bool>,

@@ -28,7 +28,7 @@ pub struct NotificationConfig {
     pub allowed_hosts: Vec<String>,
     /// The SMTP server for email notifications; without it an email fails with the reason.
     pub smtp: Option<SmtpConfig>,
-    /// Most notifications sent at once by one worker (default 32).
+    /// Most notifications sent at once by one worker (default 64).
     pub concurrency: usize,
     /// Whether this worker delivers at all (default true).
     pub enabled: bool,
@@ -45,7 +45,7 @@ impl Default for NotificationConfig {
             allow_private_targets: false,
             allowed_hosts: Vec::new(),
             smtp: None,
-            concurrency: 32,
+            concurrency: 64,
             enabled: true,
         }
     }

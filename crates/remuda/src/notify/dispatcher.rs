@@ -1,5 +1,6 @@
 //! The dispatcher, one in every worker: it keeps up to `concurrency` notifications in
-//! flight, claiming due rows as room frees up, and writes the outcomes in batches.
+//! flight, claiming due rows once half the slots are free, and a writer task writes the
+//! outcomes in batches.
 //!
 //! It wakes when a finalization announces new rows (`remuda_outbox`, sent once per
 //! transaction, not per job), when the listener reconnects, and when the next row falls
@@ -10,19 +11,17 @@ use super::store::{self, Claimed, Failure};
 use super::{email, webhook, NotificationConfig};
 use crate::db::listener::Event;
 use crate::db::Database;
-use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc, Notify};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 /// Longest the dispatcher sleeps without looking at the outbox.
 const IDLE_LOOK: Duration = Duration::from_secs(30);
 /// Outcomes gathered before they are written, at most.
 const MARK_BATCH: usize = 500;
-/// Longest an outcome waits to be written while others are still in flight.
-const MARK_DELAY: Duration = Duration::from_millis(20);
 /// Longest the in-flight sends get to finish at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -116,32 +115,38 @@ impl Dispatcher {
 }
 
 /// Runs the dispatcher until `stop`, then lets the sends in flight finish (briefly) and
-/// writes their outcomes.
+/// writes their outcomes. Sends run as tasks of their own and outcomes are written by a
+/// writer task, so neither a slow receiver nor a database round trip holds up the others.
 pub(crate) async fn run(
     dispatcher: Dispatcher,
     mut events: broadcast::Receiver<Event>,
     stop: CancellationToken,
 ) {
-    let config = &dispatcher.config;
-    let (http, smtp) = (&dispatcher.http, dispatcher.smtp.as_ref());
-    let lease_ms = i64::try_from(config.lease().as_millis()).unwrap_or(i64::MAX);
-    let limit = config.concurrency;
-    let mut in_flight = FuturesUnordered::new();
-    let mut outcomes: Vec<(Claimed, Attempt)> = Vec::new();
+    let dispatcher = Arc::new(dispatcher);
+    let lease_ms = i64::try_from(dispatcher.config.lease().as_millis()).unwrap_or(i64::MAX);
+    let limit = dispatcher.config.concurrency;
+    let (outcomes, written) = (mpsc::unbounded_channel(), Arc::new(Notify::new()));
+    let (to_writer, from_sends) = outcomes;
+    let writer = tokio::spawn(write_all(dispatcher.clone(), from_sends, written.clone()));
+    let mut sends: JoinSet<(Claimed, Attempt)> = JoinSet::new();
     let mut maybe_due = true;
     let mut sleep_until = tokio::time::Instant::now();
     loop {
         if stop.is_cancelled() {
             break;
         }
-        if maybe_due && in_flight.len() < limit {
-            let room = i64::try_from(limit - in_flight.len()).unwrap_or(1);
-            match store::claim(&dispatcher.db, room, lease_ms, &dispatcher.id).await {
+        // claim when at least half the slots are free: a claim per freed slot would cost a
+        // round trip per delivery
+        if maybe_due && sends.len() <= limit / 2 {
+            let room = limit - sends.len();
+            let wanted = i32::try_from(room).unwrap_or(i32::MAX);
+            match store::claim(&dispatcher.db, wanted, lease_ms, &dispatcher.id).await {
                 Ok(claimed) => {
-                    maybe_due = claimed.len() as i64 == room;
+                    maybe_due = claimed.len() == room;
                     for row in claimed {
-                        in_flight.push(async move {
-                            let attempt = deliver(http, smtp, config, &row).await;
+                        let d = dispatcher.clone();
+                        sends.spawn(async move {
+                            let attempt = deliver(&d.http, d.smtp.as_ref(), &d.config, &row).await;
                             (row, attempt)
                         });
                     }
@@ -153,25 +158,18 @@ pub(crate) async fn run(
                 }
             }
         }
-        let idle = !maybe_due && in_flight.is_empty() && outcomes.is_empty();
+        let idle = !maybe_due && sends.is_empty();
         if idle && sleep_until <= tokio::time::Instant::now() {
             sleep_until = tokio::time::Instant::now() + next_look(&dispatcher.db).await;
         }
-        let flush_at = if outcomes.is_empty() {
-            None
-        } else if outcomes.len() >= MARK_BATCH || in_flight.is_empty() {
-            Some(tokio::time::Instant::now())
-        } else {
-            Some(tokio::time::Instant::now() + MARK_DELAY)
-        };
         tokio::select! {
             _ = stop.cancelled() => break,
-            Some(done) = in_flight.next(), if !in_flight.is_empty() => outcomes.push(done),
-            _ = tokio::time::sleep_until(flush_at.unwrap_or(sleep_until)), if flush_at.is_some() => {
-                write_outcomes(&dispatcher, std::mem::take(&mut outcomes)).await;
-            }
-            _ = tokio::time::sleep_until(sleep_until), if flush_at.is_none() && in_flight.is_empty() && !maybe_due => {
+            Some(joined) = sends.join_next(), if !sends.is_empty() => forward(joined, &to_writer),
+            _ = tokio::time::sleep_until(sleep_until), if idle => maybe_due = true,
+            // failures were written: their next attempts may be due sooner than the sleep
+            _ = written.notified() => {
                 maybe_due = true;
+                sleep_until = tokio::time::Instant::now();
             }
             event = events.recv() => match event {
                 Ok(Event::Notification { channel, .. }) if &*channel == "remuda_outbox" => maybe_due = true,
@@ -185,13 +183,54 @@ pub(crate) async fn run(
             },
         }
     }
-    let _ = tokio::time::timeout(SHUTDOWN_GRACE.min(config.timeout), async {
-        while let Some(done) = in_flight.next().await {
-            outcomes.push(done);
+    let grace = SHUTDOWN_GRACE.min(dispatcher.config.timeout);
+    let _ = tokio::time::timeout(grace, async {
+        while let Some(joined) = sends.join_next().await {
+            forward(joined, &to_writer);
         }
     })
     .await;
-    write_outcomes(&dispatcher, outcomes).await;
+    // what is still in flight is abandoned: its rows are due again when their leases end
+    sends.abort_all();
+    drop(to_writer);
+    let _ = writer.await;
+}
+
+/// Hands a finished send to the writer.
+fn forward(
+    joined: Result<(Claimed, Attempt), tokio::task::JoinError>,
+    to_writer: &mpsc::UnboundedSender<(Claimed, Attempt)>,
+) {
+    match joined {
+        Ok(done) => {
+            let _ = to_writer.send(done);
+        }
+        Err(e) if e.is_panic() => tracing::error!(
+            "remuda notifications: a send panicked ({e}); its notification is sent again when its lease ends"
+        ),
+        Err(_) => {}
+    }
+}
+
+/// The writer: takes the outcomes as they come and writes what has gathered in one go (up
+/// to [`MARK_BATCH`]), so batches grow while a write is under way.
+async fn write_all(
+    dispatcher: Arc<Dispatcher>,
+    mut outcomes: mpsc::UnboundedReceiver<(Claimed, Attempt)>,
+    written: Arc<Notify>,
+) {
+    while let Some(first) = outcomes.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MARK_BATCH {
+            match outcomes.try_recv() {
+                Ok(more) => batch.push(more),
+                Err(_) => break,
+            }
+        }
+        if write_outcomes(&dispatcher, batch).await {
+            written.notify_one();
+        }
+    }
 }
 
 /// How long to sleep when nothing is due: until the next row is, at most [`IDLE_LOOK`].
@@ -231,10 +270,8 @@ async fn deliver(
 
 /// Writes a batch of outcomes: sent rows in one statement, failures in another. A write
 /// that fails is logged: the rows' leases run out and they are sent again (at least once).
-async fn write_outcomes(dispatcher: &Dispatcher, outcomes: Vec<(Claimed, Attempt)>) {
-    if outcomes.is_empty() {
-        return;
-    }
+/// Returns whether it wrote failures (rows due again later).
+async fn write_outcomes(dispatcher: &Dispatcher, outcomes: Vec<(Claimed, Attempt)>) -> bool {
     let config = &dispatcher.config;
     let stats = &dispatcher.stats;
     let mut sent = Vec::new();
@@ -299,12 +336,14 @@ async fn write_outcomes(dispatcher: &Dispatcher, outcomes: Vec<(Claimed, Attempt
             ),
         }
     }
-    if !failures.is_empty() {
-        if let Err(e) = store::mark_failed(&dispatcher.db, &failures).await {
-            tracing::warn!(
-                "remuda notifications: recording {} failed attempts failed: {e}",
-                failures.len()
-            );
-        }
+    if failures.is_empty() {
+        return false;
     }
+    if let Err(e) = store::mark_failed(&dispatcher.db, &failures).await {
+        tracing::warn!(
+            "remuda notifications: recording {} failed attempts failed: {e}",
+            failures.len()
+        );
+    }
+    true
 }

@@ -165,6 +165,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_allow_list_admits_only_its_hosts_and_private_literals_stay_refused() {
+        let config = NotificationConfig {
+            allowed_hosts: vec!["hooks.example.com".into()],
+            ..NotificationConfig::default()
+        };
+        let url = |u: &str| reqwest::Url::parse(u).expect("url");
+        assert!(check_url(&config, &url("https://HOOKS.example.com/x")).is_ok());
+        let refused =
+            check_url(&config, &url("https://evil.example.net/x")).expect_err("not listed");
+        assert!(
+            refused.0.contains("not in notifications allowed_hosts"),
+            "{refused}"
+        );
+        let open = NotificationConfig::default();
+        let refused = check_url(&open, &url("http://[::1]:8080/")).expect_err("loopback");
+        assert!(
+            refused.0.contains("::1") && refused.0.contains("loopback"),
+            "{refused}"
+        );
+        let allowed = NotificationConfig {
+            allow_private_targets: true,
+            ..NotificationConfig::default()
+        };
+        assert!(check_url(&allowed, &url("http://127.0.0.1:8080/")).is_ok());
+    }
+
+    #[test]
     fn internal_addresses_are_forbidden_and_public_ones_are_not() {
         for ip in [
             "127.0.0.1",

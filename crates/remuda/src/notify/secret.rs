@@ -51,6 +51,19 @@ impl FromStr for Secret {
 }
 
 impl Secret {
+    /// A new secret of 32 bytes from the system's random source (`/dev/urandom`).
+    pub fn random() -> std::io::Result<Secret> {
+        use std::io::Read;
+        let mut key = vec![0; 32];
+        std::fs::File::open("/dev/urandom")?.read_exact(&mut key)?;
+        Ok(Secret { key })
+    }
+
+    /// The secret as configuration takes it: `whsec_` and the base64 of its key.
+    pub fn to_text(&self) -> String {
+        format!("{PREFIX}{}", STANDARD.encode(&self.key))
+    }
+
     /// The signature of one message: `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`.
     pub fn sign(&self, id: &str, timestamp: i64, body: &[u8]) -> String {
         // HMAC takes a key of any length: new_from_slice cannot fail for it
@@ -91,6 +104,13 @@ mod tests {
             secret.sign("msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body),
             "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
         );
+    }
+
+    #[test]
+    fn a_random_secret_reads_back_from_its_text() {
+        let secret = Secret::random().expect("random");
+        assert_eq!(secret.to_text().parse::<Secret>().expect("parses"), secret);
+        assert_ne!(Secret::random().expect("random"), secret);
     }
 
     #[test]

@@ -213,7 +213,7 @@ pub(crate) struct Claimed {
 /// Claims up to `limit` due notifications for `dispatcher` with a lease.
 pub(crate) async fn claim(
     db: &Database,
-    limit: i64,
+    limit: i32,
     lease_ms: i64,
     dispatcher: &str,
 ) -> Result<Vec<Claimed>> {

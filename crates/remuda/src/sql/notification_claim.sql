@@ -2,15 +2,10 @@
 -- a sender that dies uses it up) and holds a lease of $2 ms, written as its next_attempt_at:
 -- a row neither marked sent nor given a later attempt by then is due again (its sender
 -- died between claim and mark), and is sent again with the same id. SKIP LOCKED: dispatchers
--- never wait for one another.
+-- never wait for one another (see remuda.notifications_due).
 UPDATE remuda.notifications n
 SET attempts = n.attempts + 1,
     next_attempt_at = now() + $2::bigint * interval '1 millisecond',
     claimed_by = $3
-FROM (SELECT d.id FROM remuda.notifications d
-      WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-      ORDER BY d.next_attempt_at, d.id
-      LIMIT $1
-      FOR UPDATE SKIP LOCKED) due
-WHERE n.id = due.id
+WHERE n.id = ANY(ARRAY(SELECT remuda.notifications_due($1::int)))
 RETURNING n.id, n.channel, n.target, n.body::text AS body, n.attempts

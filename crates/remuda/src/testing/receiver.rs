@@ -158,6 +158,7 @@ async fn serve(
     state: Arc<Mutex<State>>,
     arrived: Arc<tokio::sync::Notify>,
 ) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
     let (read, mut write) = stream.into_split();
     let mut read = BufReader::new(read);
     loop {

@@ -580,6 +580,7 @@ impl Worker {
             Box::pin(settings::run(shared.clone(), background.clone())),
             &background,
         );
+        let mut delivery_task = None;
         if config.notifications.enabled {
             let dispatcher = crate::notify::dispatcher::Dispatcher::new(
                 db.clone(),
@@ -587,7 +588,7 @@ impl Worker {
                 worker_id.clone(),
                 self.notification_stats.clone(),
             )?;
-            spawn(
+            delivery_task = Some(spawn(
                 "notification delivery",
                 Box::pin(crate::notify::dispatcher::run(
                     dispatcher,
@@ -595,7 +596,7 @@ impl Worker {
                     background.clone(),
                 )),
                 &background,
-            );
+            ));
         }
         spawn(
             "notification dispatch",
@@ -738,7 +739,8 @@ impl Worker {
         // a database that does not answer must not hold the worker: each last step has the
         // shutdown timeout (a worker that could not deregister is rescued like a dead one)
         let patience = config.shutdown_timeout;
-        if let Some(mut task) = maintenance_task {
+        // the dispatcher writes what it sent before the worker is gone
+        for mut task in [maintenance_task, delivery_task].into_iter().flatten() {
             if tokio::time::timeout(patience, &mut task).await.is_err() {
                 task.abort();
             }

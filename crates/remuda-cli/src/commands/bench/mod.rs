@@ -5,9 +5,11 @@
 //! process and of the PostgreSQL server (when it runs on this machine), and database size.
 //! Two other modes measure maintenance: `--churn` (table size under steady load with short
 //! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`); `--workflow`
-//! measures workflow runs against a plain drain (`workflows.rs`).
+//! measures workflow runs against a plain drain (`workflows.rs`), `--notify` webhook deliveries
+//! (`notify.rs`).
 
 mod churn;
+mod notify;
 mod schedules;
 pub mod workflows;
 
@@ -153,9 +155,15 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
     }
     let admin = connect::database(db_args).await?;
     let db = super::scratch::create(&admin, "bench", 16).await?;
-    if args.churn.is_some() || args.schedules.is_some() || args.workflow.is_some() {
+    if args.churn.is_some()
+        || args.schedules.is_some()
+        || args.workflow.is_some()
+        || args.notify.is_some()
+    {
         let measured = if let Some(shape) = args.workflow {
             workflows::run(db.clone(), shape, args.nodes, args.json).await
+        } else if let Some(n) = args.notify {
+            notify::run(db.clone(), n, args.json).await
         } else if let Some(duration) = args.churn {
             let churn = churn::Churn {
                 duration,

@@ -70,14 +70,23 @@ fn definition(shape: Shape, nodes: usize) -> Workflow {
     wf
 }
 
-async fn with_worker<T>(
+pub(super) async fn with_worker<T>(
     db: &Database,
+    run: impl AsyncFnOnce(&Client) -> CliResult<T>,
+) -> CliResult<T> {
+    with_worker_config(db, WorkerConfig::default(), run).await
+}
+
+/// [`with_worker`] with the worker's settings (its concurrency is the bench's 2000).
+pub(super) async fn with_worker_config<T>(
+    db: &Database,
+    config: WorkerConfig,
     run: impl AsyncFnOnce(&Client) -> CliResult<T>,
 ) -> CliResult<T> {
     let worker = Worker::new(Client::new(db.sibling(8)))
         .config(WorkerConfig {
             concurrency: 2000,
-            ..WorkerConfig::default()
+            ..config
         })
         .register_dyn(KIND, TaskOptions::default(), Arc::new(Noop));
     let stop = CancellationToken::new();
@@ -95,7 +104,7 @@ async fn with_worker<T>(
     }
 }
 
-async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
+pub(super) async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
     with_worker(db, async |client| {
         let batch: Vec<NewJob> = (0..jobs)
             .map(|i| NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"i\":{i}}}"))))
