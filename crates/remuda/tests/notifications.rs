@@ -747,3 +747,75 @@ async fn retention_deletes_sent_notifications_after_a_week_and_dead_ones_after_a
         ]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_cannot_sign_leaves_webhooks_to_one_that_can() {
+    let (_db, client) = setup().await;
+    let receiver = Receiver::start().await.expect("receiver");
+    let unsigned = NotificationConfig {
+        allow_private_targets: true,
+        ..NotificationConfig::default()
+    };
+    let first = worker_with(&client, unsigned);
+    let id = enqueue(&client, json!({}), NotifyTarget::webhook(&receiver.url)).await;
+    client.wait(id, WAIT).await.expect("the job ran");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let waiting = notifications_of(&client, id).await;
+    assert_eq!(waiting[0].state, NotificationState::Pending);
+    assert_eq!(
+        waiting[0].attempts, 0,
+        "no attempt spent by a worker without a secret"
+    );
+    first.shutdown().await;
+
+    let second = worker_with(&client, delivery(&[100]));
+    let sent = settled(&client, id, NotificationState::Sent).await;
+    assert_eq!(sent[0].attempts, 1);
+    assert_eq!(receiver.received().len(), 1);
+    second.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_whose_senders_died_on_every_attempt_ends_dead_instead_of_looping() {
+    let (db, client) = setup().await;
+    let receiver = Receiver::start().await.expect("receiver");
+    let conn = db
+        .database()
+        .expect("pool")
+        .conn()
+        .await
+        .expect("connection");
+    let id: i64 = conn
+        .query_one(
+            "INSERT INTO remuda.notifications (channel, target, event, body, attempts, last_error)
+             VALUES ('webhook', $1, 'job.completed', '{}', 3, 'timed out') RETURNING id",
+            &[&receiver.url],
+        )
+        .await
+        .expect("a row whose three attempts never wrote an outcome")
+        .get(0);
+    let mut config = delivery(&[100]);
+    config.max_attempts = 3;
+    let worker = worker_with(&client, config);
+    let deadline = std::time::Instant::now() + WAIT;
+    let row = loop {
+        let list = client
+            .notifications(&NotificationFilter::default())
+            .await
+            .expect("list");
+        let row = list.into_iter().find(|n| n.id == id).expect("the row");
+        if row.state == NotificationState::Dead || std::time::Instant::now() > deadline {
+            break row;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(row.state, NotificationState::Dead);
+    assert_eq!(row.attempts, 3, "no fourth attempt");
+    let error = row.last_error.unwrap_or_default();
+    assert!(
+        error.contains("no outcome was written") && error.contains("timed out"),
+        "{error}"
+    );
+    assert!(receiver.received().is_empty());
+    worker.shutdown().await;
+}

@@ -10,8 +10,8 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct NotificationConfig {
     /// Signing secrets, `whsec_` base64: each request carries one signature per secret
-    /// (space-separated), so receivers keep verifying while a secret is rotated. Without one
-    /// webhooks are not sent: they fail with the reason until a secret is set.
+    /// (space-separated), so receivers keep verifying while a secret is rotated. A worker
+    /// without one sends no webhooks (it leaves them to workers that have one).
     pub secrets: Vec<Secret>,
     /// Longest one attempt may take (default 15 s). A claim's lease is twice this: a row
     /// whose sender died is due again then.
@@ -26,7 +26,8 @@ pub struct NotificationConfig {
     pub allow_private_targets: bool,
     /// When not empty, the only hosts webhooks may target.
     pub allowed_hosts: Vec<String>,
-    /// The SMTP server for email notifications; without it an email fails with the reason.
+    /// The SMTP server for email notifications; a worker without one sends no email (it
+    /// leaves them to workers that have one).
     pub smtp: Option<SmtpConfig>,
     /// Most notifications sent at once by one worker (default 64).
     pub concurrency: usize,
@@ -110,8 +111,8 @@ impl NotificationConfig {
     }
 }
 
-/// How email leaves: an SMTP server.
-#[derive(Clone, Debug)]
+/// How email leaves: an SMTP server. Shown by `Debug` without its password.
+#[derive(Clone)]
 pub struct SmtpConfig {
     /// Host name or address.
     pub host: String,
@@ -125,6 +126,19 @@ pub struct SmtpConfig {
     pub username: Option<String>,
     /// Password, with `username`.
     pub password: Option<String>,
+}
+
+impl std::fmt::Debug for SmtpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SmtpConfig")
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .field("tls", &self.tls)
+            .field("from", &self.from)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 /// Transport security to the SMTP server.

@@ -11,6 +11,7 @@ use super::store::{self, Claimed, Failure};
 use super::{email, webhook, NotificationConfig};
 use crate::db::listener::Event;
 use crate::db::Database;
+use futures_util::FutureExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -112,6 +113,19 @@ impl Dispatcher {
             smtp,
         })
     }
+
+    /// The channels this dispatcher can send: webhooks with a secret, email with an SMTP
+    /// server. Rows of the others are left to dispatchers that can (no attempt is spent).
+    pub(crate) fn channels(&self) -> Vec<&'static str> {
+        let mut channels = Vec::new();
+        if !self.config.secrets.is_empty() {
+            channels.push("webhook");
+        }
+        if self.smtp.is_some() {
+            channels.push("email");
+        }
+        channels
+    }
 }
 
 /// Runs the dispatcher until `stop`, then lets the sends in flight finish (briefly) and
@@ -125,6 +139,8 @@ pub(crate) async fn run(
     let dispatcher = Arc::new(dispatcher);
     let lease_ms = i64::try_from(dispatcher.config.lease().as_millis()).unwrap_or(i64::MAX);
     let limit = dispatcher.config.concurrency;
+    let max_attempts = i32::try_from(dispatcher.config.max_attempts).unwrap_or(i32::MAX);
+    let channels = dispatcher.channels();
     let (outcomes, written) = (mpsc::unbounded_channel(), Arc::new(Notify::new()));
     let (to_writer, from_sends) = outcomes;
     let writer = tokio::spawn(write_all(dispatcher.clone(), from_sends, written.clone()));
@@ -140,13 +156,28 @@ pub(crate) async fn run(
         if maybe_due && sends.len() <= limit / 2 {
             let room = limit - sends.len();
             let wanted = i32::try_from(room).unwrap_or(i32::MAX);
-            match store::claim(&dispatcher.db, wanted, lease_ms, &dispatcher.id).await {
+            let claim = store::Claim {
+                limit: wanted,
+                lease_ms,
+                dispatcher: &dispatcher.id,
+                max_attempts,
+                channels: &channels,
+            };
+            match store::claim(&dispatcher.db, &claim).await {
                 Ok(claimed) => {
                     maybe_due = claimed.len() == room;
                     for row in claimed {
                         let d = dispatcher.clone();
                         sends.spawn(async move {
-                            let attempt = deliver(&d.http, d.smtp.as_ref(), &d.config, &row).await;
+                            let sending = deliver(&d.http, d.smtp.as_ref(), &d.config, &row);
+                            // a panic is a failed attempt, written as any other
+                            let attempt = std::panic::AssertUnwindSafe(sending)
+                                .catch_unwind()
+                                .await
+                                .unwrap_or_else(|_| Attempt::Failed {
+                                    error: "sending it panicked (a bug: please report it)".into(),
+                                    retry_after: None,
+                                });
                             (row, attempt)
                         });
                     }
@@ -158,7 +189,9 @@ pub(crate) async fn run(
                 }
             }
         }
-        let idle = !maybe_due && sends.is_empty();
+        // nothing known to be due: sleep until the next row is (a backoff ending, a dead
+        // sender's lease), sends in flight or not
+        let idle = !maybe_due;
         if idle && sleep_until <= tokio::time::Instant::now() {
             sleep_until = tokio::time::Instant::now() + next_look(&dispatcher.db).await;
         }
@@ -201,14 +234,9 @@ fn forward(
     joined: Result<(Claimed, Attempt), tokio::task::JoinError>,
     to_writer: &mpsc::UnboundedSender<(Claimed, Attempt)>,
 ) {
-    match joined {
-        Ok(done) => {
-            let _ = to_writer.send(done);
-        }
-        Err(e) if e.is_panic() => tracing::error!(
-            "remuda notifications: a send panicked ({e}); its notification is sent again when its lease ends"
-        ),
-        Err(_) => {}
+    // (an Err is a send cancelled at shutdown: its row is due again when its lease ends)
+    if let Ok(done) = joined {
+        let _ = to_writer.send(done);
     }
 }
 
@@ -325,7 +353,8 @@ async fn write_outcomes(dispatcher: &Dispatcher, outcomes: Vec<(Claimed, Attempt
     if !sent.is_empty() {
         match store::mark_sent(&dispatcher.db, &sent).await {
             Ok(latencies) => {
-                stats.sent.fetch_add(sent.len() as u64, Ordering::Relaxed);
+                // (a row another dispatcher marked already is not counted twice)
+                stats.sent.fetch_add(latencies.len() as u64, Ordering::Relaxed);
                 for ms in latencies {
                     stats.record_latency(ms);
                 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 pub(crate) fn forbidden(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => forbidden_v4(v4),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped().or_else(|| embedded_v4(v6)) {
             Some(v4) => forbidden_v4(v4),
             None => forbidden_v6(v6),
         },
@@ -35,6 +35,8 @@ fn forbidden_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("an unspecified address")
     } else if ip.is_multicast() || ip.is_broadcast() || a >= 240 {
         Some("a multicast or reserved address")
+    } else if (a == 192 && b == 0 && ip.octets()[2] == 0) || (a == 198 && (b & 0xfe) == 18) {
+        Some("a reserved (protocol assignment or benchmarking) address")
     } else {
         None
     }
@@ -50,17 +52,29 @@ fn forbidden_v6(ip: Ipv6Addr) -> Option<&'static str> {
         Some("a private (unique local) address")
     } else if first & 0xffc0 == 0xfe80 {
         Some("a link-local address")
+    } else if first & 0xffc0 == 0xfec0 {
+        Some("a site-local address")
     } else if ip.is_multicast() {
         Some("a multicast address")
     } else if first == 0x64 && ip.segments()[1] == 0xff9b {
-        // NAT64 carries IPv4 addresses: judged by the one it carries
-        let [.., c, d] = ip.segments();
-        forbidden_v4(Ipv4Addr::new(
-            (c >> 8) as u8,
-            c as u8,
-            (d >> 8) as u8,
-            d as u8,
-        ))
+        // NAT64 for local use (64:ff9b:1::/48) or of an unknown form
+        Some("a NAT64 address for local use")
+    } else {
+        None
+    }
+}
+
+/// The IPv4 address an IPv6 one carries: IPv4-compatible (`::a.b.c.d`), NAT64
+/// (`64:ff9b::a.b.c.d`) or 6to4 (`2002:aabb:ccdd::/48`).
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = ip.segments();
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::new((hi >> 8) as u8, hi as u8, (lo >> 8) as u8, lo as u8);
+    let compatible = s[..6].iter().all(|&x| x == 0) && (s[6] != 0 || s[7] > 1);
+    let nat64 = s[0] == 0x64 && s[1] == 0xff9b && s[2..6].iter().all(|&x| x == 0);
+    if compatible || nat64 {
+        Some(v4(s[6], s[7]))
+    } else if s[0] == 0x2002 {
+        Some(v4(s[1], s[2]))
     } else {
         None
     }
@@ -206,11 +220,22 @@ mod tests {
             "fe80::1",
             "::ffff:127.0.0.1",
             "64:ff9b::a9fe:a9fe",
+            "64:ff9b:1::a01:203",
+            "::7f00:1",
+            "2002:a9fe:a9fe::1",
+            "fec0::1",
+            "198.18.0.1",
+            "192.0.0.8",
         ] {
             let ip: IpAddr = ip.parse().expect("address");
             assert!(forbidden(ip).is_some(), "{ip} should be forbidden");
         }
-        for ip in ["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"] {
+        for ip in [
+            "93.184.215.14",
+            "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+            "64:ff9b::5db8:d70e",
+            "2002:5db8:d70e::1",
+        ] {
             let ip: IpAddr = ip.parse().expect("address");
             assert_eq!(forbidden(ip), None, "{ip}");
         }

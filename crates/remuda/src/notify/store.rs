@@ -210,17 +210,30 @@ pub(crate) struct Claimed {
     pub attempts: i32,
 }
 
-/// Claims up to `limit` due notifications for `dispatcher` with a lease.
-pub(crate) async fn claim(
-    db: &Database,
-    limit: i32,
-    lease_ms: i64,
-    dispatcher: &str,
-) -> Result<Vec<Claimed>> {
+/// What a claim asks for.
+pub(crate) struct Claim<'a> {
+    pub limit: i32,
+    pub lease_ms: i64,
+    pub dispatcher: &'a str,
+    pub max_attempts: i32,
+    pub channels: &'a [&'a str],
+}
+
+/// Claims up to `limit` due notifications of `channels` for `dispatcher` with a lease.
+pub(crate) async fn claim(db: &Database, c: &Claim<'_>) -> Result<Vec<Claimed>> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::NOTIFICATION_CLAIM).await?;
     let rows = conn
-        .query(&statement, &[&limit, &lease_ms, &dispatcher])
+        .query(
+            &statement,
+            &[
+                &c.limit,
+                &c.lease_ms,
+                &c.dispatcher,
+                &c.max_attempts,
+                &c.channels,
+            ],
+        )
         .await?;
     rows.iter()
         .map(|r| {

@@ -18,6 +18,9 @@ pub(crate) fn client(config: &NotificationConfig) -> reqwest::Result<reqwest::Cl
         .timeout(config.timeout)
         .connect_timeout(config.timeout)
         .redirect(reqwest::redirect::Policy::none())
+        // no proxy from the environment (HTTP_PROXY …): a proxy resolves and connects for
+        // us, and the private-address check would see only the proxy
+        .no_proxy()
         // a request's body written after its headers must not wait for the receiver's
         // delayed ACK (Nagle): 40 ms a request on Linux
         .tcp_nodelay(true)
@@ -40,12 +43,6 @@ pub(crate) async fn send(
     };
     if let Err(refused) = guard::check_url(config, &url) {
         return Attempt::Dead(refused.0);
-    }
-    if config.secrets.is_empty() {
-        return Attempt::Failed {
-            error: "no webhook secret is configured (notifications secret): webhooks are sent signed only".into(),
-            retry_after: None,
-        };
     }
     let message_id = format!("msg_{id}");
     let timestamp = chrono::Utc::now().timestamp();
@@ -82,7 +79,7 @@ pub(crate) async fn send(
             .and_then(parse_retry_after),
         _ => None,
     };
-    let text = response.text().await.unwrap_or_default();
+    let text = body_start(response).await;
     let mut error = format!("HTTP {status}");
     let snippet: String = text.trim().chars().take(ERROR_BODY).collect();
     if !snippet.is_empty() {
@@ -93,6 +90,20 @@ pub(crate) async fn send(
         return Attempt::Dead(format!("{error} (the receiver is gone: not tried again)"));
     }
     Attempt::Failed { error, retry_after }
+}
+
+/// The first [`ERROR_BODY`] bytes of an answer's body (a receiver cannot make the worker
+/// read more).
+async fn body_start(mut response: reqwest::Response) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < ERROR_BODY {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes.truncate(ERROR_BODY);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// A request error in words, with its causes.

@@ -53,8 +53,9 @@ pub const MAX_CONCURRENCY: usize = 100_000;
 
 /// Connections of a worker's own pool besides maintenance's: one for each task that may hold
 /// one at the same time as the others — producer, completer, heartbeat, settings refresh,
-/// cancel reconciliation and the notification dispatcher — so none waits for another.
-const WORKER_POOL_SIZE: usize = 6;
+/// cancel reconciliation, and the notification dispatcher and its writer — so none waits
+/// for another.
+const WORKER_POOL_SIZE: usize = 7;
 
 /// How a worker runs. Every field has a default suited to production.
 #[derive(Clone, Debug)]
@@ -524,6 +525,21 @@ impl Worker {
             crash_loop_limit: i32::try_from(config.crash_loop_limit).unwrap_or(i32::MAX),
             capabilities: config.capabilities.clone(),
         };
+        // set up before anything is registered or started: a setup that fails leaves nothing
+        let dispatcher = crate::notify::dispatcher::Dispatcher::new(
+            db.clone(),
+            config.notifications.clone(),
+            worker_id.clone(),
+            self.notification_stats.clone(),
+        )?;
+        let dispatcher = match dispatcher.channels().is_empty() {
+            _ if !config.notifications.enabled => None,
+            true => {
+                tracing::info!("remuda worker {worker_id}: no webhook secret and no SMTP server: this worker sends no notifications");
+                None
+            }
+            false => Some(dispatcher),
+        };
         let registered = std::time::Instant::now();
         heartbeat::register(&db, &registration).await?;
 
@@ -581,13 +597,7 @@ impl Worker {
             &background,
         );
         let mut delivery_task = None;
-        if config.notifications.enabled {
-            let dispatcher = crate::notify::dispatcher::Dispatcher::new(
-                db.clone(),
-                config.notifications.clone(),
-                worker_id.clone(),
-                self.notification_stats.clone(),
-            )?;
+        if let Some(dispatcher) = dispatcher {
             delivery_task = Some(spawn(
                 "notification delivery",
                 Box::pin(crate::notify::dispatcher::run(
