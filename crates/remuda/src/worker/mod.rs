@@ -532,14 +532,11 @@ impl Worker {
             worker_id.clone(),
             self.notification_stats.clone(),
         )?;
-        let dispatcher = match dispatcher.channels().is_empty() {
-            _ if !config.notifications.enabled => None,
-            true => {
-                tracing::info!("remuda worker {worker_id}: no webhook secret and no SMTP server: this worker sends no notifications");
-                None
-            }
-            false => Some(dispatcher),
-        };
+        let can_send = !dispatcher.channels().is_empty();
+        if config.notifications.enabled && !can_send {
+            tracing::info!("remuda worker {worker_id}: no webhook secret and no SMTP server: this worker sends no notifications");
+        }
+        let dispatcher = (config.notifications.enabled && can_send).then_some(dispatcher);
         let registered = std::time::Instant::now();
         heartbeat::register(&db, &registration).await?;
 
