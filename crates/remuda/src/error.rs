@@ -238,6 +238,17 @@ impl Error {
     }
 }
 
+/// An error and its causes, as one line: `outer: cause: root cause`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut chain = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        chain.push_str(&format!(": {s}"));
+        source = s.source();
+    }
+    chain
+}
+
 /// A database error as a user should read it: the server's message with its SQLSTATE and
 /// whatever detail, hint and position it gave, or the driver's message and its causes.
 pub(crate) fn describe_db_error(e: &tokio_postgres::Error) -> String {
@@ -261,13 +272,7 @@ pub(crate) fn describe_db_error(e: &tokio_postgres::Error) -> String {
         }
         return words;
     }
-    let mut chain = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        chain.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    chain
+    error_chain(e)
 }
 
 /// Why a connection failed, and what to do about it.

@@ -55,7 +55,7 @@ pub use client::{
     QueueSettings, QueueStats, RatePer, Unique, WorkerInfo,
 };
 pub use db::{Database, Jsonb};
-pub use error::{Error, Result};
+pub use error::{error_chain, Error, Result};
 pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};
 pub use retry::Backoff;
 pub use task::{DynTask, JobContext, Task, TaskError, TaskOptions};

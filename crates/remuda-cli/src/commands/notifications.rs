@@ -53,15 +53,11 @@ fn print_list(list: &[Notification]) {
             .map(|j| j.to_string())
             .or(n.workflow_id.map(|w| format!("wf {w}")))
             .unwrap_or_default();
-        let channel = match n.channel {
-            remuda::notify::Channel::Webhook => "webhook",
-            remuda::notify::Channel::Email => "email",
-        };
         crate::out!(
             "{:>8}  {:>8}  {:<7}  {:<18}  {:<7}  {:>8}  {}",
             n.id,
             job,
-            channel,
+            n.channel.as_str(),
             n.event,
             n.state.as_str(),
             n.attempts,

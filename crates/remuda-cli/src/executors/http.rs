@@ -67,7 +67,7 @@ impl HttpTask {
                 };
                 TaskError::new(
                     code,
-                    format!("POST {} failed: {}", self.url, error_chain(&e)),
+                    format!("POST {} failed: {}", self.url, remuda::error_chain(&e)),
                 )
             })?;
         let status = response.status();
@@ -89,7 +89,7 @@ impl HttpTask {
                         format!(
                             "reading the answer of {} failed: {}",
                             self.url,
-                            error_chain(&e)
+                            remuda::error_chain(&e)
                         ),
                     ))
                 }
@@ -129,15 +129,4 @@ impl HttpTask {
             TaskError::permanent(code, message).with_data(data)
         })
     }
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }

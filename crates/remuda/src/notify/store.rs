@@ -65,6 +65,16 @@ pub enum Channel {
     Email,
 }
 
+impl Channel {
+    /// The lowercase name, as stored.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Channel::Webhook => "webhook",
+            Channel::Email => "email",
+        }
+    }
+}
+
 impl FromStr for Channel {
     type Err = Error;
 

@@ -108,20 +108,14 @@ async fn body_start(mut response: reqwest::Response) -> String {
 
 /// A request error in words, with its causes.
 fn describe(error: &reqwest::Error) -> String {
-    let mut text = if error.is_timeout() {
-        "timed out".to_string()
+    let what = if error.is_timeout() {
+        "timed out"
     } else if error.is_connect() {
-        "cannot connect".to_string()
+        "cannot connect"
     } else {
-        "request failed".to_string()
+        "request failed"
     };
-    let mut source = std::error::Error::source(error);
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
+    format!("{what}: {}", crate::error_chain(error))
 }
 
 /// `Retry-After` as seconds or an HTTP date, capped at a day.

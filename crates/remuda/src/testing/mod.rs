@@ -282,5 +282,34 @@ pub async fn migrate_with(db: &Database, extra: &[ExtraMigration]) -> Result<mig
 
 mod receiver;
 mod smtp;
+
+/// Serves each connection `listener` accepts with `handle`, in a task of its own, until
+/// `stop` is cancelled (connections still open are dropped then): the test servers' loop.
+fn serve_until<F, Fut>(
+    listener: tokio::net::TcpListener,
+    stop: tokio_util::sync::CancellationToken,
+    handle: F,
+) where
+    F: Fn(tokio::net::TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future + Send + 'static,
+{
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    let (connection, stop) = (handle(stream), stop.clone());
+                    tokio::spawn(async move {
+                        tokio::select! {
+                            _ = stop.cancelled() => {}
+                            _ = connection => {}
+                        }
+                    });
+                }
+            }
+        }
+    });
+}
 pub use receiver::{Received, Receiver, Reply};
 pub use smtp::{Mail, SmtpSink};

@@ -93,23 +93,9 @@ impl Receiver {
         let state = Arc::new(Mutex::new(State::default()));
         let arrived = Arc::new(tokio::sync::Notify::new());
         let stop = CancellationToken::new();
-        let (s, a, token) = (state.clone(), arrived.clone(), stop.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let (s, a, token) = (s.clone(), a.clone(), token.clone());
-                        tokio::spawn(async move {
-                            tokio::select! {
-                                _ = token.cancelled() => {}
-                                _ = serve(stream, s, a) => {}
-                            }
-                        });
-                    }
-                }
-            }
+        let (s, a) = (state.clone(), arrived.clone());
+        super::serve_until(listener, stop.clone(), move |stream| {
+            serve(stream, s.clone(), a.clone())
         });
         Ok(Receiver {
             url,

@@ -58,18 +58,9 @@ impl SmtpSink {
         let port = listener.local_addr()?.port();
         let mails = Arc::new(Mutex::new(Vec::new()));
         let stop = CancellationToken::new();
-        let (m, token) = (mails.clone(), stop.clone());
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = token.cancelled() => return,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let m = m.clone();
-                        tokio::spawn(async move { let _ = session(stream, m).await; });
-                    }
-                }
-            }
+        let m = mails.clone();
+        super::serve_until(listener, stop.clone(), move |stream| {
+            session(stream, m.clone())
         });
         Ok(SmtpSink { port, mails, stop })
     }
