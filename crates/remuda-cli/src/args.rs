@@ -99,6 +99,8 @@ pub enum Command {
     Maintenance(JsonFlag),
     /// List live workers.
     Workers(JsonFlag),
+    /// Serve the web dashboard and the JSON API (`/api/v1`) until stopped.
+    Dashboard(DashboardArgs),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
     Demo(DemoArgs),
     /// Measure enqueue and drain throughput and pickup latency in a scratch database.
@@ -685,12 +687,43 @@ pub struct JobsArgs {
     /// Only jobs of this kind.
     #[arg(long, short)]
     pub kind: Option<String>,
-    /// At most this many.
+    /// Only jobs run (or running) by this worker id (as `remuda workers` lists them).
+    #[arg(long, short)]
+    pub worker: Option<String>,
+    /// Only jobs whose args contain this JSON, as '{"user": 42}'.
+    #[arg(long)]
+    pub args: Option<String>,
+    /// At most this many (1 to 1000).
     #[arg(long, short, default_value_t = 20)]
     pub limit: i64,
+    /// The page after this cursor (printed under a full page, for the same filters).
+    #[arg(long)]
+    pub after: Option<String>,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `remuda dashboard`.
+#[derive(Debug, Args)]
+pub struct DashboardArgs {
+    /// Address to listen on. Anything but a loopback address needs a token.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub bind: std::net::SocketAddr,
+    /// The token that opens the dashboard and the API (at least 16 characters); without one,
+    /// a random token is made up and printed (on a loopback address only).
+    #[arg(long, env = "REMUDA_DASHBOARD_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// The name the audit log records for changes made with --token.
+    #[arg(long, default_value = "admin")]
+    pub token_name: String,
+    /// Let everybody who can reach the address in, without a token: for local use only
+    /// (refused on anything but a loopback address).
+    #[arg(long, conflicts_with = "token")]
+    pub no_auth: bool,
+    /// Refuse every change (retry, cancel, delete, enqueue, pause, …) on the server.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 /// `remuda demo`.

@@ -32,6 +32,7 @@ impl CliError {
                 remuda::Error::WorkflowDrift { .. } => "DRIFT",
                 remuda::Error::InvalidWorkflow(_) => "INVALID_SPEC",
                 remuda::Error::QueueFull(_) => "QUEUE_FULL",
+                remuda::Error::UniqueConflict(_) => "UNIQUE_CONFLICT",
                 _ if self.exit_code() == 2 => "BAD_INPUT",
                 _ => "DATABASE",
             },
@@ -56,6 +57,7 @@ impl CliError {
                 | remuda::Error::NotificationWrongState { .. }
                 | remuda::Error::WrongState { .. }
                 | remuda::Error::QueueFull(_)
+                | remuda::Error::UniqueConflict(_)
                 | remuda::Error::Json(_) => 2,
                 e if e.is_bad_data() => 2,
                 // unreachable, wrong schema, or anything else the database refused

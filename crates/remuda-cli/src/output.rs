@@ -1,7 +1,7 @@
 //! Printing jobs, queues and workers as text for people or JSON for scripts.
 
 use remuda::{Job, JobState, QueueStats, WorkerInfo};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// Writes to stdout; a closed stdout (the reader went away, as `head` does) ends the process
 /// quietly with exit 0: there is nobody left to tell.
@@ -89,10 +89,10 @@ pub fn print_job(job: &Job) {
     }
 }
 
-/// Jobs as a table.
+/// Jobs as a table, with the last error of each job that has one.
 pub fn print_jobs(jobs: &[Job]) {
     crate::out!(
-        "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
+        "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}  LAST_ERROR",
         "ID",
         "STATE",
         "KIND",
@@ -102,49 +102,38 @@ pub fn print_jobs(jobs: &[Job]) {
     );
     for job in jobs {
         crate::out!(
-            "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}",
+            "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}  {}",
             job.id,
             job.state.as_str(),
             job.kind,
             job.queue,
             job.attempt,
-            time(Some(job.run_at))
+            time(Some(job.run_at)),
+            last_error(job)
         );
     }
 }
 
-/// Queue statistics as `{"queue": …, "<state>": count, …, "unroutable", "paused",
-/// "max_running", "key_limit", "rate", "rate_per", "max_depth"}` objects with every state
-/// present.
+/// The error that ended a job, else its latest failed attempt's, in one line (`-` for none).
+fn last_error(job: &Job) -> String {
+    let (code, message) = match (&job.result, job.errors.last()) {
+        (Some(remuda::JobResult::Err(e)), _) => (e.code.as_str(), e.message.as_str()),
+        (_, Some(e)) => (e.code.as_str(), e.message.as_str()),
+        _ => return "-".into(),
+    };
+    let line: String = message
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(80)
+        .collect();
+    format!("{code}: {line}")
+}
+
+/// Queue statistics as `remuda queues --json` prints them (see `QueueStats`'s serialisation).
 pub fn queues_json(stats: &[QueueStats]) -> Value {
-    Value::Array(
-        stats
-            .iter()
-            .map(|s| {
-                let mut object = Map::new();
-                object.insert("queue".into(), json!(s.queue));
-                for state in JobState::ALL {
-                    object.insert(state.as_str().into(), json!(s.count(state)));
-                }
-                object.insert("unroutable".into(), json!(s.unroutable));
-                if let Ok(Value::Object(settings)) = serde_json::to_value(&s.settings) {
-                    for key in [
-                        "paused",
-                        "max_running",
-                        "key_limit",
-                        "rate",
-                        "rate_per",
-                        "max_depth",
-                    ] {
-                        if let Some(value) = settings.get(key) {
-                            object.insert(key.into(), value.clone());
-                        }
-                    }
-                }
-                Value::Object(object)
-            })
-            .collect(),
-    )
+    serde_json::to_value(stats).unwrap_or_else(|e| json!({"error": e.to_string()}))
 }
 
 /// The limits in force on a queue, in a few words (`-` for none).

@@ -42,6 +42,10 @@ pub enum Error {
     /// An enqueue would take a queue over its `max_depth`: nothing was enqueued.
     #[error("{0}")]
     QueueFull(String),
+    /// A retry would make a second job hold a unique key another job holds now: nothing was
+    /// changed.
+    #[error("{0}")]
+    UniqueConflict(String),
     /// No connection could be taken from the pool.
     #[error("database pool: {0}")]
     Pool(String),

@@ -199,6 +199,9 @@ pub struct Job {
     pub schedule: Option<String>,
     /// The fire time it was enqueued for (the scheduled instant, not when it was inserted).
     pub fire_at: Option<DateTime<Utc>>,
+    /// The workflow run it is a node of, if any.
+    #[serde(default)]
+    pub workflow_id: Option<i64>,
 }
 
 impl Job {
@@ -236,6 +239,7 @@ impl Job {
                 .map(worker_name),
             schedule: row.try_get("schedule")?,
             fire_at: row.try_get("fire_at")?,
+            workflow_id: row.try_get("workflow_id")?,
         })
     }
 }

@@ -51,8 +51,9 @@ pub mod worker;
 pub mod workflow;
 
 pub use client::{
-    Client, ClusterSettings, Inserted, JobFilter, NewJob, QueueChange, QueueRetention,
-    QueueSettings, QueueStats, RatePer, Unique, WorkerInfo,
+    BulkAction, BulkOutcome, Client, ClusterSettings, Inserted, JobFilter, JobPage, NewJob,
+    QueueChange, QueueRetention, QueueSettings, QueueStats, RatePer, Unique, WorkerInfo, COUNT_CAP,
+    DEFAULT_PAGE, MAX_PAGE,
 };
 pub use db::{Database, Jsonb};
 pub use error::{error_chain, Error, Result};

@@ -30,11 +30,23 @@ pub(crate) const INSERT_UNIQUE_JOBS: &str = include_str!("sql/insert_unique_jobs
 pub(crate) const JOB_CANCEL: &str = include_str!("sql/job_cancel.sql");
 /// One job, every column the CLI and the API show.
 pub(crate) const JOB_GET: &str = include_str!("sql/job_get.sql");
-/// Jobs filtered by state ($1), queue ($2) and kind ($3), any of them NULL for all; newest first.
-pub(crate) const JOB_LIST: &str = include_str!("sql/job_list.sql");
+/// A page of the jobs in final state $1, latest finished first, after the cursor ($2 finished_at, …
+pub(crate) const JOB_PAGE_FINISHED: &str = include_str!("sql/job_page_finished.sql");
+/// A page of the available jobs, in the order they run (priority, run_at, id), after the cursor …
+pub(crate) const JOB_PAGE_AVAILABLE: &str = include_str!("sql/job_page_available.sql");
+/// A page of the scheduled jobs, soonest first (run_at, id), after the cursor ($1 run_at, $2 id; …
+pub(crate) const JOB_PAGE_SCHEDULED: &str = include_str!("sql/job_page_scheduled.sql");
+/// A page of the running jobs, newest first, below id $1 (NULL for the first page), of queue $2, …
+pub(crate) const JOB_PAGE_RUNNING: &str = include_str!("sql/job_page_running.sql");
+/// A page of jobs in any state, newest first, below id $1 (NULL for the first page), of queue $2, …
+pub(crate) const JOB_PAGE_ANY: &str = include_str!("sql/job_page_any.sql");
+/// Cancel each of the jobs $1 that has not finished, through the finalization seam, as …
+pub(crate) const JOB_CANCEL_MANY: &str = include_str!("sql/job_cancel_many.sql");
+/// Delete each of the jobs $1 that is not running (a running job is cancelled first, so its …
+pub(crate) const JOB_DELETE: &str = include_str!("sql/job_delete.sql");
 /// Run a job that is not running again, now: a final job gets one more attempt if it used them …
 pub(crate) const JOB_RETRY: &str = include_str!("sql/job_retry.sql");
-/// Redrive: run again, now, every job in final state $1 (failed, cancelled or expired) of …
+/// Redrive: run again, now, through the finalization seam, each of the jobs $1 that is failed, …
 pub(crate) const JOB_RETRY_MANY: &str = include_str!("sql/job_retry_many.sql");
 /// Take or renew the leader lease for $2 seconds: succeeds (returns a row) when the lease is …
 pub(crate) const LEADER_ELECT: &str = include_str!("sql/leader_elect.sql");
@@ -46,7 +58,7 @@ pub(crate) const MARK_DEAD: &str = include_str!("sql/mark_dead.sql");
 pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
 /// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
 pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
-/// Number of jobs per queue and state.
+/// Number of jobs per queue and state, each state counted in its own index rather than the …
 pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
 /// The settings of the queues $1 (rows only for queues that have settings), for workers and …
 pub(crate) const QUEUE_GET: &str = include_str!("sql/queue_get.sql");
@@ -84,7 +96,7 @@ pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
 pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
 /// One heartbeat for the whole worker (not one per job): its running jobs live as long as it …
 pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/worker_heartbeat.sql");
-/// Live workers (heard from within their own rescue_after) with the number of jobs each is …
+/// Registered workers with what each reported at its last heartbeat (jobs running, attempts …
 pub(crate) const WORKER_LIST: &str = include_str!("sql/worker_list.sql");
 /// Register a worker, or bring its row back after it was declared dead or forgotten (its old …
 pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql");
@@ -134,6 +146,8 @@ pub(crate) const VACUUM_DUE: &str = include_str!("sql/vacuum_due.sql");
 
 /// Start a run of compiled definition $1 with input $2, or find the one started with
 pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow_start.sql");
+/// The compiled definition run $1 was started with (to start a new run of it).
+pub(crate) const WORKFLOW_DEFINITION: &str = include_str!("sql/workflow_definition.sql");
 /// One run: what `remuda workflow status` shows besides its nodes.
 pub(crate) const WORKFLOW_GET: &str = include_str!("sql/workflow_get.sql");
 /// The nodes of run $1 in topological order, with their error and, for a map, its elements'
@@ -202,7 +216,14 @@ pub const ALL: &[(&str, &str)] = &[
     ("insert_unique_jobs", INSERT_UNIQUE_JOBS),
     ("job_cancel", JOB_CANCEL),
     ("job_get", JOB_GET),
-    ("job_list", JOB_LIST),
+    ("job_page_finished", JOB_PAGE_FINISHED),
+    ("job_page_available", JOB_PAGE_AVAILABLE),
+    ("job_page_scheduled", JOB_PAGE_SCHEDULED),
+    ("job_page_running", JOB_PAGE_RUNNING),
+    ("job_page_any", JOB_PAGE_ANY),
+    ("job_cancel_many", JOB_CANCEL_MANY),
+    ("job_delete", JOB_DELETE),
+    ("workflow_definition", WORKFLOW_DEFINITION),
     ("job_retry", JOB_RETRY),
     ("job_retry_many", JOB_RETRY_MANY),
     ("leader_elect", LEADER_ELECT),

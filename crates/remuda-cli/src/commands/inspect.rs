@@ -21,18 +21,35 @@ pub async fn job(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
 }
 
 pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
+    let contains = args
+        .args
+        .as_deref()
+        .map(|text| {
+            serde_json::from_str(text).map_err(|e| {
+                CliError::Usage(format!(
+                    "--args must be JSON that the jobs' args contain, as '{{\"user\": 42}}': {e}"
+                ))
+            })
+        })
+        .transpose()?;
     let client = connect::client(db).await?;
     let filter = JobFilter {
         state: args.state,
         queue: args.queue,
         kind: args.kind,
+        worker: args.worker,
+        args: contains,
         limit: Some(args.limit),
+        after: args.after,
     };
-    let jobs = client.jobs(&filter).await?;
+    let page = client.job_page(&filter).await?;
     if args.json {
-        print_json(&jobs);
+        print_json(&page.jobs);
     } else {
-        print_jobs(&jobs);
+        print_jobs(&page.jobs);
+        if let Some(next) = &page.next {
+            crate::out!("(more: --after {next})");
+        }
     }
     Ok(0)
 }

@@ -2,6 +2,7 @@
 
 mod bench;
 pub use bench::workflows::Shape as WorkflowShape;
+mod dashboard;
 mod demo;
 mod enqueue;
 mod inspect;
@@ -67,6 +68,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Notifications(args) => notifications::run(db, args).await,
         Command::Prune(args) => maintenance::prune(db, args).await,
         Command::Maintenance(flags) => maintenance::status(db, flags).await,
+        Command::Dashboard(args) => dashboard::run(db, args).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {

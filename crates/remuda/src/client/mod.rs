@@ -11,12 +11,16 @@
 //! # Ok(()) }
 //! ```
 
+mod bulk;
 mod insert;
+mod list;
 mod queues;
 pub(crate) mod wait;
 
+pub use bulk::{BulkAction, BulkOutcome};
 pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
+pub use list::{JobPage, DEFAULT_PAGE, MAX_PAGE};
 pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
 
 use crate::db::listener::Listener;
@@ -69,8 +73,15 @@ pub struct JobFilter {
     pub queue: Option<String>,
     /// Only jobs of this kind.
     pub kind: Option<String>,
-    /// At most this many (newest first); default 100.
+    /// Only jobs run (or running) by this worker id.
+    pub worker: Option<String>,
+    /// Only jobs whose args contain this JSON (`@>`: `{"user": 42}` matches every job whose
+    /// args have `"user": 42` among others).
+    pub args: Option<serde_json::Value>,
+    /// At most this many (1 to [`MAX_PAGE`]); default [`DEFAULT_PAGE`].
     pub limit: Option<i64>,
+    /// The page after this cursor ([`JobPage::next`] of the previous page).
+    pub after: Option<String>,
 }
 
 /// Number of jobs in each state of one queue.
@@ -80,10 +91,15 @@ pub struct QueueStats {
     pub queue: String,
     /// Jobs per state this build knows; states added by a newer schema are left out.
     counts: std::collections::HashMap<JobState, i64>,
+    /// Final states whose count reached the cap: "at least" that many.
+    capped: Vec<JobState>,
     /// Available jobs that no live worker can take: no live worker serving the queue runs
     /// their kind, or none of those is the named target worker or has every required
     /// capability.
     pub unroutable: i64,
+    /// When its oldest available job became runnable (`None`: none is waiting); now minus
+    /// this is the queue's lag.
+    pub oldest_available: Option<DateTime<Utc>>,
     /// The queue's settings (pause, limits): the defaults for a queue never configured.
     pub settings: QueueSettings,
 }
@@ -93,7 +109,53 @@ impl QueueStats {
     pub fn count(&self, state: JobState) -> i64 {
         self.counts.get(&state).copied().unwrap_or(0)
     }
+
+    /// Whether the count of `state` stopped at the cap of [`Client::queue_stats_capped`]: the
+    /// queue holds at least that many jobs in it (only final states are capped).
+    pub fn is_capped(&self, state: JobState) -> bool {
+        self.capped.contains(&state)
+    }
 }
+
+/// As `remuda queues --json` and the API print it: `{"queue", "<state>": count for every
+/// state, "capped": [final states counted only up to COUNT_CAP], "unroutable", "paused",
+/// "max_running", "key_limit", "rate", "rate_per", "max_depth"}`.
+impl Serialize for QueueStats {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde_json::{json, Map, Value};
+        let mut object = Map::new();
+        object.insert("queue".into(), json!(self.queue));
+        for state in JobState::ALL {
+            object.insert(state.as_str().into(), json!(self.count(state)));
+        }
+        object.insert("capped".into(), json!(self.capped));
+        object.insert("unroutable".into(), json!(self.unroutable));
+        object.insert("oldest_available".into(), json!(self.oldest_available));
+        if let Ok(Value::Object(settings)) = serde_json::to_value(&self.settings) {
+            for key in [
+                "paused",
+                "max_running",
+                "key_limit",
+                "rate",
+                "rate_per",
+                "max_depth",
+            ] {
+                if let Some(value) = settings.get(key) {
+                    object.insert(key.into(), value.clone());
+                }
+            }
+        }
+        object.serialize(serializer)
+    }
+}
+
+/// The most jobs the dashboard counts per queue in each final state
+/// ([`Client::queue_stats_capped`]): beyond it the count says "at least", and stays quick with
+/// millions of finished jobs.
+pub const COUNT_CAP: i64 = 10_000;
 
 /// A registered worker, as `remuda workers` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -116,6 +178,14 @@ pub struct WorkerInfo {
     pub concurrency: i32,
     /// Jobs it is running now.
     pub running: i64,
+    /// Attempts it completed since it started.
+    pub completed: i64,
+    /// Attempts that failed for good on it since it started.
+    pub failed: i64,
+    /// Its processor use over its last heartbeat interval, in percent of one core.
+    pub cpu_percent: Option<f32>,
+    /// Its resident memory, in bytes.
+    pub rss_bytes: Option<i64>,
     /// When it started.
     pub started_at: DateTime<Utc>,
     /// Its last heartbeat (`None` once the leader declared it dead).
@@ -277,17 +347,10 @@ impl Client {
             .transpose()
     }
 
-    /// Lists jobs, newest first.
+    /// Lists the first page of jobs matching `filter`, in the order of its state (see
+    /// [`Client::job_page`]).
     pub async fn jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_LIST).await?;
-        let state = filter.state.map(|s| s.as_str());
-        let limit = filter.limit.unwrap_or(100).max(0);
-        conn.query(&statement, &[&state, &filter.queue, &filter.kind, &limit])
-            .await?
-            .iter()
-            .map(Job::from_row)
-            .collect()
+        Ok(self.job_page(filter).await?.jobs)
     }
 
     /// Cancels a job that has not finished; a running one is stopped by its worker. Returns
@@ -363,13 +426,16 @@ impl Client {
                 "only failed, cancelled or expired jobs can be retried in bulk, not {state} ones"
             )));
         }
-        let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_RETRY_MANY).await?;
-        let row = conn
-            .query_one(&statement, &[&state.as_str(), &queue, &kind])
+        let filter = JobFilter {
+            state: Some(state),
+            queue: queue.map(str::to_string),
+            kind: kind.map(str::to_string),
+            ..Default::default()
+        };
+        let outcome = self
+            .act_on_matching(&filter, BulkAction::Retry, None, false)
             .await?;
-        let retried: i64 = row.try_get("retried")?;
-        Ok(u64::try_from(retried).unwrap_or(0))
+        Ok(outcome.changed)
     }
 
     /// Runs an operator's transition (`job_cancel.sql`, `job_retry.sql`: both return the old
@@ -388,7 +454,7 @@ impl Client {
             .await
             .map_err(|e| match e.as_db_error() {
                 // retrying a unique job whose key another job took meanwhile
-                Some(db) if db.constraint() == Some("jobs_unique_scope_idx") => Error::InvalidInput(format!(
+                Some(db) if db.constraint() == Some("jobs_unique_scope_idx") => Error::UniqueConflict(format!(
                     "cannot {action} job {id}: another job holds its unique key now (the retry would be a duplicate)"
                 )),
                 _ => Error::from(e),
@@ -409,18 +475,31 @@ impl Client {
     /// Job counts per queue and state, the queue's settings, and how many of its available
     /// jobs no live worker can take; configured queues without jobs are listed too.
     pub async fn queue_stats(&self) -> Result<Vec<QueueStats>> {
+        self.queue_stats_capped(None).await
+    }
+
+    /// Like [`Client::queue_stats`], with each final state counted up to `cap` per queue
+    /// ([`QueueStats::is_capped`] says which stopped there): a page shown every few seconds
+    /// counts [`COUNT_CAP`] at most, whatever the table holds.
+    pub async fn queue_stats_capped(&self, cap: Option<i64>) -> Result<Vec<QueueStats>> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::QUEUE_COUNTS).await?;
         let mut stats: std::collections::BTreeMap<String, QueueStats> = Default::default();
-        for row in conn.query(&statement, &[]).await? {
+        for row in conn.query(&statement, &[&cap]).await? {
             let queue: String = row.try_get("queue")?;
             let state: String = row.try_get("state")?;
             let count: i64 = row.try_get("jobs")?;
+            let capped: bool = row.try_get("capped")?;
+            let oldest: Option<DateTime<Utc>> = row.try_get("oldest")?;
             let entry = stats_entry(&mut stats, &queue);
+            entry.oldest_available = entry.oldest_available.or(oldest);
             // a state a newer schema added: not one this build can name, so not counted
             match state.parse::<JobState>() {
                 Ok(state) => {
                     entry.counts.insert(state, count);
+                    if capped {
+                        entry.capped.push(state);
+                    }
                 }
                 Err(_) => tracing::debug!(
                     "remuda: {count} jobs of queue {queue} in state {state}, unknown to this build"
@@ -479,6 +558,10 @@ impl Client {
                     capabilities: row.try_get("capabilities")?,
                     concurrency: row.try_get("concurrency")?,
                     running: row.try_get("running")?,
+                    completed: row.try_get("completed")?,
+                    failed: row.try_get("failed")?,
+                    cpu_percent: row.try_get("cpu_percent")?,
+                    rss_bytes: row.try_get("rss_bytes")?,
                     started_at: row.try_get("started_at")?,
                     heartbeat_at: row.try_get("heartbeat_at")?,
                     alive: row.try_get("alive")?,
@@ -498,7 +581,9 @@ fn stats_entry<'a>(
         .or_insert_with(|| QueueStats {
             queue: queue.to_string(),
             counts: Default::default(),
+            capped: Vec::new(),
             unroutable: 0,
+            oldest_available: None,
             settings: QueueSettings::new(queue),
         })
 }

@@ -114,10 +114,22 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0013_notifications.sql"),
     },
+    Migration {
+        version: 14,
+        name: "audit",
+        mode: Mode::Transaction,
+        sql: include_str!("0014_audit.sql"),
+    },
+    Migration {
+        version: 15,
+        name: "worker_report",
+        mode: Mode::Transaction,
+        sql: include_str!("0015_worker_report.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 13;
+pub const LATEST: i32 = 15;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -1,5 +1,32 @@
--- Number of jobs per queue and state.
-SELECT queue, state::text AS state, count(*) AS jobs
-FROM remuda.jobs
-GROUP BY queue, state
-ORDER BY queue, state
+-- Number of jobs per queue and state, each state counted in its own index rather than the
+-- table: the waiting and running states exactly, each final state up to $1 per queue (NULL:
+-- all; a count of $1 means "at least $1", flagged `capped`), so that a capped count stays
+-- quick with millions of finished jobs. The (state, queue) pairs of the finished jobs are found by skipping through
+-- jobs_finished_idx, one probe per pair. With the available count comes the run_at of the
+-- queue's oldest available job: how far behind the queue is.
+WITH RECURSIVE finished(state, queue) AS (
+    (SELECT state, queue FROM remuda.jobs
+     WHERE state IN ('completed', 'failed', 'cancelled', 'expired')
+     ORDER BY state, queue LIMIT 1)
+  UNION ALL
+    SELECT n.state, n.queue FROM finished f
+    CROSS JOIN LATERAL (
+        SELECT x.state, x.queue FROM remuda.jobs x
+        WHERE x.state IN ('completed', 'failed', 'cancelled', 'expired')
+          AND (x.state, x.queue) > (f.state, f.queue)
+        ORDER BY x.state, x.queue LIMIT 1) n
+)
+SELECT f.queue, f.state::text AS state, c.jobs, COALESCE(c.jobs >= $1, false) AS capped, NULL::timestamptz AS oldest
+FROM finished f
+CROSS JOIN LATERAL (
+    SELECT count(*) AS jobs FROM (
+        SELECT 1 FROM remuda.jobs x
+        WHERE x.state IN ('completed', 'failed', 'cancelled', 'expired')
+          AND x.state = f.state AND x.queue = f.queue
+        LIMIT $1) l) c
+UNION ALL
+SELECT queue, 'available', count(*), false, min(run_at) FROM remuda.jobs WHERE state = 'available' GROUP BY queue
+UNION ALL
+SELECT queue, 'scheduled', count(*), false, NULL FROM remuda.jobs WHERE state = 'scheduled' GROUP BY queue
+UNION ALL
+SELECT queue, 'running', count(*), false, NULL FROM remuda.jobs WHERE state = 'running' GROUP BY queue

@@ -66,11 +66,47 @@ pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// What a heartbeat reports besides the worker being alive.
+struct Report {
+    running: i32,
+    running_ids: Vec<i64>,
+    completed: i64,
+    failed: i64,
+    cpu_percent: Option<f32>,
+    rss_bytes: Option<i64>,
+}
+
+impl Report {
+    fn now(shared: &Shared, concurrency: i32, cpu: &mut super::usage::CpuMeter) -> Report {
+        let free = i32::try_from(shared.slots.available_permits()).unwrap_or(i32::MAX);
+        let count = |n: &std::sync::atomic::AtomicU64| {
+            i64::try_from(n.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
+        };
+        Report {
+            running: concurrency.saturating_sub(free).max(0),
+            running_ids: lock(&shared.running).keys().copied().collect(),
+            completed: count(&shared.stats.completed),
+            failed: count(&shared.stats.failed),
+            cpu_percent: cpu.percent(),
+            rss_bytes: super::usage::resident_bytes(),
+        }
+    }
+}
+
 /// Whether the heartbeat found the worker alive in the registry.
-async fn beat(db: &Database, r: &Registration, running: i32) -> Result<bool> {
+async fn beat(db: &Database, r: &Registration, report: &Report) -> Result<bool> {
     let conn = db.conn().await?;
     let statement = conn.prepare_cached(sql::WORKER_HEARTBEAT).await?;
-    Ok(conn.execute(&statement, &[&r.id, &running]).await? > 0)
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+        &r.id,
+        &report.running,
+        &report.running_ids,
+        &report.completed,
+        &report.failed,
+        &report.cpu_percent,
+        &report.rss_bytes,
+    ];
+    Ok(conn.execute(&statement, &params).await? > 0)
 }
 
 /// Stops every running job: asked at once, aborted after `grace`. The producer claims nothing
@@ -103,6 +139,7 @@ pub(crate) async fn run(
     let patience = every.max(Duration::from_secs(1));
     let id = &registration.id;
     let mut last_ok = registered;
+    let mut cpu = super::usage::CpuMeter::new();
     loop {
         super::supervise::fault_point("heartbeat");
         let fence_at = tokio::time::Instant::from_std(last_ok + fence_after);
@@ -116,9 +153,8 @@ pub(crate) async fn run(
             }
         }
         let started = Instant::now();
-        let free = i32::try_from(shared.slots.available_permits()).unwrap_or(i32::MAX);
-        let running = registration.concurrency.saturating_sub(free).max(0);
-        let beating = tokio::time::timeout(patience, beat(&shared.db, &registration, running));
+        let report = Report::now(&shared, registration.concurrency, &mut cpu);
+        let beating = tokio::time::timeout(patience, beat(&shared.db, &registration, &report));
         tokio::pin!(beating);
         let outcome = loop {
             let fenced = shared.fenced.load(Ordering::SeqCst);

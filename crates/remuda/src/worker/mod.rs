@@ -35,6 +35,7 @@ mod outcome;
 mod producer;
 mod settings;
 pub(crate) mod supervise;
+mod usage;
 
 use crate::client::Client;
 use crate::maintenance;

@@ -111,6 +111,8 @@ pub struct NodeStatus {
     /// `task`, `map`, `sleep`, `signal` or `workflow`.
     #[serde(rename = "type")]
     pub node_type: String,
+    /// The nodes it waits for (the graph's edges).
+    pub deps: Vec<String>,
     /// Where it is.
     pub state: NodeState,
     /// Why it was skipped or cancelled: `condition`, `dependency`, `cancel`.

@@ -146,6 +146,25 @@ impl Client {
         self.start_compiled(&compiled, input, key).await
     }
 
+    /// Starts a new run of the definition run `from` was started with (the dashboard's "run
+    /// again"), with `input` and an idempotency `key`.
+    pub async fn start_workflow_like(
+        &self,
+        from: i64,
+        input: &Value,
+        key: Option<&str>,
+    ) -> Result<Started> {
+        let conn = self.database().conn().await?;
+        let statement = conn.prepare_cached(sql::WORKFLOW_DEFINITION).await?;
+        let row = conn
+            .query_opt(&statement, &[&from])
+            .await?
+            .ok_or(Error::WorkflowNotFound(from))?;
+        let compiled: Value = row.try_get("definition")?;
+        drop(conn);
+        self.start_compiled(&compiled, input, key).await
+    }
+
     async fn start_compiled(
         &self,
         compiled: &Value,
@@ -183,6 +202,7 @@ impl Client {
                 n.try_get("node")?,
                 NodeStatus {
                     node_type: n.try_get("type")?,
+                    deps: n.try_get("deps")?,
                     state: n
                         .try_get::<_, String>("state")?
                         .parse::<NodeState>()

@@ -1,0 +1,134 @@
+//! `/api/v1/queues`: counts and settings, pause, resume, and limits.
+
+use super::{optional, parse_field};
+use crate::actions::{self, QueueAction};
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiJson, ApiPath};
+use crate::State;
+use axum::extract::State as S;
+use axum::{Extension, Json};
+use remuda::{QueueChange, RatePer};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// `GET /api/v1/queues`: as `remuda queues --json`.
+pub async fn list(S(state): S<State>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(
+        state
+            .client
+            .queue_stats_capped(Some(remuda::COUNT_CAP))
+            .await?
+    )))
+}
+
+/// `GET /api/v1/queues/{name}`: the queue's settings, as `remuda queue show --json`.
+pub async fn get(S(state): S<State>, ApiPath(name): ApiPath<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(state.client.queue(&name).await?)))
+}
+
+/// `POST /api/v1/queues/{name}/pause`.
+pub async fn pause(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let settings = actions::queue(&state, &who, &name, QueueAction::Pause).await?;
+    Ok(Json(json!(settings)))
+}
+
+/// `POST /api/v1/queues/{name}/resume`.
+pub async fn resume(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    ApiPath(name): ApiPath<String>,
+) -> ApiResult<Json<Value>> {
+    let settings = actions::queue(&state, &who, &name, QueueAction::Resume).await?;
+    Ok(Json(json!(settings)))
+}
+
+/// The body of `PATCH /api/v1/queues/{name}`: each limit given is set, `null` lifts it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default, deserialize_with = "present")]
+    max_running: Option<Option<i32>>,
+    #[serde(default, deserialize_with = "present")]
+    key_limit: Option<Option<i32>>,
+    /// `N/PERIOD`, as `100/1s`.
+    #[serde(default, deserialize_with = "present")]
+    rate: Option<Option<String>>,
+    /// `queue`, `kind` or `key`.
+    rate_per: Option<String>,
+    #[serde(default, deserialize_with = "present")]
+    max_depth: Option<Option<i32>>,
+}
+
+/// A field given as `null` is `Some(None)` (lift the limit); a field left out is `None`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+impl Limits {
+    /// Limits as the pages' form gives them (each `Some(None)` lifts that limit).
+    pub fn new(
+        max_running: Option<Option<i32>>,
+        key_limit: Option<Option<i32>>,
+        rate: Option<Option<String>>,
+        rate_per: Option<String>,
+        max_depth: Option<Option<i32>>,
+    ) -> Limits {
+        Limits {
+            max_running,
+            key_limit,
+            rate,
+            rate_per,
+            max_depth,
+        }
+    }
+
+    /// The library's change, every value checked.
+    pub fn to_change(&self) -> ApiResult<QueueChange> {
+        let rate = match &self.rate {
+            None => None,
+            Some(None) => Some(None),
+            Some(Some(text)) => Some(Some(parse_rate(text)?)),
+        };
+        let rate_per = optional(&self.rate_per)
+            .map(|text| parse_field::<RatePer>("rate_per", text))
+            .transpose()?;
+        Ok(QueueChange {
+            max_running: self.max_running,
+            key_limit: self.key_limit,
+            rate,
+            rate_per,
+            max_depth: self.max_depth,
+            ..Default::default()
+        })
+    }
+}
+
+/// `N/PERIOD`, as `100/1s`.
+fn parse_rate(text: &str) -> ApiResult<(i32, std::time::Duration)> {
+    let bad = || ApiError::invalid(format!("rate: {text:?} is not N/PERIOD, as 100/1s"));
+    let (n, period) = text.split_once('/').ok_or_else(bad)?;
+    let n: i32 = n.trim().parse().map_err(|_| bad())?;
+    let period = remuda::duration::parse(period.trim()).map_err(|_| bad())?;
+    Ok((n, period))
+}
+
+/// `PATCH /api/v1/queues/{name}`: change its limits; answers its settings.
+pub async fn change(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    ApiPath(name): ApiPath<String>,
+    ApiJson(limits): ApiJson<Limits>,
+) -> ApiResult<Json<Value>> {
+    let change = QueueAction::Limits(limits.to_change()?);
+    let settings = actions::queue(&state, &who, &name, change).await?;
+    Ok(Json(json!(settings)))
+}

@@ -1,0 +1,76 @@
+//! Request extractors whose refusals are API errors (`400` with the reason), not axum's plain
+//! text: a body that is not the JSON expected, a query parameter or a path segment of the
+//! wrong type.
+
+use crate::error::ApiError;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+/// A JSON body (`Content-Type: application/json`).
+pub struct ApiJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "the request body is not the JSON expected: {}",
+                e.body_text()
+            ))),
+        }
+    }
+}
+
+/// The query string.
+pub struct ApiQuery<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(value)) => Ok(ApiQuery(value)),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "bad query parameters: {}",
+                e.body_text()
+            ))),
+        }
+    }
+}
+
+/// Path parameters.
+pub struct ApiPath<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        match axum::extract::Path::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Path(value)) => Ok(ApiPath(value)),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "bad path: {}",
+                e.body_text()
+            ))),
+        }
+    }
+}
+
+/// A form body (`application/x-www-form-urlencoded`), for the pages.
+pub struct ApiForm<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiForm<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        match axum::Form::<T>::from_request(req, state).await {
+            Ok(axum::Form(value)) => Ok(ApiForm(value)),
+            Err(e) => Err(ApiError::bad_request(format!(
+                "the form is not the one expected: {}",
+                e.body_text()
+            ))),
+        }
+    }
+}

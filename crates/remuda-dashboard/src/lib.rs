@@ -1,0 +1,123 @@
+//! remuda's dashboard and JSON API, as an axum [`Router`] that `remuda dashboard` serves and
+//! that any axum application can mount.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use remuda_dashboard::{Dashboard, Token};
+//! let client = remuda::Client::connect("postgres://localhost/app").await?;
+//! let dashboard = Dashboard::new(client).token(Token::new("ops", "a-long-random-secret")?);
+//! let app = axum::Router::new().nest("/remuda", dashboard.router());
+//! # let _ = app; Ok(()) }
+//! ```
+//!
+//! The JSON API lives under `/api/v1` (described at `/api/v1/openapi.json`), the health check
+//! at `/healthz`. Everything else needs a token: `Authorization: Bearer <token>` for scripts,
+//! a session cookie opened at `/login` for people.
+
+mod actions;
+mod api;
+pub mod audit;
+pub mod auth;
+pub mod error;
+mod extract;
+mod pages;
+
+pub use auth::{Principal, Token, Via};
+pub use error::{ApiError, ApiResult};
+
+use axum::Router;
+use remuda::Client;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// Who may use the dashboard and whether it may change anything.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// The tokens that open it; each one's name is what the audit log records.
+    pub tokens: Vec<Token>,
+    /// Let everybody in, without a token (for local use only).
+    pub no_auth: bool,
+    /// Refuse every change on the server.
+    pub read_only: bool,
+}
+
+/// A dashboard over one remuda database.
+#[derive(Clone, Debug)]
+pub struct Dashboard {
+    client: Client,
+    access: Access,
+}
+
+/// What every handler shares.
+#[derive(Clone)]
+pub(crate) struct State {
+    pub(crate) client: Client,
+    pub(crate) config: Arc<Access>,
+    pub(crate) sessions: Arc<auth::Sessions>,
+}
+
+impl Dashboard {
+    /// A dashboard over `client`'s database that nobody can open until given a token (or
+    /// [`Dashboard::no_auth`]).
+    pub fn new(client: Client) -> Dashboard {
+        Dashboard {
+            client,
+            access: Access::default(),
+        }
+    }
+
+    /// Adds a token that opens it.
+    pub fn token(mut self, token: Token) -> Dashboard {
+        self.access.tokens.push(token);
+        self
+    }
+
+    /// Lets everybody in without a token: only for a dashboard bound to the loopback.
+    pub fn no_auth(mut self) -> Dashboard {
+        self.access.no_auth = true;
+        self
+    }
+
+    /// Refuses every change (retry, cancel, delete, enqueue, pause, …) on the server.
+    pub fn read_only(mut self) -> Dashboard {
+        self.access.read_only = true;
+        self
+    }
+
+    /// Who may use it.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// The routes: pages, `/api/v1`, `/healthz`.
+    pub fn router(self) -> Router {
+        let state = State {
+            client: self.client,
+            config: Arc::new(self.access),
+            sessions: Arc::default(),
+        };
+        api::routes()
+            .merge(pages::routes())
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                auth::authenticate,
+            ))
+            .layer(axum::middleware::from_fn(pages::html_errors))
+            .layer(axum::middleware::from_fn(pages::secure_headers))
+            .with_state(state)
+    }
+}
+
+/// Refuses to serve at `addr` without authentication anywhere but on the loopback: anybody
+/// who can reach the address could change every job.
+pub fn check_bind(addr: SocketAddr, access: &Access) -> Result<(), String> {
+    if access.no_auth && !addr.ip().is_loopback() {
+        return Err(format!(
+            "refusing to serve the dashboard without authentication on {addr}, which is not a loopback address: drop --no-auth (a token is then required), or bind to 127.0.0.1"
+        ));
+    }
+    if !access.no_auth && access.tokens.is_empty() {
+        return Err("the dashboard has no token: give --token or REMUDA_DASHBOARD_TOKEN".into());
+    }
+    Ok(())
+}

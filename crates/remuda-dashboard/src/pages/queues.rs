@@ -1,0 +1,154 @@
+//! The queues: pause and resume, and the limits in force, editable.
+
+use super::html::{esc, url};
+use super::view::{back, badge, Ctx, Flash};
+use crate::actions::{self, QueueAction};
+use crate::api::queues::Limits;
+use crate::auth::Principal;
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{ApiForm, ApiPath, ApiQuery};
+use crate::State;
+use axum::extract::State as S;
+use axum::http::Uri;
+use axum::response::{Html, Response};
+use axum::Extension;
+use serde::Deserialize;
+use std::fmt::Write;
+
+/// `GET /queues`.
+pub async fn page(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    uri: Uri,
+    ApiQuery(flash): ApiQuery<Flash>,
+) -> ApiResult<Html<String>> {
+    let ctx = Ctx::new(&state, &who, &uri);
+    let queues = state
+        .client
+        .queue_stats_capped(Some(remuda::COUNT_CAP))
+        .await?;
+    let mut out = flash.html();
+    out += "<table id=\"queue-settings\"><thead><tr><th>Queue</th><th>Status</th><th></th><th>Limits (empty: none)</th></tr></thead><tbody>";
+    let disabled = if ctx.read_only { " disabled" } else { "" };
+    for q in &queues {
+        let s = &q.settings;
+        let name = url(&q.queue);
+        let toggle = if s.paused {
+            ctx.button(&format!("queues/{name}/resume"), "Resume", None, "primary")
+        } else {
+            ctx.button(
+                &format!("queues/{name}/pause"),
+                "Pause",
+                Some("Pause this queue? Its jobs wait until it is resumed."),
+                "",
+            )
+        };
+        let number = |v: Option<i32>| v.map(|n| n.to_string()).unwrap_or_default();
+        let rate = s
+            .rate
+            .map(|(n, period)| format!("{n}/{}", remuda::duration::format(period)))
+            .unwrap_or_default();
+        let _ = write!(
+            out,
+            "<tr data-queue=\"{label}\"><td>{label}</td><td>{}</td><td>{toggle}</td><td><form method=\"post\" action=\"{}\" class=\"filters\">{}\
+<label>max running <input name=\"max_running\" value=\"{}\" size=\"6\"></label>\
+<label>key limit <input name=\"key_limit\" value=\"{}\" size=\"6\"></label>\
+<label>rate <input name=\"rate\" value=\"{}\" size=\"8\" placeholder=\"100/1s\"></label>\
+<label>rate per <select name=\"rate_per\">{}</select></label>\
+<label>max depth <input name=\"max_depth\" value=\"{}\" size=\"8\"></label>\
+<button{disabled}>Save</button></form></td></tr>",
+            badge(if s.paused { "paused" } else { "active" }),
+            esc(&ctx.href(&format!("queues/{name}/limits"))),
+            ctx.csrf_field(),
+            number(s.max_running),
+            number(s.key_limit),
+            esc(&rate),
+            ["queue", "kind", "key"]
+                .iter()
+                .map(|p| {
+                    let selected = if *p == s.rate_per.as_str() { " selected" } else { "" };
+                    format!("<option{selected}>{p}</option>")
+                })
+                .collect::<String>(),
+            number(s.max_depth),
+            label = esc(&q.queue),
+        );
+    }
+    if queues.is_empty() {
+        out += "<tr><td colspan=\"4\" class=\"muted\">No queues yet.</td></tr>";
+    }
+    out += "</tbody></table>";
+    Ok(ctx.render("Queues", "queues", &out))
+}
+
+/// The limits form: every field as text, empty for none.
+#[derive(Debug, Deserialize)]
+pub struct LimitsForm {
+    #[serde(default)]
+    max_running: String,
+    #[serde(default)]
+    key_limit: String,
+    #[serde(default)]
+    rate: String,
+    #[serde(default)]
+    rate_per: String,
+    #[serde(default)]
+    max_depth: String,
+    #[serde(default)]
+    #[allow(dead_code)]
+    csrf: String,
+}
+
+impl LimitsForm {
+    fn limits(&self) -> Result<Limits, String> {
+        let number = |field: &str, text: &str| -> Result<Option<Option<i32>>, String> {
+            let text = text.trim();
+            if text.is_empty() {
+                return Ok(Some(None));
+            }
+            text.parse()
+                .map(|n| Some(Some(n)))
+                .map_err(|_| format!("{field}: {text:?} is not a whole number"))
+        };
+        let rate = self.rate.trim();
+        Ok(Limits::new(
+            number("max running", &self.max_running)?,
+            number("key limit", &self.key_limit)?,
+            Some((!rate.is_empty()).then(|| rate.to_string())),
+            Some(self.rate_per.clone()).filter(|p| !p.is_empty()),
+            number("max depth", &self.max_depth)?,
+        ))
+    }
+}
+
+/// `POST /queues/{name}/{pause|resume|limits}`.
+pub async fn act(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    uri: Uri,
+    ApiPath((name, action)): ApiPath<(String, String)>,
+    ApiForm(form): ApiForm<LimitsForm>,
+) -> Response {
+    let root = super::root_of(uri.path());
+    let action = match action.as_str() {
+        "pause" => QueueAction::Pause,
+        "resume" => QueueAction::Resume,
+        "limits" => match form
+            .limits()
+            .map_err(ApiError::invalid)
+            .and_then(|l| l.to_change())
+        {
+            Ok(change) => QueueAction::Limits(change),
+            Err(e) => return back(&root, "queues", Err(e.message)),
+        },
+        other => return back(&root, "queues", Err(format!("no queue action {other:?}"))),
+    };
+    let outcome = actions::queue(&state, &who, &name, action).await;
+    back(
+        &root,
+        "queues",
+        outcome
+            .map(|_| format!("queue {name}: saved"))
+            .map_err(|e| e.message),
+    )
+}

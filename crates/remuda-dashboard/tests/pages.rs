@@ -1,0 +1,290 @@
+//! The pages, as a logged-in browser sees them: each one answers with its content, forms
+//! carry the session's CSRF token and do what they say, values are escaped, and read-only
+//! mode disables and refuses every change.
+
+mod common;
+
+use common::{serve, Served, TOKEN};
+use serde_json::json;
+
+/// A logged-in session: its cookie and CSRF token.
+struct Session {
+    cookie: String,
+    csrf: String,
+}
+
+async fn log_in(s: &Served) -> Session {
+    let response = s
+        .http
+        .post(format!("{}/login", s.base))
+        .form(&[("token", TOKEN)])
+        .send()
+        .await
+        .expect("login");
+    let cookie = response
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("cookie")
+        .to_string();
+    let page = page(s, &cookie, "/").await.1;
+    let marker = "name=\"csrf\" value=\"";
+    let start = page.find(marker).expect("csrf field") + marker.len();
+    let csrf = page[start..].split('"').next().expect("value").to_string();
+    Session { cookie, csrf }
+}
+
+async fn page(s: &Served, cookie: &str, path: &str) -> (u16, String) {
+    let response = s
+        .http
+        .get(format!("{}{path}", s.base))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .expect("page");
+    (
+        response.status().as_u16(),
+        response.text().await.expect("html"),
+    )
+}
+
+/// Posts a form from the dashboard's origin; returns the status and where it sends back to.
+async fn submit(
+    s: &Served,
+    session: &Session,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> (u16, String) {
+    let mut form: Vec<(&str, &str)> = vec![("csrf", &session.csrf)];
+    form.extend_from_slice(fields);
+    let response = s
+        .http
+        .post(format!("{}{path}", s.base))
+        .header("cookie", &session.cookie)
+        .header("origin", &s.base)
+        .form(&form)
+        .send()
+        .await
+        .expect("submit");
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    (response.status().as_u16(), location)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_answers_with_its_content() {
+    let s = serve(|d| d).await;
+    let (_, job) = s
+        .post(
+            "/api/v1/jobs",
+            json!({"kind": "resize", "queue": "media", "args": {"w": 640}}),
+        )
+        .await;
+    let id = job["id"].as_i64().expect("id");
+    let spec = json!({"name": "etl", "nodes": {"extract": {"kind": "extract"}, "load": {"kind": "load", "waits_for": ["extract"]}}});
+    let (_, run) = s.post("/api/v1/workflows", json!({"spec": spec})).await;
+    let run = run["id"].as_i64().expect("run");
+    let session = log_in(&s).await;
+    for (path, expected) in [
+        ("/".to_string(), "<tr data-queue=\"media\">".to_string()),
+        ("/jobs?queue=media".into(), format!("data-id=\"{id}\"")),
+        (format!("/jobs/{id}"), "&quot;w&quot;: 640".into()),
+        ("/queues".into(), "max running".into()),
+        ("/workers".into(), "No worker is registered.".into()),
+        ("/workflows".into(), format!("data-id=\"{run}\"")),
+        (format!("/workflows/{run}"), "data-node=\"load\"".into()),
+        ("/schedules".into(), "No schedules.".into()),
+        ("/notifications".into(), "No notifications.".into()),
+        ("/audit".into(), "job.enqueue".into()),
+        ("/maintenance".into(), "Duty".into()),
+    ] {
+        let (status, html) = page(&s, &session.cookie, &path).await;
+        assert_eq!(status, 200, "{path}");
+        assert!(html.contains(&expected), "{path} shows {expected}");
+        assert!(html.contains("assets/remuda.js"), "{path} loads the script");
+        assert!(!html.contains("<script>"), "{path} has no inline script");
+    }
+    let (status, html) = page(&s, &session.cookie, "/jobs/99999999").await;
+    assert_eq!(status, 404);
+    assert!(
+        html.contains("no job with id 99999999"),
+        "an error is a page: {html}"
+    );
+    let (status, html) = page(&s, &session.cookie, "/jobs?state=nope").await;
+    assert_eq!(status, 200);
+    assert!(html.contains("unknown job state"), "{html}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workflow_graph_draws_every_node_and_edge() {
+    let s = serve(|d| d).await;
+    let spec = json!({"name": "fan", "nodes": {
+        "a": {"kind": "k"}, "b": {"kind": "k", "waits_for": ["a"]},
+        "c": {"kind": "k", "waits_for": ["a"]}, "d": {"kind": "k", "waits_for": ["b", "c"]}}});
+    let (_, run) = s.post("/api/v1/workflows", json!({"spec": spec})).await;
+    let run = run["id"].as_i64().expect("run");
+    let session = log_in(&s).await;
+    let (_, html) = page(&s, &session.cookie, &format!("/workflows/{run}")).await;
+    let svg = &html[html.find("<svg").expect("svg")..html.find("</svg>").expect("end")];
+    for node in ["a", "b", "c", "d"] {
+        assert!(
+            svg.contains(&format!("data-node=\"{node}\"")),
+            "node {node}"
+        );
+    }
+    assert_eq!(svg.matches("<path ").count(), 4, "a→b, a→c, b→d, c→d");
+    assert!(
+        svg.contains("../jobs/"),
+        "the started node links to its job"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forms_retry_cancel_delete_and_pause_with_the_sessions_token() {
+    let s = serve(|d| d).await;
+    let (_, a) = s.post("/api/v1/jobs", json!({"kind": "k"})).await;
+    let a = a["id"].as_i64().expect("id");
+    s.set_state(a, "failed").await;
+    let session = log_in(&s).await;
+    let (status, location) = submit(&s, &session, &format!("/jobs/{a}/retry"), &[]).await;
+    assert_eq!(status, 303);
+    assert!(location.contains("notice="), "{location}");
+    assert_eq!(
+        s.client.job(a).await.expect("job").expect("exists").state,
+        remuda::JobState::Available
+    );
+    let (_, location) = submit(&s, &session, &format!("/jobs/{a}/retry"), &[]).await;
+    assert!(
+        location.contains("error="),
+        "a refused retry says why: {location}"
+    );
+    let from = reqwest::Url::parse(&format!("{}/jobs/{a}/retry", s.base)).expect("url");
+    let back = from.join(&location).expect("relative location");
+    let path = format!("{}?{}", back.path(), back.query().unwrap_or_default());
+    let (_, html) = page(&s, &session.cookie, &path).await;
+    assert!(html.contains("cannot retry"), "{html}");
+    submit(&s, &session, &format!("/jobs/{a}/cancel"), &[]).await;
+    assert_eq!(
+        s.client.job(a).await.expect("job").expect("exists").state,
+        remuda::JobState::Cancelled
+    );
+    submit(&s, &session, &format!("/jobs/{a}/delete"), &[]).await;
+    assert!(s.client.job(a).await.expect("job").is_none());
+    submit(&s, &session, "/queues/mail/pause", &[]).await;
+    assert!(s.client.queue("mail").await.expect("queue").paused);
+    let (_, location) = submit(
+        &s,
+        &session,
+        "/queues/mail/limits",
+        &[
+            ("max_running", "7"),
+            ("rate", "50/1s"),
+            ("rate_per", "queue"),
+        ],
+    )
+    .await;
+    assert!(location.contains("notice="), "{location}");
+    let settings = s.client.queue("mail").await.expect("queue");
+    assert_eq!(settings.max_running, Some(7));
+    let (_, location) = submit(
+        &s,
+        &session,
+        "/queues/mail/limits",
+        &[("max_running", "lots")],
+    )
+    .await;
+    assert!(
+        location.contains("error=") && location.contains("whole%20number"),
+        "{location}"
+    );
+    let (_, log) = s.get("/api/v1/audit").await;
+    assert_eq!(log[0]["via"], "page");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bulk_form_acts_on_every_job_matching_the_filter() {
+    let s = serve(|d| d).await;
+    for i in 0..30 {
+        s.post(
+            "/api/v1/jobs",
+            json!({"kind": "k", "queue": if i % 2 == 0 { "even" } else { "odd" }}),
+        )
+        .await;
+    }
+    let session = log_in(&s).await;
+    let (status, location) = submit(
+        &s,
+        &session,
+        "/jobs/bulk",
+        &[("action", "cancel"), ("queue", "even")],
+    )
+    .await;
+    assert_eq!(status, 303);
+    assert!(location.contains("15%20of%2015"), "{location}");
+    let stats = s.client.queue_stats().await.expect("stats");
+    let even = stats.iter().find(|q| q.queue == "even").expect("even");
+    let odd = stats.iter().find(|q| q.queue == "odd").expect("odd");
+    assert_eq!(
+        (
+            even.count(remuda::JobState::Cancelled),
+            odd.count(remuda::JobState::Available)
+        ),
+        (15, 15)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_form_without_the_sessions_token_changes_nothing() {
+    let s = serve(|d| d).await;
+    let session = log_in(&s).await;
+    let forged = Session {
+        cookie: session.cookie.clone(),
+        csrf: "forged".into(),
+    };
+    let (status, _) = submit(&s, &forged, "/queues/mail/pause", &[]).await;
+    assert_eq!(status, 403);
+    assert!(!s.client.queue("mail").await.expect("queue").paused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn values_from_jobs_are_escaped_in_pages() {
+    let s = serve(|d| d).await;
+    let (_, job) = s.post("/api/v1/jobs", json!({"kind": "<script>alert(1)</script>", "args": {"x": "<img src=x onerror=alert(2)>"}})).await;
+    let id = job["id"].as_i64().expect("id");
+    let session = log_in(&s).await;
+    for path in ["/jobs".to_string(), format!("/jobs/{id}")] {
+        let (_, html) = page(&s, &session.cookie, &path).await;
+        assert!(!html.contains("<script>alert"), "{path}");
+        assert!(!html.contains("<img src=x"), "{path}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_pages_disable_their_buttons_and_the_server_refuses_the_forms() {
+    let s = serve(|d| d.read_only()).await;
+    let session = log_in(&s).await;
+    let (_, html) = page(&s, &session.cookie, "/queues").await;
+    assert!(html.contains("read-only"));
+    let (status, _) = submit(&s, &session, "/queues/mail/pause", &[]).await;
+    assert_eq!(status, 403);
+    assert!(!s.client.queue("mail").await.expect("queue").paused);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logging_out_ends_the_session() {
+    let s = serve(|d| d).await;
+    let session = log_in(&s).await;
+    let (status, location) = submit(&s, &session, "/logout", &[]).await;
+    assert_eq!((status, location.as_str()), (303, "./login"));
+    let (status, _) = page(&s, &session.cookie, "/api/v1/queues").await;
+    assert_eq!(status, 401, "the cookie opens nothing any more");
+}

@@ -1,0 +1,16 @@
+-- A page of jobs in any state, newest first, below id $1 (NULL for the first page), of queue $2,
+-- kind $3, worker id $4 and args containing $5 (each NULL for any), at most $6 rows. Walks the
+-- primary key from the newest job: quick when the filters match often; a filter on one state
+-- reads that state's own index instead (job_page_<state>.sql).
+SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts, j.priority, j.run_at,
+       j.created_at, j.started_at, j.finished_at, j.expires_at, j.timeout_ms, j.worker_id, j.args,
+       j.result, j.errors, j.unique_key, j.concurrency_key, j.target_worker, j.requires, j.schedule,
+       j.fire_at, j.workflow_id
+FROM remuda.jobs j
+WHERE ($1::bigint IS NULL OR j.id < $1::bigint)
+  AND ($2::text IS NULL OR j.queue = $2::text)
+  AND ($3::text IS NULL OR j.kind = $3::text)
+  AND ($4::text IS NULL OR j.worker_id = $4::text)
+  AND ($5::jsonb IS NULL OR j.args @> $5::jsonb)
+ORDER BY j.id DESC
+LIMIT $6

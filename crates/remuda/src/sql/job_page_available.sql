@@ -1,0 +1,33 @@
+-- A page of the available jobs, in the order they run (priority, run_at, id), after the cursor
+-- ($1 priority, $2 run_at, $3 id; NULL for the first page), of queue $4 (NULL: every queue),
+-- kind $5 and args containing $6 (each NULL for any), at most $7 rows.
+-- Each queue is walked on its own in jobs_available_idx (queue, priority, run_at, id), the
+-- claim's own index, from the cursor on; the queues are found by skipping through it.
+WITH RECURSIVE queues(queue) AS (
+    SELECT min(queue) FROM remuda.jobs WHERE state = 'available' AND $4::text IS NULL
+  UNION ALL
+    SELECT (SELECT min(x.queue) FROM remuda.jobs x
+            WHERE x.state = 'available' AND x.queue > q.queue)
+    FROM queues q WHERE q.queue IS NOT NULL
+), walked AS (
+    SELECT queue FROM queues WHERE queue IS NOT NULL
+    UNION ALL
+    SELECT $4::text WHERE $4::text IS NOT NULL
+)
+SELECT page.* FROM walked w
+CROSS JOIN LATERAL (
+    SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts, j.priority, j.run_at,
+       j.created_at, j.started_at, j.finished_at, j.expires_at, j.timeout_ms, j.worker_id, j.args,
+       j.result, j.errors, j.unique_key, j.concurrency_key, j.target_worker, j.requires, j.schedule,
+       j.fire_at, j.workflow_id
+    FROM remuda.jobs j
+    WHERE j.state = 'available' AND j.queue = w.queue
+      AND ($1::integer IS NULL
+           OR (j.priority, j.run_at, j.id) > ($1::integer, $2::timestamptz, $3::bigint))
+      AND ($5::text IS NULL OR j.kind = $5::text)
+      AND ($6::jsonb IS NULL OR j.args @> $6::jsonb)
+    ORDER BY j.priority, j.run_at, j.id
+    LIMIT $7
+) page
+ORDER BY page.priority, page.run_at, page.id
+LIMIT $7
