@@ -63,8 +63,12 @@ pub enum Command {
     Worker(WorkerArgs),
     /// Show one job.
     Job(JobIdArgs),
-    /// List jobs, newest first.
+    /// List jobs (each state in its own order), or delete many (`jobs delete`).
     Jobs(JobsArgs),
+    /// Delete a job that is not running (cancel a running one first).
+    Delete(JobIdArgs),
+    /// Throughput and failure rate per queue over the last minutes.
+    Stats(StatsArgs),
     /// Cancel a job that has not finished (a running one is stopped); a job already
     /// cancelled is left as it is (exit 0).
     Cancel(JobIdArgs),
@@ -101,6 +105,8 @@ pub enum Command {
     Workers(JsonFlag),
     /// Serve the web dashboard and the JSON API (`/api/v1`) until stopped.
     Dashboard(DashboardArgs),
+    /// A live view of the queues, their throughput and the workers (q to quit).
+    Top(TopArgs),
     /// Enqueue a realistic mix of jobs, run them with in-process workers, and report.
     Demo(DemoArgs),
     /// Measure enqueue and drain throughput and pickup latency in a scratch database.
@@ -298,6 +304,10 @@ pub struct WorkerArgs {
     /// Override [worker].cancel_grace.
     #[arg(long, value_parser = parse_duration)]
     pub cancel_grace: Option<std::time::Duration>,
+    /// Serve Prometheus metrics (counters, histograms and gauges of this worker) at
+    /// http://ADDR/metrics, as 127.0.0.1:9187.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_bind: Option<std::net::SocketAddr>,
 }
 
 /// `remuda wait`.
@@ -677,7 +687,11 @@ pub struct RetryArgs {
 
 /// `remuda jobs`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct JobsArgs {
+    /// What to do instead of listing.
+    #[command(subcommand)]
+    pub action: Option<JobsAction>,
     /// Only jobs in this state (scheduled, available, running, completed, failed, cancelled, expired).
     #[arg(long, short)]
     pub state: Option<remuda::JobState>,
@@ -704,6 +718,17 @@ pub struct JobsArgs {
     pub json: bool,
 }
 
+/// `remuda top`.
+#[derive(Debug, Args)]
+pub struct TopArgs {
+    /// How often to redraw.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Print one frame and exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
 /// `remuda dashboard`.
 #[derive(Debug, Args)]
 pub struct DashboardArgs {
@@ -724,6 +749,49 @@ pub struct DashboardArgs {
     /// Refuse every change (retry, cancel, delete, enqueue, pause, …) on the server.
     #[arg(long)]
     pub read_only: bool,
+}
+
+/// `remuda jobs delete`.
+#[derive(Debug, Subcommand)]
+pub enum JobsAction {
+    /// Delete every job in a state (not running) of a queue, finished (or, when not
+    /// finished, enqueued) longer ago than --older-than.
+    Delete(JobsDeleteArgs),
+}
+
+/// `remuda jobs delete`.
+#[derive(Debug, Args)]
+pub struct JobsDeleteArgs {
+    /// The state of the jobs to delete (scheduled, available, completed, failed, cancelled,
+    /// expired).
+    #[arg(long, short)]
+    pub state: remuda::JobState,
+    /// Only jobs of this queue.
+    #[arg(long, short)]
+    pub queue: Option<String>,
+    /// Only jobs of this kind.
+    #[arg(long, short)]
+    pub kind: Option<String>,
+    /// Only jobs finished (or enqueued, when not finished) longer ago than this (`7d`, `12h`).
+    #[arg(long, value_parser = parse_duration)]
+    pub older_than: Option<std::time::Duration>,
+    /// Count what would be deleted, and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda stats`.
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The window: jobs finished within this long before now (`5m`, `1h`).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub window: std::time::Duration,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `remuda demo`.
@@ -798,6 +866,10 @@ pub struct BenchArgs {
     /// beside a plain drain of as many jobs: deliveries/s and final state → delivery latency.
     #[arg(long, value_name = "N", conflicts_with_all = ["churn", "schedules", "workflow"])]
     pub notify: Option<usize>,
+    /// Instead: load 10 × N finished and N waiting jobs, then time every dashboard page and
+    /// API list 50 times (p50, p95) while a worker drains beside it.
+    #[arg(long, conflicts_with_all = ["churn", "schedules", "workflow", "notify"])]
+    pub dashboard: bool,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,

@@ -20,6 +20,7 @@ pub mod audit;
 pub mod auth;
 pub mod error;
 mod extract;
+pub mod metrics;
 mod pages;
 
 pub use auth::{Principal, Token, Via};
@@ -106,6 +107,17 @@ impl Dashboard {
             .layer(axum::middleware::from_fn(pages::secure_headers))
             .with_state(state)
     }
+}
+
+/// A router serving `GET /metrics` from `metrics` alone (a worker's `--metrics-bind`).
+pub fn metrics_router(metrics: remuda::metrics::Metrics) -> Router {
+    Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let metrics = metrics.clone();
+            async move { metrics::respond(metrics.encode()) }
+        }),
+    )
 }
 
 /// Refuses to serve at `addr` without authentication anywhere but on the loopback: anybody

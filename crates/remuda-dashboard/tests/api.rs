@@ -436,3 +436,48 @@ async fn running_jobs_and_what_workers_report_are_listed_from_their_heartbeats()
     stop.cancel();
     running.await.expect("worker task").expect("worker ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_give_the_database_gauges_and_what_the_api_enqueued_in_openmetrics_text() {
+    let s = serve(|d| d).await;
+    for _ in 0..2 {
+        s.post("/api/v1/jobs", json!({"kind": "mail", "queue": "out"}))
+            .await;
+    }
+    let response = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(common::TOKEN)
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(response.status().as_u16(), 200);
+    let kind = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    assert!(kind.starts_with("application/openmetrics-text"), "{kind}");
+    let text = response.text().await.expect("text");
+    for expected in [
+        "remuda_jobs_enqueued_total{queue=\"out\",kind=\"mail\"} 2",
+        "remuda_queue_jobs{queue=\"out\",state=\"available\"} 2",
+        "remuda_queue_jobs{queue=\"out\",state=\"failed\"} 0",
+        "remuda_queue_lag_seconds{queue=\"out\"} ",
+        "remuda_workers 0",
+        "remuda_notifications{state=\"pending\"} 0",
+        "remuda_schedules{state=\"active\"} 0",
+    ] {
+        assert!(text.contains(expected), "{expected} in:\n{text}");
+    }
+    assert_eq!(text.matches("# EOF").count(), 1, "{text}");
+    assert!(text.trim_end().ends_with("# EOF"));
+    let refused = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .send()
+        .await
+        .expect("scrape");
+    assert_eq!(refused.status().as_u16(), 401);
+}

@@ -39,6 +39,7 @@ pub mod duration;
 mod error;
 pub mod job;
 pub mod maintenance;
+pub mod metrics;
 pub mod migrate;
 pub mod notify;
 pub mod retry;
@@ -52,8 +53,8 @@ pub mod workflow;
 
 pub use client::{
     BulkAction, BulkOutcome, Client, ClusterSettings, Inserted, JobFilter, JobPage, NewJob,
-    QueueChange, QueueRetention, QueueSettings, QueueStats, RatePer, Unique, WorkerInfo, COUNT_CAP,
-    DEFAULT_PAGE, MAX_PAGE,
+    QueueChange, QueueRetention, QueueSettings, QueueStats, RatePer, Throughput, Unique,
+    WorkerInfo, COUNT_CAP, DEFAULT_PAGE, MAX_PAGE,
 };
 pub use db::{Database, Jsonb};
 pub use error::{error_chain, Error, Result};

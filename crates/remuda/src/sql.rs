@@ -78,6 +78,8 @@ pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
 pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql");
 /// Rescue the running jobs of the dead workers $1 (from mark_dead.sql, with their crash-loop …
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
+/// Per queue, the jobs that completed and failed within the last $1 milliseconds: each …
+pub(crate) const THROUGHPUT: &str = include_str!("sql/throughput.sql");
 /// The id of the current transaction (assigning one), kept by the completer to ask later …
 pub(crate) const TRANSACTION_ID: &str = include_str!("sql/transaction_id.sql");
 /// Whether transaction $1 (from transaction_id.sql) committed: 'committed', 'aborted' or …
@@ -223,6 +225,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("job_page_any", JOB_PAGE_ANY),
     ("job_cancel_many", JOB_CANCEL_MANY),
     ("job_delete", JOB_DELETE),
+    ("throughput", THROUGHPUT),
     ("workflow_definition", WORKFLOW_DEFINITION),
     ("job_retry", JOB_RETRY),
     ("job_retry_many", JOB_RETRY_MANY),

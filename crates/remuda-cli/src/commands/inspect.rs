@@ -1,6 +1,8 @@
 //! `remuda job`, `jobs`, `cancel`, `retry`, `queues`, `workers`.
 
-use crate::args::{DbArgs, JobIdArgs, JobsArgs, JsonFlag, RetryArgs};
+use crate::args::{
+    DbArgs, JobIdArgs, JobsAction, JobsArgs, JobsDeleteArgs, JsonFlag, RetryArgs, StatsArgs,
+};
 use crate::connect;
 use crate::error::{CliError, CliResult};
 use crate::output::{print_job, print_jobs, print_json, print_queues, print_workers, queues_json};
@@ -21,6 +23,9 @@ pub async fn job(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
 }
 
 pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
+    if let Some(JobsAction::Delete(delete)) = args.action {
+        return delete_many(db, delete).await;
+    }
     let contains = args
         .args
         .as_deref()
@@ -121,6 +126,91 @@ pub async fn workers(db: &DbArgs, flags: JsonFlag) -> CliResult<u8> {
         print_json(&workers);
     } else {
         print_workers(&workers);
+    }
+    Ok(0)
+}
+
+pub async fn delete(db: &DbArgs, args: JobIdArgs) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    let was = client.delete(args.id).await?;
+    if args.json {
+        print_json(&serde_json::json!({"id": args.id, "previous_state": was, "deleted": true}));
+    } else {
+        crate::out!("job {} deleted (was {was})", args.id);
+    }
+    Ok(0)
+}
+
+async fn delete_many(db: &DbArgs, args: JobsDeleteArgs) -> CliResult<u8> {
+    if args.state == JobState::Running {
+        return Err(CliError::Usage(
+            "running jobs cannot be deleted: cancel them first (remuda cancel ID)".into(),
+        ));
+    }
+    let before = match args.older_than {
+        Some(age) => Some(
+            chrono::Utc::now()
+                - chrono::Duration::from_std(age)
+                    .map_err(|_| CliError::Usage(format!("--older-than {age:?} is too long")))?,
+        ),
+        None => None,
+    };
+    let client = connect::client(db).await?;
+    let filter = JobFilter {
+        state: Some(args.state),
+        queue: args.queue,
+        kind: args.kind,
+        ..Default::default()
+    };
+    let outcome = client
+        .act_on_matching(&filter, remuda::BulkAction::Delete, before, args.dry_run)
+        .await?;
+    if args.json {
+        print_json(&serde_json::json!({
+            "matched": outcome.matched, "deleted": outcome.changed, "dry_run": args.dry_run
+        }));
+    } else if args.dry_run {
+        crate::out!(
+            "{} {} job(s) would be deleted (dry run)",
+            outcome.matched,
+            args.state
+        );
+    } else {
+        crate::out!(
+            "{} of {} matching {} job(s) deleted",
+            outcome.changed,
+            outcome.matched,
+            args.state
+        );
+    }
+    Ok(0)
+}
+
+pub async fn stats(db: &DbArgs, args: StatsArgs) -> CliResult<u8> {
+    let client = connect::client(db).await?;
+    let queues = client.throughput(args.window).await?;
+    if args.json {
+        print_json(&queues);
+        return Ok(0);
+    }
+    crate::out!("last {}:", remuda::duration::format(args.window));
+    crate::out!(
+        "{:<16}  {:>10}  {:>8}  {:>10}  {:>8}",
+        "QUEUE",
+        "COMPLETED",
+        "FAILED",
+        "JOBS/S",
+        "FAILED%"
+    );
+    for q in &queues {
+        crate::out!(
+            "{:<16}  {:>10}  {:>8}  {:>10.1}  {:>7.1}%",
+            q.queue,
+            q.completed,
+            q.failed,
+            q.per_second,
+            q.failure_rate * 100.0
+        );
     }
     Ok(0)
 }

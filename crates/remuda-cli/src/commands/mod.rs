@@ -11,6 +11,7 @@ mod notifications;
 mod queue;
 mod schedule;
 mod scratch;
+mod top;
 mod worker;
 mod workflow;
 
@@ -56,6 +57,8 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Job(args) => inspect::job(db, args).await,
         Command::Jobs(args) => inspect::jobs(db, args).await,
         Command::Cancel(args) => inspect::cancel(db, args).await,
+        Command::Delete(args) => inspect::delete(db, args).await,
+        Command::Stats(args) => inspect::stats(db, args).await,
         Command::Wait(args) => enqueue::wait(db, args).await,
         Command::Retry(args) => inspect::retry(db, args).await,
         Command::Queues(flags) => inspect::queues(db, flags).await,
@@ -69,6 +72,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Prune(args) => maintenance::prune(db, args).await,
         Command::Maintenance(flags) => maintenance::status(db, flags).await,
         Command::Dashboard(args) => dashboard::run(db, args).await,
+        Command::Top(args) => top::run(db, args).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
         Command::DatabaseUrl => {

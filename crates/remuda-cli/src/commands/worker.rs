@@ -134,6 +134,10 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
     let queues = settings.queues.clone();
     let client = connect::client(db).await?;
     let worker = build(client.clone(), &config, settings)?;
+    let _metrics = match args.metrics_bind {
+        Some(addr) => Some(serve_metrics(addr, client.metrics().clone()).await?),
+        None => None,
+    };
     eprintln!(
         "remuda worker: running {} on queues {} (Ctrl-C to stop; twice to stop at once)",
         config.tasks.keys().cloned().collect::<Vec<_>>().join(", "),
@@ -163,4 +167,31 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
     }
     // a batch run that lost jobs must not look like success to the script that ran it
     Ok(if report.failed > 0 { 1 } else { 0 })
+}
+
+/// Serves the worker's metrics at `addr` until the returned task is dropped.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    metrics: remuda::metrics::Metrics,
+) -> CliResult<Serving> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| CliError::Usage(format!("--metrics-bind {addr}: cannot listen: {e}")))?;
+    let address = listener.local_addr().unwrap_or(addr);
+    eprintln!("remuda worker: metrics at http://{address}/metrics");
+    let router = remuda_dashboard::metrics_router(metrics);
+    Ok(Serving(tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, router).await {
+            eprintln!("remuda worker: the metrics server stopped: {e}");
+        }
+    })))
+}
+
+/// A server task, stopped when dropped.
+struct Serving(tokio::task::JoinHandle<()>);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -49,6 +49,7 @@ pub fn routes() -> Router<State> {
     Router::new()
         .nest("/api/v1", v1)
         .route("/healthz", get(healthz))
+        .route("/metrics", get(crate::metrics::scrape))
 }
 
 async fn openapi() -> impl IntoResponse {

@@ -15,6 +15,7 @@ mod bulk;
 mod insert;
 mod list;
 mod queues;
+mod throughput;
 pub(crate) mod wait;
 
 pub use bulk::{BulkAction, BulkOutcome};
@@ -22,6 +23,7 @@ pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use list::{JobPage, DEFAULT_PAGE, MAX_PAGE};
 pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
+pub use throughput::Throughput;
 
 use crate::db::listener::Listener;
 use crate::db::{Database, DEFAULT_POOL_SIZE};
@@ -48,6 +50,7 @@ struct Inner {
     max_payload: usize,
     listener: OnceLock<Listener>,
     stop: CancellationToken,
+    metrics: crate::metrics::Metrics,
 }
 
 impl Drop for Inner {
@@ -212,6 +215,7 @@ impl Client {
                 max_payload: DEFAULT_MAX_PAYLOAD,
                 listener: OnceLock::new(),
                 stop: CancellationToken::new(),
+                metrics: crate::metrics::Metrics::new(),
             }),
         }
     }
@@ -222,6 +226,7 @@ impl Client {
         let mut client = Client::new(self.inner.db.clone());
         if let Some(inner) = Arc::get_mut(&mut client.inner) {
             inner.max_payload = bytes;
+            inner.metrics = self.inner.metrics.clone();
         }
         client
     }
@@ -240,6 +245,26 @@ impl Client {
     /// The size limit for args, results and errors.
     pub fn max_payload(&self) -> usize {
         self.inner.max_payload
+    }
+
+    /// This process's metrics: what this client enqueued, and what the workers and the
+    /// leader running on it did (see [`crate::metrics`]).
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.metrics
+    }
+
+    /// Counts the jobs inserted (those of `jobs` not reported duplicates in `inserted`).
+    fn count_enqueued(&self, jobs: &[NewJob], inserted: Option<&[Inserted]>) {
+        let mut counts: std::collections::HashMap<(&str, &str), u64> = Default::default();
+        for (i, job) in jobs.iter().enumerate() {
+            if inserted.is_some_and(|all| all.get(i).is_some_and(|x| x.duplicate)) {
+                continue;
+            }
+            *counts.entry((&job.queue, &job.kind)).or_default() += 1;
+        }
+        for ((queue, kind), n) in counts {
+            self.inner.metrics.enqueued(queue, kind, n);
+        }
     }
 
     /// The shared LISTEN connection, started on first use.
@@ -290,13 +315,17 @@ impl Client {
             let inserted =
                 insert::insert_many(&*tx, &statements, jobs, self.inner.max_payload).await?;
             tx.commit().await?;
+            self.count_enqueued(jobs, Some(&inserted));
             return Ok(inserted);
         }
         let statements = insert::Statements {
             plain: conn.prepare_cached(sql::INSERT_JOBS).await?,
             unique: None,
         };
-        insert::insert_many(&**conn, &statements, jobs, self.inner.max_payload).await
+        let inserted =
+            insert::insert_many(&**conn, &statements, jobs, self.inner.max_payload).await?;
+        self.count_enqueued(jobs, Some(&inserted));
+        Ok(inserted)
     }
 
     /// Enqueues jobs inside the caller's transaction (or on any connection): they exist if
@@ -313,7 +342,10 @@ impl Client {
         jobs: &[NewJob],
     ) -> Result<Vec<Inserted>> {
         let statements = insert::prepare(conn, jobs).await?;
-        insert::insert_many(conn, &statements, jobs, self.inner.max_payload).await
+        let inserted = insert::insert_many(conn, &statements, jobs, self.inner.max_payload).await?;
+        // counted when the statement succeeded: the caller's transaction may still roll back
+        self.count_enqueued(jobs, Some(&inserted));
+        Ok(inserted)
     }
 
     /// Enqueues any number of jobs as fast as PostgreSQL takes them (binary COPY for jobs due
@@ -324,6 +356,7 @@ impl Client {
         let tx = conn.transaction().await?;
         let n = insert::insert_bulk(&tx, jobs, self.inner.max_payload).await?;
         tx.commit().await?;
+        self.count_enqueued(jobs, None);
         Ok(n)
     }
 
@@ -333,7 +366,9 @@ impl Client {
         tx: &tokio_postgres::Transaction<'_>,
         jobs: &[NewJob],
     ) -> Result<u64> {
-        insert::insert_bulk(tx, jobs, self.inner.max_payload).await
+        let n = insert::insert_bulk(tx, jobs, self.inner.max_payload).await?;
+        self.count_enqueued(jobs, None);
+        Ok(n)
     }
 
     /// Looks a job up.

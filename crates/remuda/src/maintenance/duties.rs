@@ -66,7 +66,7 @@ fn when_due(cap: std::time::Duration, done: Result<(String, Option<Instant>)>) -
 }
 
 async fn rescue(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
-    let done = rescuer::rescue(&db, &lease).await;
+    let done = rescuer::rescue(&db, &lease, &s.metrics).await;
     after(
         s.interval,
         done.map(|(retried, failed)| format!("{retried} retried, {failed} failed")),

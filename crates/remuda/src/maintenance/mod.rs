@@ -46,16 +46,20 @@ pub(crate) struct Settings {
     pub prune_interval: Duration,
     pub reindex_interval: Duration,
     pub retention: Retention,
+    /// Where the rescues are counted.
+    pub metrics: crate::metrics::Metrics,
 }
 
-impl From<&WorkerConfig> for Settings {
-    fn from(c: &WorkerConfig) -> Self {
+impl Settings {
+    /// The settings of `c`, counting into `metrics`.
+    pub fn new(c: &WorkerConfig, metrics: crate::metrics::Metrics) -> Self {
         Settings {
             interval: c.maintenance_interval,
             promote_interval: c.promote_interval,
             prune_interval: c.prune_interval,
             reindex_interval: c.reindex_interval,
             retention: c.retention,
+            metrics,
         }
     }
 }

@@ -13,7 +13,11 @@ const EXPIRE_BATCH: i64 = 10_000;
 
 /// Declares dead the workers silent for longer than their own `rescue_after`, rescues their
 /// jobs (quarantining crash loops) and forgets them; returns (retried, failed).
-pub(crate) async fn rescue(db: &Database, lease: &Lease) -> Result<(i64, i64)> {
+pub(crate) async fn rescue(
+    db: &Database,
+    lease: &Lease,
+    metrics: &crate::metrics::Metrics,
+) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
     let mark = conn.prepare_cached(sql::MARK_DEAD).await?;
     let rows = conn.query(&mark, &[&lease.leader_id, &lease.term]).await?;
@@ -38,6 +42,17 @@ pub(crate) async fn rescue(db: &Database, lease: &Lease) -> Result<(i64, i64)> {
     let retried: i64 = row.try_get("retried")?;
     let failed: i64 = row.try_get("failed")?;
     let quarantined: i64 = row.try_get("quarantined")?;
+    let by_kind: Option<serde_json::Value> = row.try_get("by_kind")?;
+    for entry in by_kind
+        .as_ref()
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        let text = |key: &str| entry[key].as_str().unwrap_or_default();
+        let n = entry["jobs"].as_u64().unwrap_or(0);
+        metrics.rescued(text("queue"), text("kind"), n);
+    }
     if retried + failed > 0 {
         tracing::warn!(
             "remuda rescuer: jobs of lost workers {}: {retried} retried, {failed} failed ({quarantined} of them quarantined as crash loops)",

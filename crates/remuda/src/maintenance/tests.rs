@@ -43,7 +43,9 @@ async fn a_stale_leader_writes_nothing_once_another_was_elected() {
     promoter::promote(&db, &first)
         .await
         .expect("stale promotion");
-    rescuer::rescue(&db, &first).await.expect("stale rescue");
+    rescuer::rescue(&db, &first, &crate::metrics::Metrics::new())
+        .await
+        .expect("stale rescue");
     let state = |sql: &'static str| {
         let db = db.clone();
         async move {
@@ -64,7 +66,9 @@ async fn a_stale_leader_writes_nothing_once_another_was_elected() {
     assert_eq!(state(verdict).await, "false", "nor declared anyone dead");
 
     promoter::promote(&db, &second).await.expect("promotion");
-    rescuer::rescue(&db, &second).await.expect("rescue");
+    rescuer::rescue(&db, &second, &crate::metrics::Metrics::new())
+        .await
+        .expect("rescue");
     assert_eq!(state(job).await, "available");
     let gone = db
         .conn()

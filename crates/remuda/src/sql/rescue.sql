@@ -11,6 +11,7 @@
 -- jobs scans the table (no index on running jobs, see the migration): paid only when a worker died.
 -- Only for the leader $4 at term $5 (see leader_elect.sql): the lease row is locked for the
 -- statement, so no election can slip in while it runs, and a stale leader's call does nothing.
+-- Returns how many were retried, failed and quarantined, and how many of each queue and kind.
 WITH lease AS (
     SELECT 1 FROM remuda.leader
     WHERE name = 'default' AND leader_id = $4 AND term = $5 AND expires_at > now()
@@ -51,6 +52,8 @@ WITH lease AS (
 SELECT count(*) FILTER (WHERE r.state = 'available') AS retried,
        count(*) FILTER (WHERE r.state = 'failed') AS failed,
        count(*) FILTER (WHERE r.quarantined) AS quarantined,
+       (SELECT jsonb_agg(jsonb_build_object('queue', k.queue, 'kind', k.kind, 'jobs', k.jobs))
+        FROM (SELECT x.queue, x.kind, count(*) AS jobs FROM rescued x GROUP BY x.queue, x.kind) k) AS by_kind,
        remuda.transitioned(array_agg(ROW(r.id, r.queue, r.kind, r.flags, r.counted, 'running',
                                          r.state, r.attempt)::remuda.transition)) AS seam
 FROM rescued r

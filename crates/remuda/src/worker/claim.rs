@@ -110,6 +110,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
         tid: row.try_get("tid")?,
         flags: row.try_get("flags")?,
         workflow: row.try_get("workflow")?,
+        run_at: row.try_get("run_at")?,
     })
 }
 

@@ -47,17 +47,19 @@ pub(crate) async fn run(
     mut rx: mpsc::Receiver<Outcome>,
     give_up: CancellationToken,
     stats: Arc<WorkerStats>,
+    lag: prometheus_client::metrics::histogram::Histogram,
 ) {
     // the general lane writes in a task of its own: a seam hook that keeps failing (its
     // error rolls the write back) holds back the outcomes of flagged jobs and failures, not
     // the plain successes the hook never sees
     let (general, mut general_rx) = mpsc::unbounded_channel();
     let general_task = tokio::spawn({
-        let (db, worker_id, give_up, stats) = (
+        let (db, worker_id, give_up, stats, lag) = (
             db.clone(),
             worker_id.clone(),
             give_up.clone(),
             stats.clone(),
+            lag.clone(),
         );
         async move {
             let mut batch = Batch::default();
@@ -65,6 +67,7 @@ pub(crate) async fn run(
                 let stop = batch.gather(first, || general_rx.try_recv().ok());
                 if !batch.outcomes.is_empty() {
                     write_with_retry(&db, &worker_id, &batch.outcomes, &give_up, &stats).await;
+                    observe_lag(&lag, &batch.outcomes);
                 }
                 batch.answer_flushes();
                 if stop {
@@ -81,6 +84,7 @@ pub(crate) async fn run(
         let (lean, rest): (Vec<_>, Vec<_>) = batch.outcomes.drain(..).partition(Outcome::is_lean);
         if !lean.is_empty() {
             write_with_retry(&db, &worker_id, &lean, &give_up, &stats).await;
+            observe_lag(&lag, &lean);
         }
         // the general lane answers a flush once it has written everything sent before it
         let forward = rest
@@ -96,6 +100,15 @@ pub(crate) async fn run(
             let mut task = general_task;
             let _ = (&mut task.0).await;
             return;
+        }
+    }
+}
+
+/// Records, for each attempt of a batch just written, how long its outcome waited.
+fn observe_lag(lag: &prometheus_client::metrics::histogram::Histogram, batch: &[Outcome]) {
+    for outcome in batch {
+        if let Outcome::Ended { run, .. } = outcome {
+            lag.observe(run.ended.elapsed().as_secs_f64());
         }
     }
 }

@@ -32,6 +32,8 @@ pub(crate) struct Claimed {
     pub flags: i32,
     /// A workflow node's document ({"id", "node", "context", "index"}): NULL for a plain job.
     pub workflow: Option<Jsonb>,
+    /// When it could run (its wait is from here to the claim).
+    pub run_at: DateTime<Utc>,
 }
 
 impl Claimed {
@@ -43,6 +45,7 @@ impl Claimed {
             started_at: self.started_at,
             tid: self.tid,
             flags: self.flags,
+            ended: std::time::Instant::now(),
         }
     }
 }
@@ -143,6 +146,7 @@ pub(crate) async fn execute(
             )
         }
     };
+    observe(&shared, &job, &outcome, began.elapsed());
     tracing::debug!(
         job = job.id,
         kind = %job.kind,
@@ -165,6 +169,35 @@ pub(crate) async fn execute(
     super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
     drop(permit);
     shared.slot_freed.notify_one();
+}
+
+/// Records the attempt in the worker's metrics: how long it waited and ran, and how it ended
+/// (a retryable error on the last attempt counts as failed, as the database will decide).
+fn observe(shared: &Shared, job: &Claimed, outcome: &Outcome, ran: Duration) {
+    let Some(metrics) = shared
+        .metrics
+        .get(&job.queue)
+        .and_then(|kinds| kinds.get(&job.kind))
+    else {
+        return;
+    };
+    let Outcome::Ended { end, .. } = outcome else {
+        return;
+    };
+    let counter = match end {
+        End::Completed { .. } => &metrics.completed,
+        End::Failed { .. } => &metrics.failed,
+        End::Retry { .. } if job.attempt >= job.max_attempts => &metrics.failed,
+        End::Retry { .. } => &metrics.retried,
+        _ => return,
+    };
+    counter.inc();
+    let waited = (job.started_at - job.run_at)
+        .num_microseconds()
+        .unwrap_or(0)
+        .max(0);
+    metrics.wait.observe(waited as f64 / 1e6);
+    metrics.run.observe(ran.as_secs_f64());
 }
 
 fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {

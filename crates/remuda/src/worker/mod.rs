@@ -30,6 +30,7 @@ mod claim;
 mod completer;
 mod dispatch;
 mod executor;
+mod gauges;
 mod heartbeat;
 mod outcome;
 mod producer;
@@ -360,6 +361,26 @@ pub(crate) struct Shared {
     stop_all: CancellationToken,
     max_payload: usize,
     stats: Arc<WorkerStats>,
+    /// The metrics handles of each queue and kind this worker runs.
+    metrics: Arc<HashMap<String, HashMap<String, crate::metrics::JobMetrics>>>,
+}
+
+/// The metrics handles of every queue and kind of a worker, taken once at its start.
+fn job_metrics(
+    metrics: &crate::metrics::Metrics,
+    queues: &[String],
+    kinds: &[String],
+) -> HashMap<String, HashMap<String, crate::metrics::JobMetrics>> {
+    queues
+        .iter()
+        .map(|q| {
+            let per_kind = kinds
+                .iter()
+                .map(|k| (k.clone(), metrics.job(q, k)))
+                .collect();
+            (q.clone(), per_kind)
+        })
+        .collect()
 }
 
 /// A worker process's job runner. Build it, register tasks, then [`Worker::run`].
@@ -551,6 +572,7 @@ impl Worker {
             completer_rx,
             give_up.clone(),
             self.stats.clone(),
+            self.client.metrics().lag().clone(),
         ));
         let shared = Arc::new(Shared {
             db: db.clone(),
@@ -571,7 +593,18 @@ impl Worker {
             stop_all: CancellationToken::new(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
+            metrics: Arc::new(job_metrics(
+                self.client.metrics(),
+                &config.queues,
+                &registration.kinds,
+            )),
         });
+        self.client
+            .metrics()
+            .register_collector(Box::new(gauges::WorkerGauges {
+                shared: Arc::downgrade(&shared),
+                notifications: self.notification_stats.clone(),
+            }));
         let listener = self.client.listener();
         let events = listener.subscribe();
         // Claim only once LISTEN is in place: a job committed before is found by the first
@@ -627,7 +660,7 @@ impl Worker {
                 Box::pin(maintenance::run(
                     db.clone(),
                     worker_id.clone(),
-                    maintenance::Settings::from(&config),
+                    maintenance::Settings::new(&config, self.client.metrics().clone()),
                     background.clone(),
                     failures.clone(),
                 )),

@@ -17,6 +17,8 @@ pub(crate) struct Run {
     pub tid: Tid,
     /// The job's flags as claimed: 0 for a plain job, whose success takes the lean lane.
     pub flags: i32,
+    /// When the attempt's outcome was made (the completion lag runs from here).
+    pub ended: std::time::Instant,
 }
 
 /// How an attempt ended.

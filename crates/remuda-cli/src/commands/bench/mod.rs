@@ -6,9 +6,10 @@
 //! Two other modes measure maintenance: `--churn` (table size under steady load with short
 //! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`); `--workflow`
 //! measures workflow runs against a plain drain (`workflows.rs`), `--notify` webhook deliveries
-//! (`notify.rs`).
+//! (`notify.rs`), `--dashboard` the pages and API lists on big tables (`dashboard.rs`).
 
 mod churn;
+mod dashboard;
 mod notify;
 mod schedules;
 pub mod workflows;
@@ -159,8 +160,11 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         || args.schedules.is_some()
         || args.workflow.is_some()
         || args.notify.is_some()
+        || args.dashboard
     {
-        let measured = if let Some(shape) = args.workflow {
+        let measured = if args.dashboard {
+            dashboard::run(db.clone(), args.jobs, args.json).await
+        } else if let Some(shape) = args.workflow {
             workflows::run(db.clone(), shape, args.nodes, args.json).await
         } else if let Some(n) = args.notify {
             notify::run(db.clone(), n, args.json).await
