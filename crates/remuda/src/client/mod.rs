@@ -160,6 +160,10 @@ impl Serialize for QueueStats {
 /// millions of finished jobs.
 pub const COUNT_CAP: i64 = 10_000;
 
+/// With a cap, the unroutable jobs are looked for among the next this many to run of each
+/// queue: what holds a queue's head back.
+const UNROUTABLE_SAMPLE: i64 = 1000;
+
 /// A registered worker, as `remuda workers` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct WorkerInfo {
@@ -515,7 +519,9 @@ impl Client {
 
     /// Like [`Client::queue_stats`], with each final state counted up to `cap` per queue
     /// ([`QueueStats::is_capped`] says which stopped there): a page shown every few seconds
-    /// counts [`COUNT_CAP`] at most, whatever the table holds.
+    /// counts [`COUNT_CAP`] at most, whatever the table holds. With a cap, running jobs are
+    /// those the workers reported at their last heartbeat, and unroutable ones are looked for
+    /// among the next 1 000 to run of each queue.
     pub async fn queue_stats_capped(&self, cap: Option<i64>) -> Result<Vec<QueueStats>> {
         let conn = self.inner.db.conn().await?;
         let statement = conn.prepare_cached(sql::QUEUE_COUNTS).await?;
@@ -548,7 +554,8 @@ impl Client {
             stats_entry(&mut stats, &name).settings = settings;
         }
         let statement = conn.prepare_cached(sql::UNROUTABLE).await?;
-        for row in conn.query(&statement, &[]).await? {
+        let sample = cap.map(|c| c.min(UNROUTABLE_SAMPLE));
+        for row in conn.query(&statement, &[&sample]).await? {
             let queue: String = row.try_get("queue")?;
             stats_entry(&mut stats, &queue).unroutable = row.try_get("jobs")?;
         }

@@ -22,8 +22,8 @@ CROSS JOIN LATERAL (
        j.fire_at, j.workflow_id
     FROM remuda.jobs j
     WHERE j.state = 'available' AND j.queue = w.queue
-      AND ($1::integer IS NULL
-           OR (j.priority, j.run_at, j.id) > ($1::integer, $2::timestamptz, $3::bigint))
+      AND (j.priority, j.run_at, j.id)
+          > (COALESCE($1::integer, -2147483648), COALESCE($2::timestamptz, '-infinity'), COALESCE($3::bigint, -1))
       AND ($5::text IS NULL OR j.kind = $5::text)
       AND ($6::jsonb IS NULL OR j.args @> $6::jsonb)
     ORDER BY j.priority, j.run_at, j.id

@@ -28,9 +28,9 @@ CROSS JOIN LATERAL (
     FROM remuda.jobs j
     WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
       AND j.state = $1::text::remuda.job_state AND j.queue = w.queue
-      AND ($2::timestamptz IS NULL
-           OR j.finished_at < $2::timestamptz
-           OR (j.finished_at = $2::timestamptz AND j.id < $3::bigint))
+      -- an index condition from the cursor on (no OR around it), then the tie on id
+      AND j.finished_at <= COALESCE($2::timestamptz, 'infinity')
+      AND ($2::timestamptz IS NULL OR j.finished_at < $2::timestamptz OR j.id < $3::bigint)
       AND ($5::text IS NULL OR j.kind = $5::text)
       AND ($6::text IS NULL OR j.worker_id = $6::text)
       AND ($7::jsonb IS NULL OR j.args @> $7::jsonb)

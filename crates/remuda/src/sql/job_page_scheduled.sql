@@ -7,8 +7,8 @@ SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts,
        j.fire_at, j.workflow_id
 FROM remuda.jobs j
 WHERE j.state = 'scheduled'
-  AND ($1::timestamptz IS NULL OR j.run_at > $1::timestamptz
-       OR (j.run_at = $1::timestamptz AND j.id > $2::bigint))
+  AND j.run_at >= COALESCE($1::timestamptz, '-infinity')
+  AND ($1::timestamptz IS NULL OR j.run_at > $1::timestamptz OR j.id > $2::bigint)
   AND ($3::text IS NULL OR j.queue = $3::text)
   AND ($4::text IS NULL OR j.kind = $4::text)
   AND ($5::jsonb IS NULL OR j.args @> $5::jsonb)

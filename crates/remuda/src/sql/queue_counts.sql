@@ -3,7 +3,10 @@
 -- all; a count of $1 means "at least $1", flagged `capped`), so that a capped count stays
 -- quick with millions of finished jobs. The (state, queue) pairs of the finished jobs are found by skipping through
 -- jobs_finished_idx, one probe per pair. With the available count comes the run_at of the
--- queue's oldest available job: how far behind the queue is.
+-- queue's oldest available job: how far behind the queue is. Running jobs are counted by
+-- scanning the table when uncapped (exact), else from what the workers reported running at
+-- their last heartbeat (workers.running_ids, read by primary key: the table has no index on
+-- running jobs).
 WITH RECURSIVE finished(state, queue) AS (
     (SELECT state, queue FROM remuda.jobs
      WHERE state IN ('completed', 'failed', 'cancelled', 'expired')
@@ -29,4 +32,10 @@ SELECT queue, 'available', count(*), false, min(run_at) FROM remuda.jobs WHERE s
 UNION ALL
 SELECT queue, 'scheduled', count(*), false, NULL FROM remuda.jobs WHERE state = 'scheduled' GROUP BY queue
 UNION ALL
-SELECT queue, 'running', count(*), false, NULL FROM remuda.jobs WHERE state = 'running' GROUP BY queue
+SELECT queue, 'running', count(*), false, NULL FROM remuda.jobs
+WHERE state = 'running' AND $1::bigint IS NULL GROUP BY queue
+UNION ALL
+SELECT j.queue, 'running', count(*), false, NULL FROM remuda.jobs j
+WHERE j.id = ANY(ARRAY(SELECT unnest(w.running_ids) FROM remuda.workers w))
+  AND j.state = 'running' AND $1::bigint IS NOT NULL
+GROUP BY j.queue
