@@ -264,8 +264,30 @@ async fn jobs_are_deleted_one_or_by_state_and_age_and_stats_count_the_recent_one
 async fn top_draws_the_queues_and_quits_on_q() {
     let db = migrated().await;
     enqueue(&db, &["mail", "--queue", "outbox"]).await;
+    // what a worker reported for the previous minute: 90 attempts, 9 failed, waits up to 5 ms
+    let conn = db.database().expect("pool").conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.queue_minutes (queue, minute, completed, failed, wait)
+         VALUES ('outbox', date_trunc('minute', now()) - interval '1 minute', 81, 9,
+                 '{0,0,90}')",
+    )
+    .await
+    .expect("activity");
     let once = common::stdout(&remuda(&db, &["top", "--once"]).await);
-    assert!(once.contains("QUEUE") && once.contains("outbox"), "{once}");
+    assert!(
+        once.contains("QUEUE") && once.contains("WAIT P95"),
+        "{once}"
+    );
+    let outbox = once
+        .lines()
+        .find(|l| l.starts_with("outbox"))
+        .unwrap_or_default();
+    let fields: Vec<&str> = outbox.split_whitespace().collect();
+    assert_eq!(
+        fields.get(7..10),
+        Some(&["9", "10.0%", "5ms"][..]),
+        "{once}"
+    );
     let mut child = tokio::process::Command::new(BIN)
         .args([
             "--database-url",

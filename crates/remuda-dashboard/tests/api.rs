@@ -355,6 +355,7 @@ async fn the_openapi_document_describes_every_route_of_the_contract() {
         ("/api/v1/queues/{name}/pause", "post"),
         ("/api/v1/queues/{name}/resume", "post"),
         ("/api/v1/workers", "get"),
+        ("/api/v1/activity", "get"),
         ("/api/v1/workflows", "get"),
         ("/api/v1/workflows", "post"),
         ("/api/v1/workflows/{id}", "get"),
@@ -433,6 +434,25 @@ async fn running_jobs_and_what_workers_report_are_listed_from_their_heartbeats()
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(completed, 3, "completed attempts are reported");
+    let mut activity = json!([]);
+    for _ in 0..50 {
+        let (status, body) = s.get("/api/v1/activity?minutes=5").await;
+        assert_eq!(status, 200, "{body}");
+        activity = body;
+        if activity[0]["completed"] == 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(activity[0]["queue"], "default", "{activity}");
+    assert_eq!(activity[0]["completed"], 3, "{activity}");
+    assert_eq!(activity[0]["minutes"].as_array().map(Vec::len), Some(5));
+    assert!(
+        activity[0]["run_p50_ms"].as_f64().unwrap_or(0.0) >= 1000.0,
+        "2.5 s runs: {activity}"
+    );
+    let (status, body) = s.get("/api/v1/activity?minutes=0").await;
+    assert_eq!((status, code(&body)), (422, "invalid"), "{body}");
     stop.cancel();
     running.await.expect("worker task").expect("worker ran");
 }

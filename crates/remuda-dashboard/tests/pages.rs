@@ -89,9 +89,28 @@ async fn every_page_answers_with_its_content() {
     let spec = json!({"name": "etl", "nodes": {"extract": {"kind": "extract"}, "load": {"kind": "load", "waits_for": ["extract"]}}});
     let (_, run) = s.post("/api/v1/workflows", json!({"spec": spec})).await;
     let run = run["id"].as_i64().expect("run");
+    // what workers reported for the last minutes: 7 completed and 3 failed, run mostly
+    // within 10 to 25 ms
+    let conn = s.client.database().conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.queue_minutes (queue, minute, completed, failed, retried, wait, run)
+         VALUES ('media', date_trunc('minute', now()) - interval '2 minutes', 7, 3, 1,
+                 '{10,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0}', '{0,0,0,0,10,0,0,0,0,0,0,0,0,0,0,0,0}')",
+    )
+    .await
+    .expect("activity");
     let session = log_in(&s).await;
     for (path, expected) in [
         ("/".to_string(), "<tr data-queue=\"media\">".to_string()),
+        (
+            "/".to_string(),
+            "data-field=\"failure_rate\">30.0%".to_string(),
+        ),
+        ("/".to_string(), "18 ms".to_string()),
+        (
+            "/".to_string(),
+            "7 completed, 3 failed, 1 retried</title>".to_string(),
+        ),
         ("/jobs?queue=media".into(), format!("data-id=\"{id}\"")),
         (format!("/jobs/{id}"), "&quot;w&quot;: 640".into()),
         ("/queues".into(), "max running".into()),

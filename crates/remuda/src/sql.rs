@@ -80,6 +80,14 @@ pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql")
 pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
 /// Per queue, the jobs that completed and failed within the last $1 milliseconds: each …
 pub(crate) const THROUGHPUT: &str = include_str!("sql/throughput.sql");
+/// Add a worker's tally of one queue and minute to `remuda.queue_minutes` …
+pub(crate) const ACTIVITY_ADD: &str = include_str!("sql/activity_add.sql");
+/// Every queue's minutes of activity within the last $1 minutes …
+pub(crate) const ACTIVITY_READ: &str = include_str!("sql/activity_read.sql");
+/// Delete minutes of activity past their age …
+pub(crate) const ACTIVITY_PRUNE: &str = include_str!("sql/activity_prune.sql");
+/// Delete audit entries past their age …
+pub(crate) const AUDIT_PRUNE: &str = include_str!("sql/audit_prune.sql");
 /// The id of the current transaction (assigning one), kept by the completer to ask later …
 pub(crate) const TRANSACTION_ID: &str = include_str!("sql/transaction_id.sql");
 /// Whether transaction $1 (from transaction_id.sql) committed: 'committed', 'aborted' or …
@@ -226,6 +234,10 @@ pub const ALL: &[(&str, &str)] = &[
     ("job_cancel_many", JOB_CANCEL_MANY),
     ("job_delete", JOB_DELETE),
     ("throughput", THROUGHPUT),
+    ("activity_add", ACTIVITY_ADD),
+    ("activity_read", ACTIVITY_READ),
+    ("activity_prune", ACTIVITY_PRUNE),
+    ("audit_prune", AUDIT_PRUNE),
     ("workflow_definition", WORKFLOW_DEFINITION),
     ("job_retry", JOB_RETRY),
     ("job_retry_many", JOB_RETRY_MANY),

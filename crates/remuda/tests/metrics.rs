@@ -125,3 +125,59 @@ async fn attempts_are_counted_by_queue_and_kind_and_timed_once_each() {
         "a stopped worker reports no gauges"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_activity_of_the_last_hour_counts_each_attempt_once_in_its_queue_and_minute() {
+    let (_db, client) = setup().await;
+    assert_eq!(client.activity(60).await.expect("activity"), []);
+    let jobs: Vec<NewJob> = ["fine", "fine", "bad", "flaky"]
+        .iter()
+        .map(|m| NewJob::for_task::<Moody>(&m.to_string()).expect("job"))
+        .collect();
+    let ids = client.insert_many(&jobs).await.expect("insert");
+    let worker = start_with(&client, Moody);
+    for id in &ids {
+        client
+            .wait(*id, Duration::from_secs(15))
+            .await
+            .expect("it ends");
+    }
+    // the worker adds its tallies with its heartbeats
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    let seen = loop {
+        let activity = client.activity(60).await.expect("activity");
+        if activity.first().map(|a| a.completed) == Some(3) || std::time::Instant::now() > deadline
+        {
+            break activity;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    worker.shutdown().await;
+    let after = client.activity(60).await.expect("activity");
+    assert_eq!(after, seen, "the last write at shutdown adds nothing twice");
+    let [queue] = after.as_slice() else {
+        panic!("one queue: {after:?}");
+    };
+    assert_eq!(queue.queue, "default");
+    assert_eq!(
+        (queue.completed, queue.failed, queue.retried),
+        (3, 1, 1),
+        "fine, fine, flaky's second attempt; bad; flaky's first"
+    );
+    assert_eq!(queue.failure_rate, 0.25);
+    assert_eq!(queue.minutes.len(), 60);
+    let by_minute: i64 = queue.minutes.iter().map(|m| m.completed + m.failed).sum();
+    assert_eq!(by_minute, 4);
+    let minutes: Vec<_> = queue.minutes.iter().map(|m| m.minute).collect();
+    assert!(minutes
+        .windows(2)
+        .all(|w| w[1] - w[0] == chrono::Duration::minutes(1)));
+    let (p50, p95) = (
+        queue.run_p50_ms.expect("run p50"),
+        queue.run_p95_ms.expect("run p95"),
+    );
+    assert!(p50 > 0.0 && p50 <= p95 && p95 <= 1000.0, "{p50} {p95}");
+    assert!(queue.wait_p50_ms.is_some());
+    let err = client.activity(0).await.expect_err("refused");
+    assert!(err.to_string().contains("give 1 to 10080"), "{err}");
+}

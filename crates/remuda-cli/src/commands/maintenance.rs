@@ -21,7 +21,7 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
         print_json(&serde_json::json!({"deleted": pruned, "dry_run": args.dry_run}));
     } else {
         crate::out!(
-            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs; {} notifications",
+            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs; {} notifications; {} activity minutes; {} audit entries",
             if args.dry_run {
                 "would delete"
             } else {
@@ -33,7 +33,9 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
             pruned.cancelled,
             pruned.expired,
             pruned.workflows,
-            pruned.notifications
+            pruned.notifications,
+            pruned.activity,
+            pruned.audit
         );
     }
     Ok(0)

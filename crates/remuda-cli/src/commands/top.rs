@@ -1,14 +1,14 @@
-//! `remuda top`: a live view of the queues (counts, lag, throughput over the last minute),
-//! the workers and the leader, redrawn every `--interval` until `q` (or Ctrl-C). On a
-//! terminal it reads keys one at a time (raw input, restored on exit); from a pipe, a line
-//! with `q`. `--once` prints one frame and exits.
+//! `remuda top`: a live view of the queues (counts, lag, and since the previous minute
+//! throughput, failures and wait and run p95), the workers and the leader, redrawn every
+//! `--interval` until `q` (or Ctrl-C). On a terminal it reads keys one at a time (raw input,
+//! restored on exit); from a pipe, a line with `q`. `--once` prints one frame and exits.
 
 use crate::args::{DbArgs, TopArgs};
 use crate::connect;
 use crate::error::CliResult;
+use chrono::Timelike;
 use remuda::{Client, JobState};
 use std::fmt::Write;
-use std::time::Duration;
 
 pub async fn run(db: &DbArgs, args: TopArgs) -> CliResult<u8> {
     let client = connect::client(db).await?;
@@ -48,15 +48,19 @@ fn read_keys(tx: tokio::sync::mpsc::Sender<()>) {
     let _ = tx.blocking_send(());
 }
 
-/// One screen: queues, throughput over the last minute, workers, leader.
+/// One screen: queues, throughput since the start of the previous minute (from what the
+/// workers report with their heartbeats), workers, leader.
 async fn frame(client: &Client) -> CliResult<String> {
     let (queues, recent, workers, maintenance) = tokio::try_join!(
         client.queue_stats_capped(Some(remuda::COUNT_CAP)),
-        client.throughput(Duration::from_secs(60)),
+        client.activity(2),
         client.workers(),
         client.maintenance_status()
     )?;
     let now = chrono::Utc::now();
+    // the previous minute and the current one so far
+    let seconds = 60.0 + f64::from(now.second());
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |ms| format!("{ms:.0}ms"));
     let mut out = String::new();
     let alive = workers.iter().filter(|w| w.alive).count();
     let leader = maintenance
@@ -70,7 +74,7 @@ async fn frame(client: &Client) -> CliResult<String> {
     );
     let _ = writeln!(
         out,
-        "\n{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8} {:>9} {:>8}",
+        "\n{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>9} {:>9}",
         "QUEUE",
         "STATUS",
         "AVAILABLE",
@@ -78,8 +82,10 @@ async fn frame(client: &Client) -> CliResult<String> {
         "RUNNING",
         "LAG",
         "JOBS/S",
-        "FAILED/M",
-        "FAIL%"
+        "FAILED",
+        "FAIL%",
+        "WAIT P95",
+        "RUN P95"
     );
     for q in &queues {
         let r = recent.iter().find(|r| r.queue == q.queue);
@@ -94,7 +100,7 @@ async fn frame(client: &Client) -> CliResult<String> {
         );
         let _ = writeln!(
             out,
-            "{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8.1} {:>9} {:>7.1}%",
+            "{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8.1} {:>7} {:>6.1}% {:>9} {:>9}",
             q.queue,
             if q.settings.paused {
                 "paused"
@@ -105,9 +111,11 @@ async fn frame(client: &Client) -> CliResult<String> {
             q.count(JobState::Scheduled),
             q.count(JobState::Running),
             lag,
-            r.map_or(0.0, |r| r.per_second),
+            r.map_or(0.0, |r| (r.completed + r.failed) as f64 / seconds),
             r.map_or(0, |r| r.failed),
             r.map_or(0.0, |r| r.failure_rate * 100.0),
+            ms(r.and_then(|r| r.wait_p95_ms)),
+            ms(r.and_then(|r| r.run_p95_ms)),
         );
     }
     let _ = writeln!(

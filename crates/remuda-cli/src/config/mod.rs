@@ -135,6 +135,12 @@ pub struct RetentionSection {
     /// Dead notifications (default 30 days).
     #[serde(default, with = "opt_keep")]
     pub notifications_dead: Option<remuda::maintenance::Keep>,
+    /// The workers' minute-by-minute activity (default 7 days).
+    #[serde(default, with = "opt_keep")]
+    pub activity: Option<remuda::maintenance::Keep>,
+    /// Audit entries of the dashboard (default 90 days).
+    #[serde(default, with = "opt_keep")]
+    pub audit: Option<remuda::maintenance::Keep>,
 }
 
 impl RetentionSection {
@@ -148,6 +154,8 @@ impl RetentionSection {
             expired: self.expired.unwrap_or(d.expired),
             notifications_sent: self.notifications_sent.unwrap_or(d.notifications_sent),
             notifications_dead: self.notifications_dead.unwrap_or(d.notifications_dead),
+            activity: self.activity.unwrap_or(d.activity),
+            audit: self.audit.unwrap_or(d.audit),
         }
     }
 }

@@ -32,6 +32,7 @@ pub fn routes() -> Router<State> {
         .route("/jobs/{id}/retry", post(jobs::retry))
         .route("/jobs/{id}/cancel", post(jobs::cancel))
         .route("/workers", get(others::workers))
+        .route("/activity", get(others::activity))
         .route("/workflows", get(workflows::list).post(workflows::start))
         .route("/workflows/{id}", get(workflows::get))
         .route("/workflows/{id}/signal", post(workflows::signal))

@@ -18,6 +18,23 @@ pub async fn workers(S(state): S<State>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(state.client.workers().await?)))
 }
 
+/// Query of `GET /api/v1/activity`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivityParams {
+    minutes: Option<i32>,
+}
+
+/// `GET /api/v1/activity?minutes=60`: per queue, what the workers ran over the last minutes
+/// (counts, failure rate, wait and run percentiles, and each minute).
+pub async fn activity(
+    S(state): S<State>,
+    ApiQuery(params): ApiQuery<ActivityParams>,
+) -> ApiResult<Json<Value>> {
+    let minutes = params.minutes.unwrap_or(60);
+    Ok(Json(json!(state.client.activity(minutes).await?)))
+}
+
 /// `GET /api/v1/schedules`: as `remuda schedules --json`.
 pub async fn schedules(S(state): S<State>) -> ApiResult<Json<Value>> {
     Ok(Json(json!(state.client.schedules().await?)))

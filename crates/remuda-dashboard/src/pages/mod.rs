@@ -3,6 +3,7 @@
 //! Content-Security-Policy forbids it), links relative so that the dashboard works mounted
 //! under any path.
 
+mod chart;
 mod graph;
 pub mod html;
 mod jobs;

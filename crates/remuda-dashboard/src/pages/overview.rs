@@ -1,5 +1,8 @@
-//! The overview: per queue the counts per state and the lag; workers alive; the leader.
+//! The overview: per queue the counts per state and the lag, and the last hour's throughput,
+//! failure rate and wait and run percentiles with a chart per minute; workers alive; the
+//! leader.
 
+use super::chart;
 use super::html::{esc, url};
 use super::view::{badge, span, Ctx};
 use crate::auth::Principal;
@@ -9,7 +12,7 @@ use axum::extract::State as S;
 use axum::http::Uri;
 use axum::response::Html;
 use axum::Extension;
-use remuda::JobState;
+use remuda::{JobState, QueueActivity};
 use std::fmt::Write;
 
 /// `GET /`.
@@ -19,10 +22,11 @@ pub async fn page(
     uri: Uri,
 ) -> ApiResult<Html<String>> {
     let ctx = Ctx::new(&state, &who, &uri);
-    let (queues, workers, maintenance) = tokio::try_join!(
+    let (queues, workers, maintenance, activity) = tokio::try_join!(
         state.client.queue_stats_capped(Some(remuda::COUNT_CAP)),
         state.client.workers(),
-        state.client.maintenance_status()
+        state.client.maintenance_status(),
+        state.client.activity(60)
     )?;
     let alive = workers.iter().filter(|w| w.alive).count();
     let running: i64 = workers.iter().filter(|w| w.alive).map(|w| w.running).sum();
@@ -92,5 +96,44 @@ pub async fn page(
         out += "<tr><td colspan=\"11\" class=\"muted\">No jobs yet.</td></tr>";
     }
     out += "</tbody></table><p class=\"hint\">Counts of finished jobs stop at 10 000 per queue (shown with +).</p>";
+    last_hour(&mut out, &ctx, &activity);
     Ok(ctx.render("Overview", "", &out))
+}
+
+/// The last hour per queue: a chart of attempts per minute, counts, failure rate, and wait
+/// and run percentiles.
+fn last_hour(out: &mut String, ctx: &Ctx, activity: &[QueueActivity]) {
+    *out += "<h2>Last hour</h2><table id=\"activity\"><thead><tr><th>Queue</th><th>Attempts per minute</th>\
+        <th class=\"num\">Completed</th><th class=\"num\">Failed</th><th class=\"num\">Retried</th>\
+        <th class=\"num\">Per minute</th><th class=\"num\">Failure rate</th>\
+        <th class=\"num\">Wait p50 / p95</th><th class=\"num\">Run p50 / p95</th></tr></thead><tbody>";
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".into(), |ms| span(ms / 1000.0));
+    for a in activity {
+        let _ = write!(
+            out,
+            "<tr data-queue=\"{0}\"><td><a href=\"{1}?queue={2}\">{0}</a></td><td>{3}</td>\
+             <td class=\"num\" data-field=\"completed\">{4}</td><td class=\"num\" data-field=\"failed\">{5}</td>\
+             <td class=\"num\" data-field=\"retried\">{6}</td><td class=\"num\">{7:.1}</td>\
+             <td class=\"num\" data-field=\"failure_rate\">{8:.1}%</td><td class=\"num\">{9} / {10}</td>\
+             <td class=\"num\">{11} / {12}</td></tr>",
+            esc(&a.queue),
+            ctx.href("jobs"),
+            url(&a.queue),
+            chart::minutes(&a.minutes),
+            a.completed,
+            a.failed,
+            a.retried,
+            a.per_minute,
+            a.failure_rate * 100.0,
+            ms(a.wait_p50_ms),
+            ms(a.wait_p95_ms),
+            ms(a.run_p50_ms),
+            ms(a.run_p95_ms),
+        );
+    }
+    if activity.is_empty() {
+        *out += "<tr><td colspan=\"9\" class=\"muted\">Nothing ran in the last hour.</td></tr>";
+    }
+    *out += "</tbody></table><p class=\"hint\">As the workers report with their heartbeats; \
+        percentiles are estimated within the buckets of the metrics' histograms.</p>";
 }

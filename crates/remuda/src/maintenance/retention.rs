@@ -102,6 +102,10 @@ pub struct Retention {
     /// Dead notifications, from when they died (default 30 days: time to fix the receiver
     /// and retry them).
     pub notifications_dead: Keep,
+    /// The workers' minute-by-minute activity the dashboard charts (default 7 days).
+    pub activity: Keep,
+    /// Entries of the dashboard's audit log (default 90 days).
+    pub audit: Keep,
 }
 
 impl Default for Retention {
@@ -114,6 +118,8 @@ impl Default for Retention {
             expired: days(7),
             notifications_sent: days(7),
             notifications_dead: days(30),
+            activity: days(7),
+            audit: days(90),
         }
     }
 }
@@ -126,6 +132,8 @@ impl Retention {
         }
         self.notifications_sent.validate("sent notifications'")?;
         self.notifications_dead.validate("dead notifications'")?;
+        self.activity.validate("activity minutes'")?;
+        self.audit.validate("audit entries'")?;
         Ok(())
     }
 
@@ -156,6 +164,10 @@ pub struct Pruned {
     pub workflows: i64,
     /// Sent and dead notifications.
     pub notifications: i64,
+    /// Minutes of activity (per queue).
+    pub activity: i64,
+    /// Audit entries.
+    pub audit: i64,
 }
 
 impl Pruned {
@@ -203,6 +215,22 @@ pub(crate) async fn prune(
             first_error.get_or_insert(e);
         }
     }
+    for (table, keep, count) in [
+        (
+            sql::ACTIVITY_PRUNE,
+            retention.activity,
+            &mut pruned.activity,
+        ),
+        (sql::AUDIT_PRUNE, retention.audit, &mut pruned.audit),
+    ] {
+        match prune_aged(db, table, keep, lease, dry_run).await {
+            Ok(n) => *count = n,
+            Err(e) => {
+                tracing::warn!("remuda retention: pruning activity or audit entries failed: {e}");
+                first_error.get_or_insert(e);
+            }
+        }
+    }
     for (state, keep) in retention.by_state() {
         // one state failing (a timeout) does not hold the others back
         match prune_state(db, state, keep, lease, dry_run).await {
@@ -214,7 +242,13 @@ pub(crate) async fn prune(
         }
     }
     match first_error {
-        Some(e) if pruned.total() == 0 && pruned.workflows == 0 && pruned.notifications == 0 => {
+        Some(e)
+            if pruned.total() == 0
+                && pruned.workflows == 0
+                && pruned.notifications == 0
+                && pruned.activity == 0
+                && pruned.audit == 0 =>
+        {
             Err(e)
         }
         _ => Ok(pruned),
@@ -289,6 +323,21 @@ async fn prune_notifications(
     let limit = if dry_run { i64::MAX } else { BATCH };
     let params: [&(dyn ToSql + Sync); 6] = [&sent, &dead, &limit, &leader, &dry_run, &term];
     in_batches(db, sql::NOTIFICATION_PRUNE, &params, limit, dry_run).await
+}
+
+/// Deletes (or counts) the rows of a log past their age: minutes of activity, audit entries.
+async fn prune_aged(
+    db: &Database,
+    statement: &str,
+    keep: Keep,
+    lease: Option<&Lease>,
+    dry_run: bool,
+) -> Result<i64> {
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let age = keep.as_ms();
+    let limit = if dry_run { i64::MAX } else { BATCH };
+    let params: [&(dyn ToSql + Sync); 5] = [&age, &limit, &leader, &dry_run, &term];
+    in_batches(db, statement, &params, limit, dry_run).await
 }
 
 /// Runs a pruning statement (which returns `deleted` and `doomed` counts) in short

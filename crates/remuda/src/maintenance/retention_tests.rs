@@ -91,7 +91,9 @@ async fn retention_deletes_exactly_what_is_past_its_age_per_state_and_per_queue(
             cancelled: 1,
             expired: 1,
             workflows: 0,
-            notifications: 0
+            notifications: 0,
+            activity: 0,
+            audit: 0
         }
     );
     assert_eq!(
@@ -333,4 +335,58 @@ async fn idle_and_unreadable_rate_buckets_go_and_a_live_one_stays() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(left, ["[\"limited\"]"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activity_minutes_and_audit_entries_past_their_age_go_and_recent_ones_stay() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.queue_minutes (queue, minute, completed) VALUES
+             ('q', date_trunc('minute', now()) - interval '8 days', 1),
+             ('q', date_trunc('minute', now()) - interval '6 days', 2),
+             ('q', date_trunc('minute', now()), 3);
+         INSERT INTO remuda.audit (at, actor, via, action, target) VALUES
+             (now() - interval '91 days', 'admin', 'api', 'retry', 'job 1'),
+             (now() - interval '89 days', 'admin', 'api', 'retry', 'job 2')",
+    )
+    .await
+    .expect("rows");
+    let retention = Retention::default();
+    let counted = prune(&db, &retention, None, true).await.expect("dry run");
+    assert_eq!((counted.activity, counted.audit), (1, 1));
+    let pruned = prune(&db, &retention, None, false).await.expect("prune");
+    assert_eq!((pruned.activity, pruned.audit), (1, 1));
+    let minutes: Vec<i64> = conn
+        .query(
+            "SELECT completed FROM remuda.queue_minutes ORDER BY minute",
+            &[],
+        )
+        .await
+        .expect("minutes")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(minutes, [2, 3]);
+    let targets: Vec<String> = conn
+        .query("SELECT target FROM remuda.audit", &[])
+        .await
+        .expect("audit")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(targets, ["job 2"]);
+    // kept for ever when told so
+    conn.batch_execute(
+        "INSERT INTO remuda.queue_minutes (queue, minute) VALUES ('q', now() - interval '1 year')",
+    )
+    .await
+    .expect("old minute");
+    let forever = Retention {
+        activity: Keep::Forever,
+        ..Retention::default()
+    };
+    let pruned = prune(&db, &forever, None, false).await.expect("prune");
+    assert_eq!(pruned.activity, 0);
 }

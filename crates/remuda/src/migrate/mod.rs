@@ -126,10 +126,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0015_worker_report.sql"),
     },
+    Migration {
+        version: 16,
+        name: "activity",
+        mode: Mode::Transaction,
+        sql: include_str!("0016_activity.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 15;
+pub const LATEST: i32 = 16;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -3,6 +3,7 @@
 //! the completer. Whether a retryable error is retried or fails the job (attempts left) is
 //! the database's decision, made when the outcome is written (`remuda.retry_or_fail`).
 
+use super::activity::Ended;
 use super::completer::{Outcome, Run};
 use super::outcome::End;
 use super::{Running, Shared};
@@ -171,9 +172,26 @@ pub(crate) async fn execute(
     shared.slot_freed.notify_one();
 }
 
-/// Records the attempt in the worker's metrics: how long it waited and ran, and how it ended
+/// Records the attempt in the worker's metrics and its activity tally: how long it waited and ran, and how it ended
 /// (a retryable error on the last attempt counts as failed, as the database will decide).
 fn observe(shared: &Shared, job: &Claimed, outcome: &Outcome, ran: Duration) {
+    let Outcome::Ended { end, .. } = outcome else {
+        return;
+    };
+    let ended = match end {
+        End::Completed { .. } => Ended::Completed,
+        End::Failed { .. } => Ended::Failed,
+        End::Retry { .. } if job.attempt >= job.max_attempts => Ended::Failed,
+        End::Retry { .. } => Ended::Retried,
+        End::Snooze { .. } => return,
+    };
+    let waited = (job.started_at - job.run_at)
+        .num_microseconds()
+        .unwrap_or(0)
+        .max(0) as f64
+        / 1e6;
+    let ran = ran.as_secs_f64();
+    shared.activity.record(&job.queue, ended, waited, ran);
     let Some(metrics) = shared
         .metrics
         .get(&job.queue)
@@ -181,23 +199,13 @@ fn observe(shared: &Shared, job: &Claimed, outcome: &Outcome, ran: Duration) {
     else {
         return;
     };
-    let Outcome::Ended { end, .. } = outcome else {
-        return;
+    match ended {
+        Ended::Completed => metrics.completed.inc(),
+        Ended::Failed => metrics.failed.inc(),
+        Ended::Retried => metrics.retried.inc(),
     };
-    let counter = match end {
-        End::Completed { .. } => &metrics.completed,
-        End::Failed { .. } => &metrics.failed,
-        End::Retry { .. } if job.attempt >= job.max_attempts => &metrics.failed,
-        End::Retry { .. } => &metrics.retried,
-        _ => return,
-    };
-    counter.inc();
-    let waited = (job.started_at - job.run_at)
-        .num_microseconds()
-        .unwrap_or(0)
-        .max(0);
-    metrics.wait.observe(waited as f64 / 1e6);
-    metrics.run.observe(ran.as_secs_f64());
+    metrics.wait.observe(waited);
+    metrics.run.observe(ran);
 }
 
 fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {

@@ -131,6 +131,39 @@ pub(crate) async fn run(
     registered: Instant,
     stop: CancellationToken,
 ) {
+    beat_until(&shared, &registration, registered, &stop).await;
+    // what the last jobs' attempts add to the activity minutes
+    let patience = shared.config.heartbeat_interval.max(Duration::from_secs(1));
+    match tokio::time::timeout(patience, shared.activity.flush(&shared.db)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("remuda worker: cannot write its last activity: {e}"),
+        Err(_) => tracing::warn!("remuda worker: writing its last activity got no answer"),
+    }
+}
+
+/// Adds the activity tallies to the database beside the heartbeat, one write at a time, so
+/// that a slow write never holds a heartbeat back.
+fn flush_activity(shared: &Arc<Shared>, patience: Duration) {
+    if !shared.activity.start_writing() {
+        return;
+    }
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        match tokio::time::timeout(patience, shared.activity.flush(&shared.db)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!("remuda worker: activity kept for later: {e}"),
+            Err(_) => tracing::debug!("remuda worker: activity kept for later: no answer"),
+        }
+        shared.activity.done_writing();
+    });
+}
+
+async fn beat_until(
+    shared: &Arc<Shared>,
+    registration: &Registration,
+    registered: Instant,
+    stop: &CancellationToken,
+) {
     let every = shared.config.heartbeat_interval;
     let fence_after = shared.config.rescue_after.saturating_sub(every);
     // the jobs must be gone before rescue_after: half an interval of the remaining margin
@@ -148,13 +181,13 @@ pub(crate) async fn run(
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
             _ = tokio::time::sleep_until(fence_at), if !fenced => {
-                fence_for_silence(&shared, last_ok, grace);
+                fence_for_silence(shared, last_ok, grace);
                 continue;
             }
         }
         let started = Instant::now();
-        let report = Report::now(&shared, registration.concurrency, &mut cpu);
-        let beating = tokio::time::timeout(patience, beat(&shared.db, &registration, &report));
+        let report = Report::now(shared, registration.concurrency, &mut cpu);
+        let beating = tokio::time::timeout(patience, beat(&shared.db, registration, &report));
         tokio::pin!(beating);
         let outcome = loop {
             let fenced = shared.fenced.load(Ordering::SeqCst);
@@ -163,13 +196,14 @@ pub(crate) async fn run(
                 outcome = &mut beating => break outcome,
                 // the deadline passes while this heartbeat hangs: fence now, keep waiting
                 _ = tokio::time::sleep_until(fence_at), if !fenced => {
-                    fence_for_silence(&shared, last_ok, grace);
+                    fence_for_silence(shared, last_ok, grace);
                 }
             }
         };
         match outcome {
             Ok(Ok(true)) => {
                 last_ok = started;
+                flush_activity(shared, patience);
                 if shared.fenced.swap(false, Ordering::SeqCst) {
                     tracing::warn!("remuda worker {id}: heartbeat through again; claiming again");
                     shared.wake.notify_one();
@@ -182,8 +216,8 @@ pub(crate) async fn run(
                     crate::duration::format(shared.config.rescue_after),
                     lock(&shared.running).len()
                 );
-                fence(&shared, Duration::ZERO);
-                match tokio::time::timeout(patience, register(&shared.db, &registration)).await {
+                fence(shared, Duration::ZERO);
+                match tokio::time::timeout(patience, register(&shared.db, registration)).await {
                     Ok(Ok(())) => {
                         last_ok = started;
                         shared.fenced.store(false, Ordering::SeqCst);
@@ -202,7 +236,7 @@ pub(crate) async fn run(
             ),
         }
         if !shared.fenced.load(Ordering::SeqCst) && last_ok.elapsed() >= fence_after {
-            fence_for_silence(&shared, last_ok, grace);
+            fence_for_silence(shared, last_ok, grace);
         }
     }
 }

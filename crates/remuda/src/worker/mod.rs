@@ -26,6 +26,7 @@
 //! rest are stopped and released to `available` without counting the attempt; pending
 //! outcomes are written; the worker resigns leadership and leaves the registry.
 
+mod activity;
 mod claim;
 mod completer;
 mod dispatch;
@@ -363,6 +364,8 @@ pub(crate) struct Shared {
     stats: Arc<WorkerStats>,
     /// The metrics handles of each queue and kind this worker runs.
     metrics: Arc<HashMap<String, HashMap<String, crate::metrics::JobMetrics>>>,
+    /// Its attempts per queue and minute, added to `remuda.queue_minutes` with each heartbeat.
+    activity: activity::Activity,
 }
 
 /// The metrics handles of every queue and kind of a worker, taken once at its start.
@@ -598,6 +601,7 @@ impl Worker {
                 &config.queues,
                 &registration.kinds,
             )),
+            activity: activity::Activity::default(),
         });
         self.client
             .metrics()
