@@ -19,6 +19,8 @@ pub(crate) async fn audited<T: Serialize>(
     target: String,
     result: ApiResult<T>,
 ) -> ApiResult<T> {
+    // what a page shows next includes this change
+    state.counts.changed();
     let detail = match &result {
         Ok(value) => json!({"ok": value}),
         Err(e) => json!({"error": {"code": e.code, "message": e.message}}),

@@ -18,6 +18,7 @@ mod actions;
 mod api;
 pub mod audit;
 pub mod auth;
+pub mod counts;
 pub mod error;
 mod extract;
 pub mod metrics;
@@ -55,6 +56,8 @@ pub(crate) struct State {
     pub(crate) client: Client,
     pub(crate) config: Arc<Access>,
     pub(crate) sessions: Arc<auth::Sessions>,
+    /// The queues' counts, shared by every request.
+    pub(crate) counts: Arc<counts::QueueCounts>,
 }
 
 impl Dashboard {
@@ -96,6 +99,7 @@ impl Dashboard {
             client: self.client,
             config: Arc::new(self.access),
             sessions: Arc::default(),
+            counts: Arc::default(),
         };
         api::routes()
             .merge(pages::routes())

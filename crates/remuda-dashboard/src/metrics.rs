@@ -65,7 +65,7 @@ fn joined(metrics: &Metrics, more: &Registry) -> String {
 pub(crate) async fn scrape(S(state): S<State>) -> ApiResult<Response> {
     let client = &state.client;
     let (queues, workers, schedules) = tokio::try_join!(
-        client.queue_stats_capped(Some(remuda::COUNT_CAP)),
+        state.counts.get(client),
         client.workers(),
         client.schedules()
     )?;
@@ -91,7 +91,7 @@ pub(crate) async fn scrape(S(state): S<State>) -> ApiResult<Response> {
         lag.clone(),
     );
     let now = chrono::Utc::now();
-    for q in &queues {
+    for q in queues.iter() {
         for s in JobState::ALL {
             let labels = QueueState {
                 queue: q.queue.clone(),

@@ -501,3 +501,47 @@ async fn metrics_give_the_database_gauges_and_what_the_api_enqueued_in_openmetri
         .expect("scrape");
     assert_eq!(refused.status().as_u16(), 401);
 }
+
+/// The available count of queue `name` in a `GET /api/v1/queues` answer.
+fn available(queues: &Value, name: &str) -> Option<i64> {
+    queues
+        .as_array()?
+        .iter()
+        .find(|q| q["queue"] == name)
+        .and_then(|q| q["available"].as_i64())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_are_shared_between_requests_refreshed_behind_them_and_dropped_by_a_change() {
+    let s = serve(|d| d).await;
+    let (_, before) = s.get("/api/v1/queues").await;
+    assert_eq!(available(&before, "side"), None, "{before}");
+    // a job enqueued behind the dashboard's back shows once the count is redone
+    s.client
+        .insert(
+            remuda::NewJob::new("mail", &json!({}))
+                .expect("job")
+                .queue("side"),
+        )
+        .await
+        .expect("insert");
+    let (_, cached) = s.get("/api/v1/queues").await;
+    assert_eq!(cached, before, "the count just made is served again");
+    let mut seen = None;
+    for _ in 0..50 {
+        let (_, now) = s.get("/api/v1/queues").await;
+        seen = available(&now, "side");
+        if seen.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(seen, Some(1), "counted again behind the requests");
+    // a change made through the dashboard shows at once
+    let (status, _) = s
+        .post("/api/v1/jobs", json!({"kind": "mail", "queue": "side"}))
+        .await;
+    assert_eq!(status, 201);
+    let (_, after) = s.get("/api/v1/queues").await;
+    assert_eq!(available(&after, "side"), Some(2), "{after}");
+}

@@ -12,14 +12,10 @@ use remuda::{QueueChange, RatePer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-/// `GET /api/v1/queues`: as `remuda queues --json`.
+/// `GET /api/v1/queues`: as `remuda queues --json` (counted at most a second ago, see
+/// [`counts`](crate::counts)).
 pub async fn list(S(state): S<State>) -> ApiResult<Json<Value>> {
-    Ok(Json(json!(
-        state
-            .client
-            .queue_stats_capped(Some(remuda::COUNT_CAP))
-            .await?
-    )))
+    Ok(Json(json!(*state.counts.get(&state.client).await?)))
 }
 
 /// `GET /api/v1/queues/{name}`: the queue's settings, as `remuda queue show --json`.

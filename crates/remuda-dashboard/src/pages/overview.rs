@@ -23,7 +23,7 @@ pub async fn page(
 ) -> ApiResult<Html<String>> {
     let ctx = Ctx::new(&state, &who, &uri);
     let (queues, workers, maintenance, activity) = tokio::try_join!(
-        state.client.queue_stats_capped(Some(remuda::COUNT_CAP)),
+        state.counts.get(&state.client),
         state.client.workers(),
         state.client.maintenance_status(),
         state.client.activity(60)
@@ -58,7 +58,7 @@ pub async fn page(
     }
     out += "<th class=\"num\">Lag</th><th class=\"num\">Unroutable</th></tr></thead><tbody>";
     let now = chrono::Utc::now();
-    for q in &queues {
+    for q in queues.iter() {
         let status = if q.settings.paused {
             "paused"
         } else {

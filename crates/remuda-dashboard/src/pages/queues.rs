@@ -23,14 +23,11 @@ pub async fn page(
     ApiQuery(flash): ApiQuery<Flash>,
 ) -> ApiResult<Html<String>> {
     let ctx = Ctx::new(&state, &who, &uri);
-    let queues = state
-        .client
-        .queue_stats_capped(Some(remuda::COUNT_CAP))
-        .await?;
+    let queues = state.counts.get(&state.client).await?;
     let mut out = flash.html();
     out += "<table id=\"queue-settings\"><thead><tr><th>Queue</th><th>Status</th><th></th><th>Limits (empty: none)</th></tr></thead><tbody>";
     let disabled = if ctx.read_only { " disabled" } else { "" };
-    for q in &queues {
+    for q in queues.iter() {
         let s = &q.settings;
         let name = url(&q.queue);
         let toggle = if s.paused {
