@@ -107,6 +107,7 @@ async fn every_page_answers_with_its_content() {
             "data-field=\"failure_rate\">30.0%".to_string(),
         ),
         ("/".to_string(), "18 ms".to_string()),
+        ("/".to_string(), "<td class=\"num\">0.17</td>".to_string()),
         (
             "/".to_string(),
             "7 completed, 3 failed, 1 retried</title>".to_string(),

@@ -100,6 +100,15 @@ pub async fn page(
     Ok(ctx.render("Overview", "", &out))
 }
 
+/// A rate for people: two decimals below 10, one below 100, none beyond.
+fn rate(per_minute: f64) -> String {
+    match per_minute {
+        r if r < 10.0 => format!("{r:.2}"),
+        r if r < 100.0 => format!("{r:.1}"),
+        r => format!("{r:.0}"),
+    }
+}
+
 /// The last hour per queue: a chart of attempts per minute, counts, failure rate, and wait
 /// and run percentiles.
 fn last_hour(out: &mut String, ctx: &Ctx, activity: &[QueueActivity]) {
@@ -113,7 +122,7 @@ fn last_hour(out: &mut String, ctx: &Ctx, activity: &[QueueActivity]) {
             out,
             "<tr data-queue=\"{0}\"><td><a href=\"{1}?queue={2}\">{0}</a></td><td>{3}</td>\
              <td class=\"num\" data-field=\"completed\">{4}</td><td class=\"num\" data-field=\"failed\">{5}</td>\
-             <td class=\"num\" data-field=\"retried\">{6}</td><td class=\"num\">{7:.1}</td>\
+             <td class=\"num\" data-field=\"retried\">{6}</td><td class=\"num\">{7}</td>\
              <td class=\"num\" data-field=\"failure_rate\">{8:.1}%</td><td class=\"num\">{9} / {10}</td>\
              <td class=\"num\">{11} / {12}</td></tr>",
             esc(&a.queue),
@@ -123,7 +132,7 @@ fn last_hour(out: &mut String, ctx: &Ctx, activity: &[QueueActivity]) {
             a.completed,
             a.failed,
             a.retried,
-            a.per_minute,
+            rate(a.per_minute),
             a.failure_rate * 100.0,
             ms(a.wait_p50_ms),
             ms(a.wait_p95_ms),
