@@ -184,7 +184,7 @@ fn add_counts(into: &mut [i64], counts: &[i64]) {
 /// The `q` quantile, in seconds, of a histogram of counts per bucket of [`BUCKETS`] (the last
 /// bucket beyond them), interpolated within its bucket as Prometheus' `histogram_quantile`
 /// does; the last bound for anything beyond it; none for an empty histogram.
-pub fn quantile(counts: &[i64], q: f64) -> Option<f64> {
+fn quantile(counts: &[i64], q: f64) -> Option<f64> {
     let total: i64 = counts.iter().sum();
     if total <= 0 {
         return None;

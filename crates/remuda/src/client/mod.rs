@@ -19,7 +19,7 @@ mod queues;
 mod throughput;
 pub(crate) mod wait;
 
-pub use activity::{quantile, MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
+pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
 pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
