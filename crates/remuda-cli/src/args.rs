@@ -44,6 +44,17 @@ pub struct DbArgs {
         required = false
     )]
     pub database_url: Option<String>,
+    /// Behind a transaction-mode pooler (`pooler=transaction` in the URL): PostgreSQL's own
+    /// address, for LISTEN (without it workers poll) and migrations.
+    #[arg(
+        long,
+        global = true,
+        env = "REMUDA_DIRECT_URL",
+        hide_env_values = true,
+        value_name = "URL",
+        required = false
+    )]
+    pub direct_url: Option<String>,
     /// Use the private PostgreSQL cluster (in $REMUDA_HOME or ./.remuda) even if a server
     /// answers; REMUDA_EMBEDDED=1 does the same.
     #[arg(long, global = true)]
@@ -845,16 +856,18 @@ pub struct BenchArgs {
     /// With --churn: how long finished jobs are kept.
     #[arg(long, value_parser = parse_duration, default_value = "1m", requires = "churn")]
     pub retain: std::time::Duration,
-    /// With --churn: jobs enqueued per second.
-    #[arg(long, default_value_t = 5000, requires = "churn")]
-    pub rate: u32,
+    /// With --churn: jobs enqueued per second (N, or N/PERIOD); with --limit rate: the
+    /// queue's rate limit, N starts per PERIOD (5000/1s).
+    #[arg(long, value_parser = parse_bench_rate, default_value = "5000/1s")]
+    pub rate: (i32, std::time::Duration),
     /// Instead: this many schedules firing every minute for --duration; prints the fires'
     /// lateness, duplicates and missing fires.
     #[arg(long)]
     pub schedules: Option<usize>,
-    /// With --schedules: how long to run.
-    #[arg(long, value_parser = parse_duration, default_value = "5m", requires = "schedules")]
-    pub duration: std::time::Duration,
+    /// With --schedules: how long to run (5m); with --limit rate: how long to measure the
+    /// achieved rate (30s).
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Instead: one workflow run of this shape (wide: fan-out then fan-in; chain: a line;
     /// map: one map node) beside a plain drain of as many jobs.
     #[arg(long, value_enum, conflicts_with_all = ["churn", "schedules"])]
@@ -870,12 +883,49 @@ pub struct BenchArgs {
     /// API list 50 times (p50, p95) while a worker drains beside it.
     #[arg(long, conflicts_with_all = ["churn", "schedules", "workflow", "notify"])]
     pub dashboard: bool,
+    /// Instead: a flow-controlled queue (key: a limit per concurrency key; global: a cap on
+    /// the queue's running jobs; rate: a rate limit) drained beside a plain queue.
+    #[arg(long, value_enum, conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard"])]
+    pub limit: Option<crate::commands::Limit>,
+    /// With --limit key: how many concurrency keys the jobs are spread over.
+    #[arg(long, default_value_t = 1000)]
+    pub keys: usize,
+    /// With --limit key: running jobs allowed per key.
+    #[arg(long, default_value_t = 2)]
+    pub key_limit: i32,
+    /// With --limit global: the cap on the queue's running jobs.
+    #[arg(long, default_value_t = 500)]
+    pub max_running: i32,
+    /// Instead: N jobs of a kind no worker runs at the head of the queue, and a drain of the
+    /// others behind them beside a plain drain.
+    #[arg(long, value_name = "N", conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard", "limit"])]
+    pub unhandled: Option<usize>,
+    /// With --workers: run each worker as a process of its own (`remuda worker`) and compare
+    /// with one such process on the same queue.
+    #[arg(long, conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard", "limit", "unhandled"])]
+    pub processes: bool,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `N` (per second) or `N/PERIOD`.
+fn parse_bench_rate(text: &str) -> Result<(i32, std::time::Duration), String> {
+    if !text.contains('/') {
+        return match text.trim().parse::<i32>() {
+            Ok(n) if n >= 1 => Ok((n, std::time::Duration::from_secs(1))),
+            _ => Err(format!(
+                "{text:?} is not a rate: write N or N/PERIOD, e.g. 5000 or 5000/1s"
+            )),
+        };
+    }
+    match parse_rate(text)? {
+        Rate(Some(rate)) => Ok(rate),
+        Rate(None) => Err("the bench needs a rate, not none".into()),
+    }
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {

@@ -17,7 +17,10 @@ pub async fn database(args: &DbArgs) -> CliResult<Database> {
     }
     resolve.embedded |= args.embedded;
     let (config, tls) = resolve.resolve_with_tls().await?;
-    let db = Database::with_tls(config, tls, POOL_SIZE)?;
+    let mut db = Database::with_tls(config, tls, POOL_SIZE)?;
+    if let Some(direct) = args.direct_url.as_deref().filter(|u| !u.is_empty()) {
+        db = db.with_direct(direct)?;
+    }
     db.ping().await?;
     Ok(db)
 }

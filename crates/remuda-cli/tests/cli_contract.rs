@@ -736,3 +736,91 @@ async fn bench_notify_reports_deliveries_and_their_latency_beside_a_plain_drain(
     let bad = remuda(&db, &["bench", "--notify", "10", "--workflow", "wide"]).await;
     assert_eq!(code(&bad), 2, "--notify is a mode of its own");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_limit_modes_report_their_queue_beside_a_plain_one() {
+    let db = migrated().await;
+    let modes: [&[&str]; 4] = [
+        &[
+            "--limit",
+            "key",
+            "-n",
+            "2000",
+            "--keys",
+            "20",
+            "--key-limit",
+            "2",
+        ],
+        &["--limit", "global", "-n", "2000", "--max-running", "50"],
+        &["--limit", "rate", "--rate", "400/1s", "--duration", "2s"],
+        &["--unhandled", "500", "-n", "2000"],
+    ];
+    for mode in modes {
+        let args = [&["bench", "--concurrency", "200", "--json"][..], mode].concat();
+        let output = remuda(&db, &args).await;
+        assert_eq!(code(&output), 0, "{mode:?}: {}", stderr(&output));
+        let report = json(&output);
+        for field in ["drain_jobs_per_sec", "plain_drain_jobs_per_sec"] {
+            assert!(
+                report[field].as_f64().unwrap_or(0.0) > 0.0,
+                "{field}: {report}"
+            );
+        }
+        match mode[1] {
+            "key" => {
+                assert_eq!(report["keys"], 20);
+                assert!(report["key_wait_ms"]["worst_over_median"].is_number());
+            }
+            "global" => {
+                let seen = report["max_running_seen"].as_i64().unwrap_or(-1);
+                assert!((1..=50).contains(&seen), "the cap held: {report}");
+            }
+            "rate" => {
+                let achieved = report["achieved_rate_per_sec"].as_f64().unwrap_or(0.0);
+                assert!(
+                    (300.0..=440.0).contains(&achieved),
+                    "near 400/s over the window: {report}"
+                );
+                let burst = report["burst_max"].as_f64().unwrap_or(f64::MAX);
+                assert!(burst <= 401.0, "no burst above the bucket: {report}");
+            }
+            _ => assert_eq!(report["unhandled"], 500),
+        }
+    }
+    let bad = remuda(&db, &["bench", "--limit", "key", "--unhandled", "5"]).await;
+    assert_eq!(code(&bad), 2, "--unhandled is a mode of its own");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bench_processes_compares_worker_processes_with_one() {
+    let db = migrated().await;
+    let output = remuda(
+        &db,
+        &[
+            "bench",
+            "--processes",
+            "--workers",
+            "3",
+            "-n",
+            "3000",
+            "--concurrency",
+            "100",
+            "--json",
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["processes"], 3);
+    let shares = report["shares"].as_array().expect("shares");
+    let total: i64 = shares.iter().filter_map(|s| s.as_i64()).sum();
+    assert_eq!(
+        total, 3000,
+        "every job ran once, by one of the processes: {report}"
+    );
+    assert!(
+        report["drain_jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0
+            && report["plain_drain_jobs_per_sec"].as_f64().unwrap_or(0.0) > 0.0,
+        "{report}"
+    );
+}

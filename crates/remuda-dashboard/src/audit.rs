@@ -34,9 +34,8 @@ pub struct AuditEntry {
 pub async fn record(client: &Client, who: &Principal, action: &str, target: &str, detail: Value) {
     let written = async {
         let conn = client.database().conn().await?;
-        let statement = conn.prepare_cached(INSERT).await?;
         conn.execute(
-            &statement,
+            INSERT,
             &[&who.actor, &who.via.as_str(), &action, &target, &detail],
         )
         .await?;
@@ -58,8 +57,7 @@ pub async fn list(
     limit: i64,
 ) -> remuda::Result<Vec<AuditEntry>> {
     let conn = client.database().conn().await?;
-    let statement = conn.prepare_cached(LIST).await?;
-    conn.query(&statement, &[&before, &limit])
+    conn.query(LIST, &[&before, &limit])
         .await?
         .iter()
         .map(|row| {

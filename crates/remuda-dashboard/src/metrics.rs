@@ -71,9 +71,8 @@ pub(crate) async fn scrape(S(state): S<State>) -> ApiResult<Response> {
     )?;
     let db = |e: tokio_postgres::Error| crate::ApiError::from(remuda::Error::from(e));
     let conn = client.database().conn().await?;
-    let statement = conn.prepare_cached(OUTBOX).await.map_err(db)?;
     let outbox = conn
-        .query_one(&statement, &[&remuda::COUNT_CAP])
+        .query_one(OUTBOX, &[&remuda::COUNT_CAP])
         .await
         .map_err(db)?;
     drop(conn);

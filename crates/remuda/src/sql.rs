@@ -6,6 +6,8 @@
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 /// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5 …
 pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/claim_limited.sql");
+/// Claim from queue $1 within a cap on running jobs (the queue's max_running, the cluster's) …
+pub(crate) const CLAIM_CAPPED: &str = include_str!("sql/claim_capped.sql");
 /// Serialise limited claims: the lock of queue $1 and, when the cluster has a cap, first the …
 pub(crate) const CLAIM_LOCK: &str = include_str!("sql/claim_lock.sql");
 /// The cluster-wide settings (one row).
@@ -213,6 +215,7 @@ pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notification_prune
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
+    ("claim_capped", CLAIM_CAPPED),
     ("claim_limited", CLAIM_LIMITED),
     ("claim_lock", CLAIM_LOCK),
     ("cluster_get", CLUSTER_GET),

@@ -56,7 +56,7 @@ async fn jobs_enqueued_in_a_rolled_back_transaction_do_not_exist() {
     let tx = conn.transaction().await.expect("begin");
     let ids = client
         .insert_in(
-            &*tx,
+            &**tx,
             &[
                 NewJob::new("noop", &1).expect("job"),
                 NewJob::new("noop", &2).expect("job"),
@@ -75,7 +75,7 @@ async fn jobs_enqueued_in_a_rolled_back_transaction_do_not_exist() {
 
     let tx = conn.transaction().await.expect("begin");
     let ids = client
-        .insert_in(&*tx, &[NewJob::new("noop", &3).expect("job")])
+        .insert_in(&**tx, &[NewJob::new("noop", &3).expect("job")])
         .await
         .expect("insert");
     assert!(

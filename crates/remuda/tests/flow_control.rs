@@ -621,3 +621,48 @@ async fn weighted_round_robin_gives_a_heavier_queue_more_turns() {
         "{heavy} of the first 40 starts were heavy"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_shorter_than_the_poll_interval_is_used_in_full() {
+    let (_db, client) = setup().await;
+    // 50 starts a second in buckets of 10 per 200 ms; the worker polls once a second, and its
+    // jobs outlast the test, so no completion wakes it either: only the bucket's refill can
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate: Some(Some((10, Duration::from_millis(200)))),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rate");
+    client
+        .insert_many(&naps(300, 60_000))
+        .await
+        .expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: 300,
+                queues: vec!["limited".into()],
+                poll_interval: Duration::from_secs(1),
+                shutdown_timeout: Duration::from_millis(100),
+                cancel_grace: Duration::from_millis(100),
+                ..fast_config()
+            })
+            .register(Nap),
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let started = scalar(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE started_at IS NOT NULL",
+    )
+    .await;
+    worker.shutdown().await;
+    // a claim per poll would have started about 10 + 2 × 10; the rate allows 10 + 2 × 50
+    assert!(
+        (60..=115).contains(&started),
+        "{started} jobs started in 2 s at 10 per 200 ms"
+    );
+}

@@ -85,7 +85,7 @@ async fn a_transaction_holding_a_key_decides_for_the_others() {
     let mut holder_conn = client.database().conn().await.expect("conn");
     let holder = holder_conn.transaction().await.expect("begin");
     let held = client
-        .insert_in(&*holder, &[keyed("k")])
+        .insert_in(&**holder, &[keyed("k")])
         .await
         .expect("insert in tx")[0];
     // a second enqueue waits for the holder to end (the index entry is not yet committed)
@@ -106,7 +106,7 @@ async fn a_transaction_holding_a_key_decides_for_the_others() {
     let mut conn = client.database().conn().await.expect("conn");
     let tx = conn.transaction().await.expect("begin");
     let again = client
-        .insert_each_in(&*tx, &[keyed("k")])
+        .insert_each_in(&**tx, &[keyed("k")])
         .await
         .expect("insert")[0];
     assert!(again.duplicate);

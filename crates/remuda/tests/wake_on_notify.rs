@@ -82,7 +82,7 @@ async fn a_listener_that_loses_its_connection_reconnects_and_the_worker_catches_
     assert!(killed >= 1, "found the listener's backend");
     let ids = client
         .insert_in(
-            &*tx,
+            &**tx,
             &[remuda::NewJob::for_task::<Add>(&AddArgs { a: 2, b: 2 }).expect("job")],
         )
         .await

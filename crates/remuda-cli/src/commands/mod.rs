@@ -1,6 +1,7 @@
 //! One module per group of subcommands; each returns the process exit code.
 
 mod bench;
+pub use bench::limits::Limit;
 pub use bench::workflows::Shape as WorkflowShape;
 mod dashboard;
 mod demo;

@@ -33,7 +33,14 @@ pub async fn create(admin: &Database, suffix: &str, pool: usize) -> CliResult<Da
         .map_err(|e| CliError::Remuda(e.into()))?;
     let mut config = admin.config().clone();
     config.dbname(&scratch);
-    let db = Database::with_tls(config, admin.tls().clone(), pool)?;
+    let mut db = Database::with_tls(config, admin.tls().clone(), pool)?;
+    if admin.pooler() == remuda::db::Pooler::Transaction {
+        // behind a transaction-mode pooler: the scratch database's own direct address, for
+        // its migrations and LISTEN
+        if let Some((direct, _)) = admin.session_target() {
+            db = db.with_direct(&remuda::db::conninfo(&direct, Some(&scratch)))?;
+        }
+    }
     remuda::migrate::run(&db).await?;
     Ok(db)
 }

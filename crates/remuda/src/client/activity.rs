@@ -70,8 +70,7 @@ impl Client {
             )));
         }
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::ACTIVITY_READ).await?;
-        let rows = conn.query(&statement, &[&minutes]).await?;
+        let rows = conn.query(sql::ACTIVITY_READ, &[&minutes]).await?;
         let Some(first) = rows.first() else {
             return Ok(Vec::new());
         };

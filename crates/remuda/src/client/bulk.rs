@@ -119,16 +119,14 @@ impl Client {
             BulkAction::Delete => return self.delete_ids(ids).await,
         };
         let conn = self.database().conn().await?;
-        let prepared = conn.prepare_cached(statement).await?;
-        let row = conn.query_one(&prepared, &[&ids]).await?;
+        let row = conn.query_one(statement, &[&ids]).await?;
         let n: i64 = row.try_get(column)?;
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
     async fn delete_ids(&self, ids: &[i64]) -> Result<u64> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_DELETE).await?;
-        let row = conn.query_one(&statement, &[&ids]).await?;
+        let row = conn.query_one(sql::JOB_DELETE, &[&ids]).await?;
         let deleted: Vec<i64> = row.try_get("deleted")?;
         Ok(deleted.len() as u64)
     }

@@ -2,6 +2,7 @@
 //! statement), or inside the caller's own transaction.
 
 use crate::db::Jsonb;
+use crate::db::Sql;
 use crate::task::Task;
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
@@ -10,7 +11,6 @@ use postgres_types::Type;
 use serde::Serialize;
 use std::time::Duration;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use tokio_postgres::GenericClient;
 
 /// A job to enqueue.
 #[derive(Clone, Debug)]
@@ -396,15 +396,6 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
 /// Longest unique key accepted (btree entries must fit a third of a page).
 pub const MAX_UNIQUE_KEY: usize = 1000;
 
-/// The statements an enqueue may use, prepared on the connection it runs on.
-pub(crate) struct Statements {
-    /// `insert_jobs.sql`: jobs without uniqueness.
-    pub plain: tokio_postgres::Statement,
-    /// `insert_unique_jobs.sql`, `unique_lookup.sql`, `unique_args_keys.sql`: prepared only
-    /// when a job of the batch is unique.
-    pub unique: Option<[tokio_postgres::Statement; 3]>,
-}
-
 /// A batch as parallel arrays, one per column both insert statements take ($1 … $12, one
 /// element per job; `requires` as array literals, since arrays of arrays do not unnest).
 struct Columns<'a> {
@@ -482,9 +473,8 @@ pub(crate) fn any_unique(jobs: &[NewJob]) -> bool {
 
 /// Inserts jobs with one statement and returns, in the same order, each one's id and whether
 /// it was a duplicate of an existing unique job.
-pub(crate) async fn insert_many<C: GenericClient>(
-    conn: &C,
-    statements: &Statements,
+pub(crate) async fn insert_many(
+    conn: &impl Sql,
     jobs: &[NewJob],
     max_payload: usize,
 ) -> Result<Vec<Inserted>> {
@@ -494,12 +484,11 @@ pub(crate) async fn insert_many<C: GenericClient>(
     for job in jobs {
         job.check(max_payload)?;
     }
-    if let (true, Some(unique)) = (any_unique(jobs), &statements.unique) {
-        return insert_unique(conn, unique, jobs).await;
+    if any_unique(jobs) {
+        return insert_unique(conn, jobs).await;
     }
-    let statement = &statements.plain;
     let columns = Columns::of(jobs.iter());
-    let rows = conn.query(statement, &columns.params()).await?;
+    let rows = conn.query(sql::INSERT_JOBS, &columns.params()).await?;
     rows.iter()
         .map(|row| {
             Ok(Inserted {
@@ -513,11 +502,7 @@ pub(crate) async fn insert_many<C: GenericClient>(
 /// The unique path: keys computed (by-args digests by the database), one `INSERT … ON
 /// CONFLICT DO NOTHING`, then the ids of the duplicates looked up. A duplicate whose holder
 /// left its unique states between the two statements is inserted on the next round.
-async fn insert_unique<C: GenericClient>(
-    conn: &C,
-    [insert, lookup, args_keys]: &[tokio_postgres::Statement; 3],
-    jobs: &[NewJob],
-) -> Result<Vec<Inserted>> {
+async fn insert_unique(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
     let now = Utc::now();
     let mut keys: Vec<Option<String>> = jobs
         .iter()
@@ -529,7 +514,7 @@ async fn insert_unique<C: GenericClient>(
     if !by_args.is_empty() {
         let kinds: Vec<&str> = by_args.iter().map(|&i| jobs[i].kind.as_str()).collect();
         let args: Vec<&Jsonb> = by_args.iter().map(|&i| &jobs[i].args).collect();
-        let rows = conn.query(args_keys, &[&kinds, &args]).await?;
+        let rows = conn.query(sql::UNIQUE_ARGS_KEYS, &[&kinds, &args]).await?;
         for (&i, row) in by_args.iter().zip(&rows) {
             let digest: String = row.try_get(0)?;
             let suffix = keys[i].take().unwrap_or_default();
@@ -557,7 +542,7 @@ async fn insert_unique<C: GenericClient>(
         params.push(&unique_keys);
         params.push(&states);
         params.push(&scopes);
-        let rows = conn.query(insert, &params).await?;
+        let rows = conn.query(sql::INSERT_UNIQUE_JOBS, &params).await?;
         // inserted rows come back in input order: match them, the rest are duplicates
         let mut returned = rows.iter().peekable();
         let mut duplicates: Vec<(usize, String)> = Vec::new();
@@ -596,7 +581,10 @@ async fn insert_unique<C: GenericClient>(
             .map(|(i, _)| jobs[*i].unique_queue().unwrap_or(""))
             .collect();
         let wanted: Vec<&str> = duplicates.iter().map(|(_, k)| k.as_str()).collect();
-        for row in conn.query(lookup, &[&kinds, &scopes, &wanted]).await? {
+        for row in conn
+            .query(sql::UNIQUE_LOOKUP, &[&kinds, &scopes, &wanted])
+            .await?
+        {
             let n: i64 = row.try_get(0)?;
             let id: i64 = row.try_get(1)?;
             let asking = usize::try_from(n - 1).ok().and_then(|n| duplicates.get(n));
@@ -624,6 +612,7 @@ async fn insert_unique<C: GenericClient>(
 /// `run_at` with `insert_jobs.sql`. Returns how many were inserted (COPY returns no ids).
 pub(crate) async fn insert_bulk(
     tx: &tokio_postgres::Transaction<'_>,
+    statements: &impl Sql,
     jobs: &[NewJob],
     max_payload: usize,
 ) -> Result<u64> {
@@ -638,8 +627,7 @@ pub(crate) async fn insert_bulk(
     let mut inserted = 0;
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();
-        let statements = prepare(tx, &later).await?;
-        inserted += insert_many(tx, &statements, &later, max_payload)
+        inserted += insert_many(statements, &later, max_payload)
             .await?
             .iter()
             .filter(|i| !i.duplicate)
@@ -693,21 +681,6 @@ fn array_literal(items: &[String]) -> String {
         .map(|i| format!("\"{}\"", i.replace('\\', "\\\\").replace('"', "\\\"")))
         .collect();
     format!("{{{}}}", quoted.join(","))
-}
-
-/// Prepares (uncached: on the caller's connection) the statements a batch needs.
-pub(crate) async fn prepare<C: GenericClient>(conn: &C, jobs: &[NewJob]) -> Result<Statements> {
-    let plain = conn.prepare(sql::INSERT_JOBS).await?;
-    let unique = if any_unique(jobs) {
-        Some([
-            conn.prepare(sql::INSERT_UNIQUE_JOBS).await?,
-            conn.prepare(sql::UNIQUE_LOOKUP).await?,
-            conn.prepare(sql::UNIQUE_ARGS_KEYS).await?,
-        ])
-    } else {
-        None
-    };
-    Ok(Statements { plain, unique })
 }
 
 #[cfg(test)]

@@ -189,8 +189,7 @@ impl Client {
             ),
             _ => (sql::JOB_PAGE_ANY, vec![&id, q, kind, worker, args, &limit]),
         };
-        let statement = conn.prepare_cached(text).await?;
-        Ok(conn.query(&statement, &params).await?)
+        Ok(conn.query(text, &params).await?)
     }
 }
 

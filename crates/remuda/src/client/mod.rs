@@ -277,8 +277,7 @@ impl Client {
     pub(crate) fn listener(&self) -> &Listener {
         self.inner.listener.get_or_init(|| {
             Listener::start(
-                self.inner.db.config().clone(),
-                self.inner.db.tls().clone(),
+                self.inner.db.session_target(),
                 self.inner.stop.child_token(),
             )
         })
@@ -310,26 +309,12 @@ impl Client {
         if insert::any_unique(jobs) {
             // the unique path may take several statements: all or none, in one transaction
             let tx = conn.transaction().await?;
-            let statements = insert::Statements {
-                plain: tx.prepare_cached(sql::INSERT_JOBS).await?,
-                unique: Some([
-                    tx.prepare_cached(sql::INSERT_UNIQUE_JOBS).await?,
-                    tx.prepare_cached(sql::UNIQUE_LOOKUP).await?,
-                    tx.prepare_cached(sql::UNIQUE_ARGS_KEYS).await?,
-                ]),
-            };
-            let inserted =
-                insert::insert_many(&*tx, &statements, jobs, self.inner.max_payload).await?;
+            let inserted = insert::insert_many(&tx, jobs, self.inner.max_payload).await?;
             tx.commit().await?;
             self.count_enqueued(jobs, Some(&inserted));
             return Ok(inserted);
         }
-        let statements = insert::Statements {
-            plain: conn.prepare_cached(sql::INSERT_JOBS).await?,
-            unique: None,
-        };
-        let inserted =
-            insert::insert_many(&**conn, &statements, jobs, self.inner.max_payload).await?;
+        let inserted = insert::insert_many(&conn, jobs, self.inner.max_payload).await?;
         self.count_enqueued(jobs, Some(&inserted));
         Ok(inserted)
     }
@@ -337,18 +322,22 @@ impl Client {
     /// Enqueues jobs inside the caller's transaction (or on any connection): they exist if
     /// and only if that transaction commits, and workers hear of them at commit. A unique job
     /// whose key an uncommitted transaction holds waits for that transaction to end.
-    pub async fn insert_in<C: GenericClient>(&self, conn: &C, jobs: &[NewJob]) -> Result<Vec<i64>> {
+    pub async fn insert_in<C: GenericClient + Sync>(
+        &self,
+        conn: &C,
+        jobs: &[NewJob],
+    ) -> Result<Vec<i64>> {
         Ok(ids(self.insert_each_in(conn, jobs).await?))
     }
 
     /// [`Client::insert_in`], saying for each job whether it was a duplicate.
-    pub async fn insert_each_in<C: GenericClient>(
+    pub async fn insert_each_in<C: GenericClient + Sync>(
         &self,
         conn: &C,
         jobs: &[NewJob],
     ) -> Result<Vec<Inserted>> {
-        let statements = insert::prepare(conn, jobs).await?;
-        let inserted = insert::insert_many(conn, &statements, jobs, self.inner.max_payload).await?;
+        let inserted =
+            insert::insert_many(&crate::db::Prepared(conn), jobs, self.inner.max_payload).await?;
         // counted when the statement succeeded: the caller's transaction may still roll back
         self.count_enqueued(jobs, Some(&inserted));
         Ok(inserted)
@@ -360,7 +349,7 @@ impl Client {
     pub async fn insert_bulk(&self, jobs: &[NewJob]) -> Result<u64> {
         let mut conn = self.inner.db.conn().await?;
         let tx = conn.transaction().await?;
-        let n = insert::insert_bulk(&tx, jobs, self.inner.max_payload).await?;
+        let n = insert::insert_bulk(&tx, &tx, jobs, self.inner.max_payload).await?;
         tx.commit().await?;
         self.count_enqueued(jobs, None);
         Ok(n)
@@ -372,7 +361,8 @@ impl Client {
         tx: &tokio_postgres::Transaction<'_>,
         jobs: &[NewJob],
     ) -> Result<u64> {
-        let n = insert::insert_bulk(tx, jobs, self.inner.max_payload).await?;
+        let n =
+            insert::insert_bulk(tx, &crate::db::Prepared(tx), jobs, self.inner.max_payload).await?;
         self.count_enqueued(jobs, None);
         Ok(n)
     }
@@ -380,8 +370,7 @@ impl Client {
     /// Looks a job up.
     pub async fn job(&self, id: i64) -> Result<Option<Job>> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_GET).await?;
-        conn.query_opt(&statement, &[&id])
+        conn.query_opt(sql::JOB_GET, &[&id])
             .await?
             .as_ref()
             .map(Job::from_row)
@@ -436,8 +425,7 @@ impl Client {
     /// node: retried alone, its end would be counted twice.
     async fn refuse_workflow_job(&self, id: i64) -> Result<()> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::JOB_WORKFLOW).await?;
-        match conn.query_opt(&statement, &[&id]).await? {
+        match conn.query_opt(sql::JOB_WORKFLOW, &[&id]).await? {
             None => Ok(()),
             Some(row) => {
                 let run: i64 = row.try_get("workflow_id")?;
@@ -489,9 +477,8 @@ impl Client {
         action: &'static str,
     ) -> Result<JobState> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(statement).await?;
         let row = conn
-            .query_opt(&statement, params)
+            .query_opt(statement, params)
             .await
             .map_err(|e| match e.as_db_error() {
                 // retrying a unique job whose key another job took meanwhile
@@ -526,9 +513,8 @@ impl Client {
     /// among the next 1 000 to run of each queue.
     pub async fn queue_stats_capped(&self, cap: Option<i64>) -> Result<Vec<QueueStats>> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::QUEUE_COUNTS).await?;
         let mut stats: std::collections::BTreeMap<String, QueueStats> = Default::default();
-        for row in conn.query(&statement, &[&cap]).await? {
+        for row in conn.query(sql::QUEUE_COUNTS, &[&cap]).await? {
             let queue: String = row.try_get("queue")?;
             let state: String = row.try_get("state")?;
             let count: i64 = row.try_get("jobs")?;
@@ -549,15 +535,13 @@ impl Client {
                 ),
             }
         }
-        let statement = conn.prepare_cached(sql::QUEUE_ALL).await?;
-        for row in conn.query(&statement, &[]).await? {
+        for row in conn.query(sql::QUEUE_ALL, &[]).await? {
             let settings = QueueSettings::from_row(&row)?;
             let name = settings.name.clone();
             stats_entry(&mut stats, &name).settings = settings;
         }
-        let statement = conn.prepare_cached(sql::UNROUTABLE).await?;
         let sample = cap.map(|c| c.min(UNROUTABLE_SAMPLE));
-        for row in conn.query(&statement, &[&sample]).await? {
+        for row in conn.query(sql::UNROUTABLE, &[&sample]).await? {
             let queue: String = row.try_get("queue")?;
             stats_entry(&mut stats, &queue).unroutable = row.try_get("jobs")?;
         }
@@ -568,9 +552,8 @@ impl Client {
     /// `worker --once` run leaves behind.
     pub async fn scheduled_count(&self, queues: &[String], kinds: &[String]) -> Result<i64> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::SCHEDULED_LEFT).await?;
         let row = conn
-            .query_one(&statement, &[&queues, &kinds, &0i64])
+            .query_one(sql::SCHEDULED_LEFT, &[&queues, &kinds, &0i64])
             .await?;
         Ok(row.try_get("scheduled")?)
     }
@@ -579,16 +562,14 @@ impl Client {
     /// a job nobody takes waits forever, so the CLI warns about it at enqueue.
     pub async fn kind_served(&self, kind: &str, queue: &str) -> Result<(bool, bool)> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::KIND_SERVED).await?;
-        let row = conn.query_one(&statement, &[&kind, &queue]).await?;
+        let row = conn.query_one(sql::KIND_SERVED, &[&kind, &queue]).await?;
         Ok((row.try_get("served")?, row.try_get("any_worker")?))
     }
 
     /// Registered workers.
     pub async fn workers(&self) -> Result<Vec<WorkerInfo>> {
         let conn = self.inner.db.conn().await?;
-        let statement = conn.prepare_cached(sql::WORKER_LIST).await?;
-        conn.query(&statement, &[])
+        conn.query(sql::WORKER_LIST, &[])
             .await?
             .iter()
             .map(|row| {

@@ -227,8 +227,7 @@ impl Client {
     /// The settings of the queues that have some, among `queues`.
     pub(crate) async fn queues_settings(&self, queues: &[String]) -> Result<Vec<QueueSettings>> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::QUEUE_GET).await?;
-        conn.query(&statement, &[&queues])
+        conn.query(sql::QUEUE_GET, &[&queues])
             .await?
             .iter()
             .map(QueueSettings::from_row)
@@ -267,11 +266,10 @@ impl Client {
         }
         change.validate()?;
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::QUEUE_SET).await?;
         let rate = change.rate.flatten();
         let row = conn
             .query_one(
-                &statement,
+                sql::QUEUE_SET,
                 &[
                     &queue,
                     &change.paused.is_some(),
@@ -303,8 +301,7 @@ impl Client {
     /// The cluster-wide settings.
     pub async fn cluster(&self) -> Result<ClusterSettings> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::CLUSTER_GET).await?;
-        let row = conn.query_one(&statement, &[]).await?;
+        let row = conn.query_one(sql::CLUSTER_GET, &[]).await?;
         Ok(ClusterSettings {
             max_running: row.try_get("max_running")?,
             updated_at: row.try_get("updated_at")?,
@@ -319,8 +316,7 @@ impl Client {
             ));
         }
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::CLUSTER_SET).await?;
-        let row = conn.query_one(&statement, &[&max]).await?;
+        let row = conn.query_one(sql::CLUSTER_SET, &[&max]).await?;
         Ok(ClusterSettings {
             max_running: row.try_get("max_running")?,
             updated_at: row.try_get("updated_at")?,

@@ -34,9 +34,8 @@ impl Client {
             ));
         }
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::THROUGHPUT).await?;
         let mut by_queue: BTreeMap<String, (i64, i64)> = BTreeMap::new();
-        for row in conn.query(&statement, &[&ms]).await? {
+        for row in conn.query(sql::THROUGHPUT, &[&ms]).await? {
             let queue: String = row.try_get("queue")?;
             let state: String = row.try_get("state")?;
             let jobs: i64 = row.try_get("jobs")?;

@@ -26,8 +26,7 @@ impl Client {
         let listening = listener.ready(timeout.min(Duration::from_secs(5))).await;
         {
             let conn = self.database().conn().await?;
-            let statement = conn.prepare_cached(sql::WAIT_MARK).await?;
-            conn.execute(&statement, &[&id]).await?;
+            conn.execute(sql::WAIT_MARK, &[&id]).await?;
         }
         let wanted = id.to_string();
         loop {

@@ -42,7 +42,7 @@ pub fn find_postgres_binaries() -> Result<PathBuf> {
 }
 
 /// The user the private cluster runs as: ourselves, or an unprivileged account when root.
-fn cluster_owner() -> Result<Option<nix::unistd::User>> {
+pub(crate) fn cluster_owner() -> Result<Option<nix::unistd::User>> {
     if !nix::unistd::geteuid().is_root() {
         return Ok(None);
     }
@@ -254,6 +254,35 @@ pub async fn start_private_cluster_with(home: &Path, options: &ClusterOptions) -
             data.display()
         )))
     }
+}
+
+/// Starts the (stopped) private cluster under `home` inside the network namespace `netns`,
+/// listening on `address` besides its socket: the database of a test whose workers run on
+/// hosts of their own (`remuda::testing::Hosts`).
+pub async fn start_private_cluster_in(home: &Path, netns: &str, address: &str) -> Result<()> {
+    let data = home.join("pg").to_string_lossy().to_string();
+    let log = home.join("pg.log").to_string_lossy().to_string();
+    let pg_ctl = find_postgres_binaries()?.join("pg_ctl");
+    let mut command = tokio::process::Command::new("ip");
+    command
+        .args(["netns", "exec", netns])
+        .env("LC_ALL", "C")
+        .env("LANG", "C");
+    // `ip netns exec` needs root; PostgreSQL refuses it: the owner's uid only past the setns
+    if let Some(user) = cluster_owner()? {
+        command.args(["runuser", "-u", &user.name, "--"]);
+    }
+    let listen = format!("-c listen_addresses={address}");
+    command.arg(pg_ctl).args([
+        "-D", &data, "-l", &log, "-o", &listen, "-w", "-t", "60", "start",
+    ]);
+    let output = command
+        .output()
+        .await
+        .map_err(|e| Error::Setup(format!("cannot run pg_ctl in {netns}: {e}")))?;
+    program_output("pg_ctl", output)
+        .map(|_| ())
+        .map_err(|e| Error::Setup(format!("{e} (see {log})")))
 }
 
 /// Stops the private cluster under `home`, if it runs.

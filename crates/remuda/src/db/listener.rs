@@ -4,6 +4,12 @@
 //! running job), and fans them out to subscribers. It reconnects with backoff. Each time it
 //! starts listening (the first time too) it sends [`Event::Listening`], so producers poll
 //! once for whatever was announced while nobody listened.
+//!
+//! Behind a transaction-mode pooler LISTEN cannot work (the session that listens is not the
+//! one the pooler hands out next): the listener connects directly to PostgreSQL when given
+//! the address ([`crate::Database::with_direct`]), and otherwise does not run at all
+//! ([`Listener::polling`]): workers and waits then find their work by polling, as River's
+//! poll-only mode does.
 
 use futures_util::StreamExt;
 use std::sync::Arc;
@@ -39,20 +45,43 @@ pub(crate) enum Event {
 pub(crate) struct Listener {
     events: broadcast::Sender<Event>,
     ready: tokio::sync::watch::Receiver<bool>,
+    /// No connection to listen on: everything is found by polling.
+    polling: bool,
 }
 
 impl Listener {
-    /// Starts listening in the background until `stop` is cancelled.
-    pub(crate) fn start(config: Config, tls: super::tls::Tls, stop: CancellationToken) -> Listener {
+    /// Starts listening in the background until `stop` is cancelled, on a connection to
+    /// `target` (`None`: no session can be had, see [`Listener::polling`]).
+    pub(crate) fn start(
+        target: Option<(Config, super::tls::Tls)>,
+        stop: CancellationToken,
+    ) -> Listener {
         let (events, _) = broadcast::channel(4096);
         let (ready_tx, ready) = tokio::sync::watch::channel(false);
         let sender = events.clone();
-        tokio::spawn(async move { run(config, tls, sender, ready_tx, stop).await });
-        Listener { events, ready }
+        let polling = target.is_none();
+        if let Some((config, tls)) = target {
+            tokio::spawn(async move { run(config, tls, sender, ready_tx, stop).await });
+        }
+        Listener {
+            events,
+            ready,
+            polling,
+        }
     }
 
-    /// Waits until the connection is listening, up to `limit`; false if it is not by then.
+    /// Whether there is nothing to listen on (behind a transaction-mode pooler without a
+    /// direct address): callers poll.
+    pub(crate) fn polling(&self) -> bool {
+        self.polling
+    }
+
+    /// Waits until the connection is listening, up to `limit`; false if it is not by then
+    /// (at once when [`Listener::polling`]).
     pub(crate) async fn ready(&self, limit: Duration) -> bool {
+        if self.polling {
+            return false;
+        }
         let mut ready = self.ready.clone();
         tokio::time::timeout(limit, ready.wait_for(|r| *r))
             .await

@@ -3,17 +3,19 @@
 
 #[cfg(feature = "embedded")]
 pub mod cluster;
+mod conn;
 mod jsonb;
 pub(crate) mod listener;
 pub mod setup;
 mod tid;
 pub mod tls;
 
+pub use conn::{Conn, Params, Pooler, Prepared, Sql, Tx};
 pub use jsonb::Jsonb;
 pub(crate) use tid::Tid;
 
 use crate::{Error, Result};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::{Config, NoTls};
@@ -26,6 +28,11 @@ pub struct Database {
     config: Arc<Config>,
     tls: Arc<tls::Tls>,
     target: Arc<str>,
+    /// Behind a transaction-mode pooler: the parameter types of the statements sent unnamed.
+    unnamed: Option<Arc<conn::Types>>,
+    /// Where to connect directly, past the pooler, for what needs a session of its own
+    /// (LISTEN, migrations, the reindexer's lock); `None`: where the pool connects.
+    direct: Option<Arc<(Config, tls::Tls)>>,
 }
 
 impl std::fmt::Debug for Database {
@@ -67,7 +74,53 @@ impl Database {
 
     /// Another pool to the same database with the same settings (a worker's own pool).
     pub fn sibling(&self, pool_size: usize) -> Database {
-        Database::build((*self.config).clone(), (*self.tls).clone(), pool_size)
+        let mut db = Database::build((*self.config).clone(), (*self.tls).clone(), pool_size);
+        db.direct = self.direct.clone();
+        db
+    }
+
+    /// Behind a transaction-mode pooler (`pooler=transaction` in the connection string),
+    /// where to connect directly to PostgreSQL for what needs a session of its own: the
+    /// LISTEN connection (without one, workers and waits poll), migrations and the
+    /// reindexer's lock.
+    pub fn with_direct(mut self, conninfo: &str) -> Result<Self> {
+        let (config, tls) = tls::parse(conninfo)?;
+        if tls.pooler != Pooler::None {
+            return Err(Error::InvalidInput(
+                "the direct connection string says pooler=transaction: give the address of PostgreSQL itself, not of the pooler".into(),
+            ));
+        }
+        tls.connector()?;
+        self.direct = Some(Arc::new((config, tls)));
+        Ok(self)
+    }
+
+    /// How this pool's connections reach PostgreSQL.
+    pub fn pooler(&self) -> Pooler {
+        self.tls.pooler
+    }
+
+    /// Where a session of its own connects (LISTEN, migrations, session locks): directly
+    /// when [`Database::with_direct`] said where, else where the pool connects; `None`
+    /// behind a transaction-mode pooler without a direct address (no session to be had).
+    pub fn session_target(&self) -> Option<(Config, tls::Tls)> {
+        match (&self.direct, self.tls.pooler) {
+            (Some(direct), _) => Some((direct.0.clone(), direct.1.clone())),
+            (None, Pooler::None) => Some(((*self.config).clone(), (*self.tls).clone())),
+            (None, Pooler::Transaction) => None,
+        }
+    }
+
+    /// A pool whose connections keep their sessions (see [`Database::session_target`]):
+    /// this one when it connects directly, else a new one of `size` connections.
+    pub fn sessions(&self, size: usize) -> Option<Database> {
+        match (&self.direct, self.tls.pooler) {
+            (None, Pooler::None) => Some(self.clone()),
+            _ => {
+                let (config, tls) = self.session_target()?;
+                Some(Database::build(config, tls, size))
+            }
+        }
     }
 
     /// The TLS settings of this database's connections.
@@ -96,12 +149,19 @@ impl Database {
     }
 
     fn build(mut config: Config, tls: tls::Tls, pool_size: usize) -> Self {
-        let options = match config.get_options() {
-            Some(existing) if existing.contains(SESSION_OPTIONS) => existing.to_string(),
-            Some(existing) if !existing.is_empty() => format!("{existing} {SESSION_OPTIONS}"),
-            _ => SESSION_OPTIONS.to_string(),
-        };
-        config.options(&options);
+        // a transaction-mode pooler refuses start-up options (PgBouncer: "unsupported
+        // startup parameter") and would not keep them: there statements are sent unnamed
+        // and planned for their values instead
+        if tls.pooler == Pooler::None {
+            let options = match config.get_options() {
+                Some(existing) if existing.contains(SESSION_OPTIONS) => existing.to_string(),
+                Some(existing) if !existing.is_empty() => {
+                    format!("{existing} {SESSION_OPTIONS}")
+                }
+                _ => SESSION_OPTIONS.to_string(),
+            };
+            config.options(&options);
+        }
         // A connection that went silent (a partition, a server that vanished) must fail in
         // seconds, not after the kernel's retransmissions (15 minutes): a worker holds its
         // outcomes meanwhile and its heartbeat decides its fate. Only defaults are changed.
@@ -147,18 +207,21 @@ impl Database {
             .create_timeout(Some(POOL_CREATE_TIMEOUT))
             .build()
             .expect("a pool with the tokio runtime set always builds");
+        let unnamed = (tls.pooler == Pooler::Transaction).then(Arc::default);
         Database {
             pool,
             config: Arc::new(config),
             tls: Arc::new(tls),
             target: target.into(),
+            unnamed,
+            direct: None,
         }
     }
 
     /// Takes a connection from the pool.
-    pub async fn conn(&self) -> Result<Object> {
+    pub async fn conn(&self) -> Result<Conn> {
         use deadpool_postgres::{PoolError, TimeoutType};
-        self.pool.get().await.map_err(|e| match e {
+        let object = self.pool.get().await.map_err(|e| match e {
             PoolError::Backend(e) => Error::unreachable(self.target.to_string(), &e),
             PoolError::Timeout(TimeoutType::Create) => Error::Unreachable {
                 target: self.target.to_string(),
@@ -173,7 +236,8 @@ impl Database {
                 POOL_WAIT_TIMEOUT.as_secs()
             )),
             other => Error::Pool(other.to_string()),
-        })
+        })?;
+        Ok(Conn::new(object, self.unnamed.clone()))
     }
 
     /// Checks that the server answers.

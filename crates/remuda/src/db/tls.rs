@@ -57,13 +57,17 @@ impl SslMode {
     }
 }
 
-/// How connections to one database use TLS.
+/// How connections to one database use TLS, with the other setting of the connection string
+/// that the driver cannot hold: whether a pooler stands between (`pooler`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tls {
     /// The `sslmode`.
     pub mode: SslMode,
     /// The `sslrootcert`: a PEM file of the certificates to trust.
     pub root_cert: Option<PathBuf>,
+    /// `pooler=transaction`: the connections go through a pooler in transaction mode
+    /// (see [`super::Pooler`]).
+    pub pooler: super::Pooler,
 }
 
 /// Parses a connection string (a `postgres://` URL or `key=value` pairs) into the driver's
@@ -85,12 +89,13 @@ pub fn parse(conninfo: &str) -> Result<(Config, Tls)> {
     Ok((config, tls))
 }
 
-/// Removes `sslmode` and `sslrootcert` from `conninfo`, recording them in `tls`.
+/// Removes `sslmode`, `sslrootcert` and `pooler` from `conninfo`, recording them in `tls`.
 fn take_tls_parameters(conninfo: &str, tls: &mut Tls) -> Result<String> {
     let mut take = |key: &str, value: &str| -> Result<bool> {
         match key {
             "sslmode" => tls.mode = SslMode::parse(value)?,
             "sslrootcert" => tls.root_cert = Some(PathBuf::from(value)),
+            "pooler" => tls.pooler = value.parse().map_err(Error::InvalidInput)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -197,6 +202,7 @@ impl Tls {
                 _ => SslMode::Prefer,
             },
             root_cert: None,
+            pooler: super::Pooler::None,
         }
     }
 

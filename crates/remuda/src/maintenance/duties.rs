@@ -135,9 +135,8 @@ async fn prune(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
 async fn rate_buckets(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
     let done = async {
         let conn = db.conn().await?;
-        let statement = conn.prepare_cached(sql::RATE_BUCKETS_PRUNE).await?;
         let n: i64 = conn
-            .query_one(&statement, &[&lease.leader_id, &lease.term])
+            .query_one(sql::RATE_BUCKETS_PRUNE, &[&lease.leader_id, &lease.term])
             .await?
             .try_get("deleted")?;
         Ok(format!("{n} idle buckets deleted"))
@@ -175,9 +174,8 @@ pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<Strin
     if !lease.hold(&conn).await? {
         return Ok(Vec::new());
     }
-    let due = conn.prepare_cached(sql::VACUUM_DUE).await?;
     let mut done = Vec::new();
-    for row in conn.query(&due, &[]).await? {
+    for row in conn.query(sql::VACUUM_DUE, &[]).await? {
         let name: String = row.try_get("name")?;
         conn.batch_execute(&format!("VACUUM (ANALYZE) {name}"))
             .await?;

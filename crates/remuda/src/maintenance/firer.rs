@@ -85,8 +85,7 @@ async fn fire_one_by_one(db: &Database, lease: &Lease) -> Result<Fired> {
 /// When the next schedule falls due, on this host's clock.
 async fn next_due(db: &Database) -> Result<Option<Instant>> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::SCHEDULE_NEXT_DUE).await?;
-    let row = conn.query_one(&statement, &[]).await?;
+    let row = conn.query_one(sql::SCHEDULE_NEXT_DUE, &[]).await?;
     let next: Option<DateTime<Utc>> = row.try_get("next_run_at")?;
     let now: DateTime<Utc> = row.try_get("now")?;
     // a time already past is one this round could not fire
@@ -118,8 +117,7 @@ async fn fire_batch(
     if !lease.hold(&tx).await? {
         return Ok((Fired::default(), 0));
     }
-    let due = tx.prepare_cached(sql::SCHEDULE_DUE).await?;
-    let rows = tx.query(&due, &[&limit]).await?;
+    let rows = tx.query(sql::SCHEDULE_DUE, &[&limit]).await?;
     if rows.is_empty() {
         return Ok((Fired::default(), 0));
     }
@@ -156,10 +154,9 @@ async fn fire_batch(
     if writes.names.is_empty() {
         return Ok((Fired::default(), rows.len()));
     }
-    let fire = tx.prepare_cached(sql::SCHEDULE_FIRE).await?;
     let row = tx
         .query_one(
-            &fire,
+            sql::SCHEDULE_FIRE,
             &[
                 &writes.names,
                 &writes.old_next,

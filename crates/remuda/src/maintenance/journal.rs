@@ -51,9 +51,8 @@ impl Journal {
         }
         let written = async {
             let conn = db.conn().await?;
-            let statement = conn.prepare_cached(sql::MAINTENANCE_RECORD).await?;
             conn.execute(
-                &statement,
+                sql::MAINTENANCE_RECORD,
                 &[
                     &duties,
                     &started,
@@ -125,8 +124,7 @@ impl crate::Client {
     /// Who leads maintenance and what each duty did last.
     pub async fn maintenance_status(&self) -> Result<MaintenanceStatus> {
         let conn = self.database().conn().await?;
-        let status = conn.prepare_cached(sql::MAINTENANCE_STATUS).await?;
-        let leader = match conn.query_opt(&status, &[]).await? {
+        let leader = match conn.query_opt(sql::MAINTENANCE_STATUS, &[]).await? {
             Some(row) => Some(LeaderInfo {
                 worker: row.try_get("leader_id")?,
                 since: row.try_get("elected_at")?,
@@ -136,9 +134,8 @@ impl crate::Client {
             }),
             None => None,
         };
-        let runs = conn.prepare_cached(sql::MAINTENANCE_RUNS).await?;
         let duties = conn
-            .query(&runs, &[])
+            .query(sql::MAINTENANCE_RUNS, &[])
             .await?
             .iter()
             .map(|row| {

@@ -18,13 +18,9 @@ pub(crate) struct Lease {
 impl Lease {
     /// Holds the lease for the rest of `client`'s transaction (autocommit: for that one
     /// statement); false when this worker is not the leader at this term any more.
-    pub(crate) async fn hold(
-        &self,
-        client: &impl deadpool_postgres::GenericClient,
-    ) -> Result<bool> {
-        let statement = client.prepare_cached(sql::LEASE_HOLD).await?;
+    pub(crate) async fn hold(&self, client: &impl crate::db::Sql) -> Result<bool> {
         Ok(client
-            .query_opt(&statement, &[&self.leader_id, &self.term])
+            .query_opt(sql::LEASE_HOLD, &[&self.leader_id, &self.term])
             .await?
             .is_some())
     }
@@ -37,9 +33,11 @@ pub(crate) async fn elect(
     lease: Duration,
 ) -> Result<Option<Lease>> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::LEADER_ELECT).await?;
     let seconds = lease.as_secs_f64();
-    let Some(row) = conn.query_opt(&statement, &[&worker_id, &seconds]).await? else {
+    let Some(row) = conn
+        .query_opt(sql::LEADER_ELECT, &[&worker_id, &seconds])
+        .await?
+    else {
         return Ok(None);
     };
     Ok(Some(Lease {
@@ -51,7 +49,6 @@ pub(crate) async fn elect(
 /// Gives the lease up if this worker holds it.
 pub(crate) async fn resign(db: &Database, worker_id: &str) -> Result<()> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::LEADER_RESIGN).await?;
-    conn.execute(&statement, &[&worker_id]).await?;
+    conn.execute(sql::LEADER_RESIGN, &[&worker_id]).await?;
     Ok(())
 }

@@ -15,11 +15,10 @@ const BATCH: i64 = 10_000;
 /// scheduled.
 pub(crate) async fn promote(db: &Database, lease: &Lease) -> Result<(i64, Option<Instant>)> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::PROMOTE).await?;
     let mut total = 0;
     loop {
         let row = conn
-            .query_one(&statement, &[&BATCH, &lease.leader_id, &lease.term])
+            .query_one(sql::PROMOTE, &[&BATCH, &lease.leader_id, &lease.term])
             .await?;
         let promoted: i64 = row.try_get("promoted")?;
         total += promoted;

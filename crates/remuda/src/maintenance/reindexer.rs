@@ -52,7 +52,15 @@ pub(crate) async fn reindex(
     lease: &Lease,
     thresholds: Thresholds,
 ) -> Result<Reindexed> {
-    let mut session = Locked(Some(db.conn().await?));
+    // the lock is a session's: past a transaction-mode pooler, directly to PostgreSQL, or
+    // not at all
+    let Some(sessions) = db.sessions(1) else {
+        tracing::debug!(
+            "remuda reindexer: skipped behind a transaction-mode pooler without a direct address"
+        );
+        return Ok(Reindexed::default());
+    };
+    let mut session = Locked(Some(sessions.conn().await?));
     let Some(conn) = session.0.as_ref() else {
         return Ok(Reindexed::default());
     };
@@ -85,18 +93,16 @@ async fn run_locked(
     if !holds(db, lease).await? {
         return Ok(done);
     }
-    let leftovers = conn.prepare_cached(sql::REINDEX_LEFTOVERS).await?;
-    for row in conn.query(&leftovers, &[]).await? {
+    for row in conn.query(sql::REINDEX_LEFTOVERS, &[]).await? {
         let name: String = row.try_get("name")?;
         tracing::warn!("remuda reindexer: dropping {name}, left by an interrupted rebuild");
         conn.batch_execute(&format!("DROP INDEX CONCURRENTLY IF EXISTS {name}"))
             .await?;
         done.dropped.push(name);
     }
-    let candidates = conn.prepare_cached(sql::REINDEX_CANDIDATES).await?;
     let rows = conn
         .query(
-            &candidates,
+            sql::REINDEX_CANDIDATES,
             &[&thresholds.min_bytes, &thresholds.max_bytes_per_entry],
         )
         .await?;
@@ -123,7 +129,7 @@ async fn holds(db: &Database, lease: &Lease) -> Result<bool> {
 
 /// The reindexer's session: back to the pool only once its lock is released, closed
 /// otherwise (which releases it).
-struct Locked(Option<Object>);
+struct Locked(Option<crate::db::Conn>);
 
 impl Locked {
     fn release(&mut self) {
@@ -134,7 +140,7 @@ impl Locked {
 impl Drop for Locked {
     fn drop(&mut self) {
         if let Some(conn) = self.0.take() {
-            drop(Object::take(conn));
+            conn.close();
         }
     }
 }

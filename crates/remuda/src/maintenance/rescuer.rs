@@ -19,8 +19,9 @@ pub(crate) async fn rescue(
     metrics: &crate::metrics::Metrics,
 ) -> Result<(i64, i64)> {
     let conn = db.conn().await?;
-    let mark = conn.prepare_cached(sql::MARK_DEAD).await?;
-    let rows = conn.query(&mark, &[&lease.leader_id, &lease.term]).await?;
+    let rows = conn
+        .query(sql::MARK_DEAD, &[&lease.leader_id, &lease.term])
+        .await?;
     if rows.is_empty() {
         return Ok((0, 0));
     }
@@ -32,10 +33,9 @@ pub(crate) async fn rescue(
         limits.push(row.try_get::<_, i32>("crash_loop_limit")?);
         marked_at.push(row.try_get::<_, chrono::DateTime<chrono::Utc>>("marked_at")?);
     }
-    let statement = conn.prepare_cached(sql::RESCUE).await?;
     let row = conn
         .query_one(
-            &statement,
+            sql::RESCUE,
             &[&dead, &limits, &marked_at, &lease.leader_id, &lease.term],
         )
         .await?;
@@ -59,19 +59,17 @@ pub(crate) async fn rescue(
             dead.join(", ")
         );
     }
-    let prune = conn.prepare_cached(sql::PRUNE_WORKERS).await?;
-    conn.execute(&prune, &[&dead]).await?;
+    conn.execute(sql::PRUNE_WORKERS, &[&dead]).await?;
     Ok((retried, failed))
 }
 
 /// Expires jobs past their start deadline; returns how many.
 pub(crate) async fn expire(db: &Database, lease: &Lease) -> Result<i64> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::EXPIRE).await?;
     let mut total = 0;
     loop {
         let expired: i64 = conn
-            .query_one(&statement, &[&EXPIRE_BATCH, &lease.leader_id, &lease.term])
+            .query_one(sql::EXPIRE, &[&EXPIRE_BATCH, &lease.leader_id, &lease.term])
             .await?
             .try_get("expired")?;
         total += expired;

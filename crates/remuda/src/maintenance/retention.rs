@@ -268,9 +268,8 @@ async fn prune_state(
     let default_ms = keep.as_ms();
     if dry_run {
         let conn = db.conn().await?;
-        let statement = conn.prepare_cached(sql::PRUNE_COUNT).await?;
         return Ok(conn
-            .query_one(&statement, &[&state_text, &default_ms])
+            .query_one(sql::PRUNE_COUNT, &[&state_text, &default_ms])
             .await?
             .try_get("doomed")?);
     }
@@ -356,8 +355,7 @@ async fn in_batches(
         let tx = conn.transaction().await?;
         tx.batch_execute("SET LOCAL lock_timeout = '1s'; SET LOCAL statement_timeout = '10s'")
             .await?;
-        let prepared = tx.prepare_cached(statement).await?;
-        let row = tx.query_one(&prepared, params).await?;
+        let row = tx.query_one(statement, params).await?;
         tx.commit().await?;
         let n: i64 = row.try_get(if dry_run { "doomed" } else { "deleted" })?;
         total += n;
@@ -380,9 +378,8 @@ async fn delete_batch(
     let tx = conn.transaction().await?;
     tx.batch_execute("SET LOCAL lock_timeout = '1s'; SET LOCAL statement_timeout = '10s'")
         .await?;
-    let statement = tx.prepare_cached(sql::PRUNE).await?;
     let n: i64 = tx
-        .query_one(&statement, &[&state, &default_ms, &batch, &leader, &term])
+        .query_one(sql::PRUNE, &[&state, &default_ms, &batch, &leader, &term])
         .await?
         .try_get("deleted")?;
     tx.commit().await?;

@@ -317,12 +317,11 @@ async fn idle_and_unreadable_rate_buckets_go_and_a_live_one_stays() {
     )
     .await
     .expect("buckets");
-    let statement = conn
-        .prepare(crate::sql::RATE_BUCKETS_PRUNE)
-        .await
-        .expect("prepare");
     let deleted: i64 = conn
-        .query_one(&statement, &[&current.leader_id, &current.term])
+        .query_one(
+            crate::sql::RATE_BUCKETS_PRUNE,
+            &[&current.leader_id, &current.term],
+        )
         .await
         .expect("prune buckets")
         .get(0);

@@ -22,8 +22,7 @@ pub(crate) async fn fire(db: &Database, lease: &Lease) -> Result<(i64, Option<In
         if !lease.hold(&tx).await? {
             return Ok((total, None));
         }
-        let statement = tx.prepare_cached(sql::WORKFLOW_TIMERS).await?;
-        let row = tx.query_one(&statement, &[&BATCH]).await?;
+        let row = tx.query_one(sql::WORKFLOW_TIMERS, &[&BATCH]).await?;
         let ended: i32 = row.try_get("ended")?;
         let next: Option<DateTime<Utc>> = row.try_get("next_at")?;
         tx.commit().await?;
@@ -43,9 +42,8 @@ pub(crate) async fn repair(db: &Database, lease: &Lease) -> Result<i64> {
     if !lease.hold(&tx).await? {
         return Ok(0);
     }
-    let statement = tx.prepare_cached(sql::WORKFLOW_REPAIR).await?;
     let repaired: i32 = tx
-        .query_one(&statement, &[&BATCH])
+        .query_one(sql::WORKFLOW_REPAIR, &[&BATCH])
         .await?
         .try_get("repaired")?;
     tx.commit().await?;

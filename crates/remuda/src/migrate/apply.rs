@@ -39,7 +39,11 @@ const LOCK_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Applies `migrations` (in version order) under the migration lock.
 pub(crate) async fn apply(db: &Database, migrations: &[Migration]) -> Result<Report> {
-    let mut session = Session(Some(db.conn().await?));
+    // a session of its own: directly to PostgreSQL, past a transaction-mode pooler
+    let sessions = db.sessions(1).ok_or_else(|| {
+        Error::Setup("migrations hold a session-level lock and cannot run through a transaction-mode pooler (pooler=transaction): give the direct address of PostgreSQL (remuda: --direct-url or REMUDA_DIRECT_URL; the library: Database::with_direct), or run remuda migrate against PostgreSQL itself".into())
+    })?;
+    let mut session = Session(Some(sessions.conn().await?));
     let conn = session.conn()?;
     // tried, not waited for inside the server: a session waiting in pg_advisory_lock holds a
     // snapshot, which a CREATE INDEX CONCURRENTLY of the run holding the lock would wait
@@ -66,10 +70,10 @@ pub(crate) async fn apply(db: &Database, migrations: &[Migration]) -> Result<Rep
 /// The migration session: back to the pool only once its lock is released and no
 /// transaction is open; dropped otherwise (an error, or the run's future dropped half-way),
 /// closing the session, which ends both.
-struct Session(Option<Object>);
+struct Session(Option<crate::db::Conn>);
 
 impl Session {
-    fn conn(&self) -> Result<&Object> {
+    fn conn(&self) -> Result<&crate::db::Conn> {
         self.0
             .as_ref()
             .ok_or_else(|| Error::Setup("the migration session is gone".into()))
@@ -83,7 +87,7 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if let Some(conn) = self.0.take() {
-            drop(Object::take(conn));
+            conn.close();
         }
     }
 }

@@ -135,12 +135,11 @@ impl Client {
     /// Notifications, newest first.
     pub async fn notifications(&self, filter: &NotificationFilter) -> Result<Vec<Notification>> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::NOTIFICATION_LIST).await?;
         let state = filter.state.map(NotificationState::as_str);
         let limit = filter.limit.unwrap_or(100);
         let rows = conn
             .query(
-                &statement,
+                sql::NOTIFICATION_LIST,
                 &[&state, &filter.job_id, &limit, &filter.workflow_id],
             )
             .await?;
@@ -167,8 +166,7 @@ impl Client {
     /// Makes a `dead` notification due now, with its attempts anew.
     pub async fn retry_notification(&self, id: i64) -> Result<()> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::NOTIFICATION_RETRY).await?;
-        let row = conn.query_one(&statement, &[&id]).await?;
+        let row = conn.query_one(sql::NOTIFICATION_RETRY, &[&id]).await?;
         if row.try_get("revived")? {
             return Ok(());
         }
@@ -206,8 +204,8 @@ pub(crate) async fn set_defaults(
         .filter_map(|(k, t)| t.as_ref().map(|t| (k.as_str(), t.stored())))
         .unzip();
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::NOTIFICATION_DEFAULTS_SET).await?;
-    conn.execute(&statement, &[&all, &with, &targets]).await?;
+    conn.execute(sql::NOTIFICATION_DEFAULTS_SET, &[&all, &with, &targets])
+        .await?;
     Ok(())
 }
 
@@ -232,10 +230,9 @@ pub(crate) struct Claim<'a> {
 /// Claims up to `limit` due notifications of `channels` for `dispatcher` with a lease.
 pub(crate) async fn claim(db: &Database, c: &Claim<'_>) -> Result<Vec<Claimed>> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::NOTIFICATION_CLAIM).await?;
     let rows = conn
         .query(
-            &statement,
+            sql::NOTIFICATION_CLAIM,
             &[
                 &c.limit,
                 &c.lease_ms,
@@ -270,8 +267,7 @@ pub(crate) struct Failure {
 /// Marks delivered notifications sent; returns their delivery latencies in milliseconds.
 pub(crate) async fn mark_sent(db: &Database, ids: &[i64]) -> Result<Vec<f64>> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::NOTIFICATION_SENT).await?;
-    let rows = conn.query(&statement, &[&ids]).await?;
+    let rows = conn.query(sql::NOTIFICATION_SENT, &[&ids]).await?;
     rows.iter().map(|r| Ok(r.try_get("latency_ms")?)).collect()
 }
 
@@ -283,15 +279,19 @@ pub(crate) async fn mark_failed(db: &Database, failures: &[Failure]) -> Result<(
     let delays: Vec<i64> = failures.iter().map(|f| f.delay_ms).collect();
     let errors: Vec<&str> = failures.iter().map(|f| f.error.as_str()).collect();
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::NOTIFICATION_FAILED).await?;
-    conn.execute(&statement, &[&ids, &attempts, &dead, &delays, &errors])
-        .await?;
+    conn.execute(
+        sql::NOTIFICATION_FAILED,
+        &[&ids, &attempts, &dead, &delays, &errors],
+    )
+    .await?;
     Ok(())
 }
 
 /// Milliseconds until the next pending notification is due; `None` when there is none.
 pub(crate) async fn next_due(db: &Database) -> Result<Option<i64>> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::NOTIFICATION_NEXT_DUE).await?;
-    Ok(conn.query_one(&statement, &[]).await?.try_get("wait_ms")?)
+    Ok(conn
+        .query_one(sql::NOTIFICATION_NEXT_DUE, &[])
+        .await?
+        .try_get("wait_ms")?)
 }

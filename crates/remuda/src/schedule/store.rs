@@ -110,14 +110,12 @@ impl Client {
             )));
         }
         let conn = self.database().conn().await?;
-        let clock = conn.prepare_cached(sql::CLOCK).await?;
-        let now: DateTime<Utc> = conn.query_one(&clock, &[]).await?.try_get("now")?;
+        let now: DateTime<Utc> = conn.query_one(sql::CLOCK, &[]).await?.try_get("now")?;
         let next = first_after(&schedule.pattern, schedule.zone, now, &schedule.name)?;
-        let statement = conn.prepare_cached(sql::SCHEDULE_UPSERT).await?;
         let limit = i32::try_from(schedule.catch_up_limit).unwrap_or(i32::MAX);
         let row = conn
             .query_opt(
-                &statement,
+                sql::SCHEDULE_UPSERT,
                 &[
                     &schedule.name,
                     &schedule.kind,
@@ -153,8 +151,7 @@ impl Client {
 
     async fn list_schedules(&self, name: Option<&str>) -> Result<Vec<ScheduleInfo>> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::SCHEDULE_LIST).await?;
-        conn.query(&statement, &[&name])
+        conn.query(sql::SCHEDULE_LIST, &[&name])
             .await?
             .iter()
             .map(ScheduleInfo::from_row)
@@ -179,8 +176,7 @@ impl Client {
         let pattern: Pattern = info.pattern.parse()?;
         let zone: Zone = info.tz.parse()?;
         let conn = self.database().conn().await?;
-        let clock = conn.prepare_cached(sql::CLOCK).await?;
-        let now: DateTime<Utc> = conn.query_one(&clock, &[]).await?.try_get("now")?;
+        let now: DateTime<Utc> = conn.query_one(sql::CLOCK, &[]).await?.try_get("now")?;
         let next = first_after(&pattern, zone, now, name)?;
         self.set_paused(name, false, Some(next)).await?;
         Ok(next)
@@ -193,8 +189,10 @@ impl Client {
         next: Option<DateTime<Utc>>,
     ) -> Result<()> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::SCHEDULE_PAUSE).await?;
-        match conn.query_opt(&statement, &[&name, &paused, &next]).await? {
+        match conn
+            .query_opt(sql::SCHEDULE_PAUSE, &[&name, &paused, &next])
+            .await?
+        {
             Some(_) => Ok(()),
             // already so, or no such schedule
             None => match self.schedule(name).await? {
@@ -208,8 +206,7 @@ impl Client {
     /// next fire time stays as it was.
     pub async fn trigger_schedule(&self, name: &str) -> Result<i64> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::SCHEDULE_TRIGGER).await?;
-        match conn.query_opt(&statement, &[&name]).await? {
+        match conn.query_opt(sql::SCHEDULE_TRIGGER, &[&name]).await? {
             Some(row) => Ok(row.try_get("id")?),
             None => Err(no_schedule(name)),
         }
@@ -218,8 +215,7 @@ impl Client {
     /// Deletes a schedule; the jobs it fired stay.
     pub async fn delete_schedule(&self, name: &str) -> Result<()> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::SCHEDULE_DELETE).await?;
-        match conn.query_opt(&statement, &[&name]).await? {
+        match conn.query_opt(sql::SCHEDULE_DELETE, &[&name]).await? {
             Some(_) => Ok(()),
             None => Err(no_schedule(name)),
         }

@@ -58,7 +58,11 @@ WITH RECURSIVE cfg AS (
           SELECT key, 2 AS ord FROM from_start WHERE key IS NOT NULL AND key <= $8) w
 ), keys AS (
     SELECT key, running, row_number() OVER () AS turn
-    FROM (SELECT key, running FROM key_room WHERE running < (SELECT key_limit FROM quota) LIMIT 200) open_keys
+    -- as many keys as the claim can fill (each takes up to key_limit jobs), at most 1 000:
+    -- a claim of 2 000 slots at key_limit 2 serves 1 000 keys in one statement (at a fixed
+    -- 200 keys it took 400 jobs a claim: 5 claims and 5 walks of the keys per 2 000 jobs)
+    FROM (SELECT key, running FROM key_room WHERE running < (SELECT key_limit FROM quota)
+          LIMIT least(1000, greatest(1, ceil($4::float8 / (SELECT key_limit FROM quota)))::bigint)) open_keys
 ), keyed AS (
     -- up to key_limit waiting jobs per key (LIMIT takes no per-key value: the jobs over the
     -- key's room are dropped in `picked`)
@@ -75,18 +79,25 @@ WITH RECURSIVE cfg AS (
         LIMIT (SELECT key_limit FROM quota)
         FOR UPDATE OF j SKIP LOCKED) c
 ), unkeyed AS (
+    -- with a key limit, the jobs without a key are looked for among the first 1 000 waiting
+    -- jobs of the queue, not further: where every job has a key the walk would otherwise read
+    -- the whole queue in every claim (measured, 100 000 keyed jobs: 15 of a claim's 24 ms)
     SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at
     FROM remuda.jobs j
     WHERE j.id = ANY(ARRAY(
-        SELECT h.id FROM remuda.jobs h
-        WHERE h.state = 'available' AND h.queue = $1
-          AND (h.concurrency_key IS NULL OR (SELECT key_limit FROM quota) IS NULL)
-          AND h.kind = ANY($2::text[])
-          AND (h.target_worker IS NULL OR h.target_worker = $6)
-          AND (h.requires IS NULL OR h.requires <@ $7::text[])
-          AND (h.expires_at IS NULL OR h.expires_at > now() OR h.started_at IS NOT NULL)
-        ORDER BY h.priority, h.run_at, h.id
-        -- with a rate per kind or key, look further than the quota: some groups may have no tokens
+        SELECT h.id FROM (
+            SELECT w.id, w.concurrency_key FROM remuda.jobs w
+            WHERE w.state = 'available' AND w.queue = $1
+              AND w.kind = ANY($2::text[])
+              AND (w.target_worker IS NULL OR w.target_worker = $6)
+              AND (w.requires IS NULL OR w.requires <@ $7::text[])
+              AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)
+            ORDER BY w.priority, w.run_at, w.id
+            -- with a rate per kind or key, look further than the quota: some groups may have
+            -- no tokens
+            LIMIT CASE WHEN (SELECT key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
+                       THEN (SELECT n FROM quota) ELSE 1000 END) h
+        WHERE (SELECT key_limit FROM quota) IS NULL OR h.concurrency_key IS NULL
         LIMIT CASE WHEN (SELECT rate_limit IS NULL OR rate_per = 'queue' FROM quota)
                    THEN (SELECT n FROM quota) ELSE 1000 END))
       AND j.state = 'available'

@@ -219,6 +219,13 @@ impl PrivateCluster {
         crate::db::setup::stop_private_cluster_with(&self.home, "immediate").await
     }
 
+    /// Stops the server and starts it again inside network namespace `netns`, listening on
+    /// `address` too (see [`Hosts`]).
+    pub async fn restart_in(&self, netns: &str, address: &str) -> Result<()> {
+        crate::db::setup::stop_private_cluster_with(&self.home, "fast").await?;
+        crate::db::cluster::start_private_cluster_in(&self.home, netns, address).await
+    }
+
     /// Starts the server again (it recovers from its write-ahead log).
     pub async fn restart(&self) -> Result<()> {
         crate::db::setup::start_private_cluster(&self.home).await?;
@@ -280,6 +287,8 @@ pub async fn migrate_with(db: &Database, extra: &[ExtraMigration]) -> Result<mig
     migrate::run_with(db, extra).await
 }
 
+mod hosts;
+mod pgbouncer;
 mod receiver;
 mod smtp;
 
@@ -311,5 +320,7 @@ fn serve_until<F, Fut>(
         }
     });
 }
+pub use hosts::{Hosts, DATABASE_ADDRESS};
+pub use pgbouncer::{pgbouncer_program, PgBouncer};
 pub use receiver::{Received, Receiver, Reply};
 pub use smtp::{Mail, SmtpSink};

@@ -131,7 +131,6 @@ impl Activity {
 async fn write(db: &Database, tallies: &HashMap<String, HashMap<i64, Tally>>) -> Result<()> {
     let mut conn = db.conn().await?;
     let tx = conn.transaction().await?;
-    let statement = tx.prepare_cached(sql::ACTIVITY_ADD).await?;
     // a fixed order: two workers adding to the same minutes never wait on each other in a cycle
     let mut rows: Vec<(&String, &i64, &Tally)> = tallies
         .iter()
@@ -141,7 +140,7 @@ async fn write(db: &Database, tallies: &HashMap<String, HashMap<i64, Tally>>) ->
     for (queue, minute, tally) in rows {
         let at: DateTime<Utc> = DateTime::from_timestamp(*minute, 0).unwrap_or_default();
         tx.execute(
-            &statement,
+            sql::ACTIVITY_ADD,
             &[
                 queue,
                 &at,

@@ -1,6 +1,7 @@
 //! The claim statements of a worker: the plain claim (`claim.sql`), the claim under a queue's
-//! limits (`claim_lock.sql` + `claim_limited.sql`), and the release of jobs claimed by a
-//! statement whose answer was lost (`release_orphans.sql`). The producer decides when.
+//! limits (`claim_lock.sql` + `claim_capped.sql` for caps and a queue-wide rate, or
+//! `claim_limited.sql` for keys and rates per kind or key), and the release of jobs claimed by
+//! a statement whose answer was lost (`release_orphans.sql`). The producer decides when.
 
 use super::executor::Claimed;
 use super::{lock, Shared};
@@ -24,40 +25,36 @@ pub(crate) async fn release_orphans(shared: &Shared) -> Result<i64> {
         ));
     }
     let conn = shared.db.conn().await?;
-    let statement = conn.prepare_cached(sql::RELEASE_ORPHANS).await?;
     let row = conn
-        .query_one(&statement, &[&&*shared.worker_id, &known])
+        .query_one(sql::RELEASE_ORPHANS, &[&&*shared.worker_id, &known])
         .await?;
     Ok(row.try_get("released")?)
 }
 
-/// A claim under the queue's limits (`claim_lock.sql` then `claim_limited.sql`, in one
-/// transaction). Returns the jobs and the concurrency key served last in turn (the cursor
-/// from which keys take turns next time).
+/// A claim under the queue's limits (`claim_lock.sql` then, in one transaction,
+/// `claim_capped.sql`, or `claim_limited.sql` when `keyed`: the queue has a key limit or a
+/// rate per kind or key). Returns the jobs and the concurrency key served last in turn (the
+/// cursor from which keys take turns next time).
 pub(crate) async fn claim_limited(
     shared: &Shared,
     queue: &str,
     kinds: &[String],
     defaults: &[i32],
     limit: i64,
-    cursor: &str,
+    keyed: Option<&str>,
 ) -> Result<(Vec<Claimed>, Option<String>)> {
     let mut conn = shared.db.conn().await?;
     let tx = conn.transaction().await?;
-    let lock = tx.prepare_cached(sql::CLAIM_LOCK).await?;
-    tx.query(&lock, &[&queue]).await?;
-    let statement = tx.prepare_cached(sql::CLAIM_LIMITED).await?;
+    tx.query(sql::CLAIM_LOCK, &[&queue]).await?;
     let id: &str = &shared.worker_id;
-    let rows = tx
-        .query(
-            &statement,
-            &[
-                &common(shared, &id, &queue, &kinds, &defaults, &limit)[..],
-                &[&cursor],
-            ]
-            .concat(),
-        )
-        .await?;
+    let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
+    let rows = match &keyed {
+        Some(cursor) => {
+            tx.query(sql::CLAIM_LIMITED, &[&params[..], &[cursor]].concat())
+                .await?
+        }
+        None => tx.query(sql::CLAIM_CAPPED, &params).await?,
+    };
     tx.commit().await?;
     // the cursor moves to the key served last in turn (turns count from the old cursor)
     let mut last: Option<(i64, String)> = None;
@@ -122,11 +119,10 @@ pub(crate) async fn claim(
     limit: i64,
 ) -> Result<Vec<Claimed>> {
     let conn = shared.db.conn().await?;
-    let statement = conn.prepare_cached(sql::CLAIM).await?;
     let id: &str = &shared.worker_id;
     let rows = conn
         .query(
-            &statement,
+            sql::CLAIM,
             &common(shared, &id, &queue, &kinds, &defaults, &limit),
         )
         .await?;

@@ -22,10 +22,10 @@
 use super::outcome::{Columns, End};
 pub(crate) use super::outcome::{Outcome, Run};
 use super::WorkerStats;
+use crate::db::Sql;
 use crate::db::{Database, Jsonb};
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
-use deadpool_postgres::GenericClient;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -330,17 +330,16 @@ struct InDoubt {
 /// `Ok(false)`: it did not, or that cannot be known: write again (the guards reject what was
 /// written already). An error while it is still in progress.
 async fn settle(
-    conn: &deadpool_postgres::Object,
+    conn: &crate::db::Conn,
     doubt: &mut Option<InDoubt>,
     stats: &WorkerStats,
 ) -> Result<bool> {
     let Some(earlier) = doubt.as_ref() else {
         return Ok(false);
     };
-    let statement = conn.prepare_cached(sql::TRANSACTION_STATUS).await?;
     let row = conn
         .query_one(
-            &statement,
+            sql::TRANSACTION_STATUS,
             &[&earlier.xid, &earlier.server_started, &earlier.pid],
         )
         .await?;
@@ -415,7 +414,7 @@ async fn write(
 /// misses by id. After a try whose answer was lost (`unsure`), the rows it completed are
 /// counted first (`completed_in_run.sql`); the guards reject them when they are written again.
 async fn write_lean(
-    conn: &deadpool_postgres::Object,
+    conn: &crate::db::Conn,
     worker_id: &str,
     columns: &Columns<'_>,
     stats: &WorkerStats,
@@ -428,10 +427,9 @@ async fn write_lean(
     };
     let result = async {
         if *unsure {
-            let statement = conn.prepare_cached(sql::COMPLETED_IN_RUN).await?;
             let row = conn
                 .query_one(
-                    &statement,
+                    sql::COMPLETED_IN_RUN,
                     &[&ok.ids, &ok.attempts, &ok.started, &worker_id],
                 )
                 .await?;
@@ -475,7 +473,7 @@ impl TransactionId {
 /// `complete_jobs.sql` (found by id, through the seam), releases through `release_jobs.sql`.
 /// Returns the transaction's id and the counts.
 async fn write_in(
-    tx: &deadpool_postgres::Transaction<'_>,
+    tx: &crate::db::Tx<'_>,
     worker_id: &str,
     columns: &Columns<'_>,
 ) -> Result<(TransactionId, Written)> {
@@ -484,18 +482,19 @@ async fn write_in(
         sent: columns.rest.ids.len() as u64,
         ..Written::default()
     };
-    let id_statement = tx.prepare_cached(sql::TRANSACTION_ID).await?;
     let large = columns.rest.ids.len() >= CUSTOM_PLANS_FROM;
-    let id = TransactionId::from_row(&tx.query_one(&id_statement, &[&large]).await?)?;
+    let id = TransactionId::from_row(&tx.query_one(sql::TRANSACTION_ID, &[&large]).await?)?;
     if !columns.rest.ids.is_empty() {
         write_general(tx, worker_id, &columns.rest, &mut written).await?;
     }
     let released = &columns.released;
     if !released.ids.is_empty() {
-        let statement = tx.prepare_cached(sql::RELEASE_JOBS).await?;
         let r = released;
-        tx.query_one(&statement, &[&r.ids, &r.attempts, &worker_id, &r.started])
-            .await?;
+        tx.query_one(
+            sql::RELEASE_JOBS,
+            &[&r.ids, &r.attempts, &worker_id, &r.started],
+        )
+        .await?;
     }
     Ok((id, written))
 }
@@ -503,16 +502,15 @@ async fn write_in(
 /// Plain successes through `complete_ok.sql` (found by their place); the ones it missed
 /// (moved or flagged since their claim) by id through `complete_jobs.sql`.
 async fn write_ok(
-    client: &impl GenericClient,
+    client: &impl Sql,
     worker_id: &str,
     columns: &Columns<'_>,
     written: &mut Written,
 ) -> Result<()> {
     let ok = &columns.ok;
-    let statement = client.prepare_cached(sql::COMPLETE_OK).await?;
     let hit = client
         .execute(
-            &statement,
+            sql::COMPLETE_OK,
             &[
                 &ok.tids,
                 &ok.ids,
@@ -536,15 +534,14 @@ async fn write_ok(
 
 /// Ends of any kind through `complete_jobs.sql` (found by id, through the seam).
 async fn write_general(
-    client: &impl GenericClient,
+    client: &impl Sql,
     worker_id: &str,
     r: &super::outcome::WriteColumns<'_>,
     written: &mut Written,
 ) -> Result<()> {
-    let statement = client.prepare_cached(sql::COMPLETE_JOBS).await?;
     let row = client
         .query_one(
-            &statement,
+            sql::COMPLETE_JOBS,
             &[
                 &r.ids,
                 &r.attempts,

@@ -78,8 +78,9 @@ async fn reconcile(shared: &Shared) {
     }
     let lost = async {
         let conn = shared.db.conn().await?;
-        let statement = conn.prepare_cached(crate::sql::RUNNING_LOST).await?;
-        let rows = conn.query(&statement, &[&ids, &&*shared.worker_id]).await?;
+        let rows = conn
+            .query(crate::sql::RUNNING_LOST, &[&ids, &&*shared.worker_id])
+            .await?;
         Ok::<Vec<i64>, Error>(rows.iter().map(|r| r.get(0)).collect())
     };
     match lost.await {

@@ -39,9 +39,8 @@ pub(crate) struct Registration {
 
 pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::WORKER_REGISTER).await?;
     conn.execute(
-        &statement,
+        sql::WORKER_REGISTER,
         &[
             &r.id,
             &r.name,
@@ -61,8 +60,7 @@ pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
 
 pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::WORKER_DEREGISTER).await?;
-    conn.execute(&statement, &[&id]).await?;
+    conn.execute(sql::WORKER_DEREGISTER, &[&id]).await?;
     Ok(())
 }
 
@@ -96,7 +94,6 @@ impl Report {
 /// Whether the heartbeat found the worker alive in the registry.
 async fn beat(db: &Database, r: &Registration, report: &Report) -> Result<bool> {
     let conn = db.conn().await?;
-    let statement = conn.prepare_cached(sql::WORKER_HEARTBEAT).await?;
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
         &r.id,
         &report.running,
@@ -106,7 +103,7 @@ async fn beat(db: &Database, r: &Registration, report: &Report) -> Result<bool> 
         &report.cpu_percent,
         &report.rss_bytes,
     ];
-    Ok(conn.execute(&statement, &params).await? > 0)
+    Ok(conn.execute(sql::WORKER_HEARTBEAT, &params).await? > 0)
 }
 
 /// Stops every running job: asked at once, aborted after `grace`. The producer claims nothing

@@ -614,7 +614,12 @@ impl Worker {
         // Claim only once LISTEN is in place: a job committed before is found by the first
         // claim, one committed after is announced. (If the listener cannot connect, polling
         // still finds everything.)
-        if !listener.ready(Duration::from_secs(5)).await {
+        if listener.polling() {
+            tracing::info!(
+                "remuda worker {worker_id}: behind a transaction-mode pooler without a direct address: polling every {:?} instead of listening",
+                config.poll_interval
+            );
+        } else if !listener.ready(Duration::from_secs(5)).await {
             tracing::warn!(
                 "remuda worker {worker_id}: not listening for notifications yet; polling meanwhile"
             );

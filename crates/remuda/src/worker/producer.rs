@@ -117,6 +117,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         more = false;
         let mut failed = false;
         let mut claimed = 0usize;
+        // a rate-limited queue that came back short: when its bucket will have refilled
+        let mut tokens_due: Option<Duration> = None;
         for offset in 0..queues.len() {
             let first = match shared.config.queue_order {
                 super::QueueOrder::Strict => 0,
@@ -140,9 +142,16 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             let epoch = shared.epoch.load(Ordering::SeqCst);
             let claiming = async {
                 if limited {
-                    let cursor = cursors.get(queue).map_or("", String::as_str);
+                    // keys take turns from the cursor; caps and a queue-wide rate need none
+                    let keyed = settings
+                        .as_ref()
+                        .is_some_and(|s| {
+                            s.key_limit.is_some()
+                                || (s.rate.is_some() && s.rate_per != crate::RatePer::Queue)
+                        })
+                        .then(|| cursors.get(queue).map_or("", String::as_str));
                     let (jobs, last_key) =
-                        claim_limited(&shared, queue, &kinds, &defaults, free as i64, cursor)
+                        claim_limited(&shared, queue, &kinds, &defaults, free as i64, keyed)
                             .await?;
                     Ok::<_, crate::Error>((jobs, last_key))
                 } else {
@@ -160,6 +169,11 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             }) {
                 Ok(jobs) => {
                     let full = jobs.len() == free;
+                    if !full {
+                        if let Some(wait) = settings.as_ref().and_then(|s| refill_wait(s, free)) {
+                            tokens_due = Some(tokens_due.map_or(wait, |w| w.min(wait)));
+                        }
+                    }
                     if full {
                         more = true;
                     }
@@ -260,11 +274,23 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                 _ = shared.wake.notified() => true,
                 // draining: look again as soon as a running job ends
                 _ = shared.slot_freed.notified(), if shared.config.exit_when_drained => false,
-                _ = tokio::time::sleep(shared.config.poll_interval) => false,
+                _ = tokio::time::sleep(tokens_due.unwrap_or(shared.config.poll_interval).min(shared.config.poll_interval)) => false,
             };
             rechecks = 0;
         }
     }
+}
+
+/// How long a rate-limited queue that came back short (`free` slots wanted) waits before
+/// its next claim: until a quarter of the tokens it could use have come back, at least 5 ms
+/// (not at the next poll, which for a period shorter than `poll_interval` would leave the
+/// rate unused; and not a token at a time, a claim per token). `None` for a queue without a
+/// rate limit.
+fn refill_wait(settings: &crate::QueueSettings, free: usize) -> Option<Duration> {
+    let (n, period) = settings.rate?;
+    let n = u32::try_from(n).ok().filter(|&n| n > 0)?;
+    let wanted = u32::try_from(free).unwrap_or(u32::MAX).clamp(1, n);
+    Some((period * wanted / n / 4).max(Duration::from_millis(5)))
 }
 
 /// Longest wait between attempts while the database fails.
@@ -325,9 +351,11 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
 async fn next_retry(shared: &Shared, kinds: &[String]) -> Option<chrono::DateTime<chrono::Utc>> {
     let window = i64::try_from(shared.config.drain_wait.as_millis()).unwrap_or(i64::MAX);
     let conn = shared.db.conn().await.ok()?;
-    let statement = conn.prepare_cached(crate::sql::SCHEDULED_LEFT).await.ok()?;
     let row = conn
-        .query_one(&statement, &[&shared.config.queues, &kinds, &window])
+        .query_one(
+            crate::sql::SCHEDULED_LEFT,
+            &[&shared.config.queues, &kinds, &window],
+        )
         .await
         .ok()?;
     row.try_get("next_retry").ok().flatten()

@@ -39,15 +39,15 @@ impl Cache {
 pub(crate) async fn refresh(shared: &Shared) {
     let read = async {
         let conn = shared.db.conn().await?;
-        let queues = conn.prepare_cached(crate::sql::QUEUE_GET).await?;
-        let rows = conn.query(&queues, &[&shared.config.queues]).await?;
+        let rows = conn
+            .query(crate::sql::QUEUE_GET, &[&shared.config.queues])
+            .await?;
         let settings = rows
             .iter()
             .map(QueueSettings::from_row)
             .collect::<crate::Result<Vec<_>>>()?;
-        let cluster = conn.prepare_cached(crate::sql::CLUSTER_GET).await?;
         let max: Option<i32> = conn
-            .query_one(&cluster, &[])
+            .query_one(crate::sql::CLUSTER_GET, &[])
             .await?
             .try_get("max_running")?;
         Ok::<_, crate::Error>((settings, max))

@@ -155,9 +155,8 @@ impl Client {
         key: Option<&str>,
     ) -> Result<Started> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::WORKFLOW_DEFINITION).await?;
         let row = conn
-            .query_opt(&statement, &[&from])
+            .query_opt(sql::WORKFLOW_DEFINITION, &[&from])
             .await?
             .ok_or(Error::WorkflowNotFound(from))?;
         let compiled: Value = row.try_get("definition")?;
@@ -172,8 +171,9 @@ impl Client {
         key: Option<&str>,
     ) -> Result<Started> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::WORKFLOW_START).await?;
-        let row = conn.query_one(&statement, &[compiled, input, &key]).await?;
+        let row = conn
+            .query_one(sql::WORKFLOW_START, &[compiled, input, &key])
+            .await?;
         let id: i64 = row.try_get("id")?;
         if row.try_get::<_, bool>("drift")? {
             return Err(Error::WorkflowDrift {
@@ -190,13 +190,11 @@ impl Client {
     /// A run with its nodes; `None` when there is no such run.
     pub async fn workflow(&self, id: i64) -> Result<Option<WorkflowStatus>> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::WORKFLOW_GET).await?;
-        let Some(row) = conn.query_opt(&statement, &[&id]).await? else {
+        let Some(row) = conn.query_opt(sql::WORKFLOW_GET, &[&id]).await? else {
             return Ok(None);
         };
-        let statement = conn.prepare_cached(sql::WORKFLOW_NODES).await?;
         let mut nodes = BTreeMap::new();
-        for n in conn.query(&statement, &[&id]).await? {
+        for n in conn.query(sql::WORKFLOW_NODES, &[&id]).await? {
             let children: Option<Value> = n.try_get("children")?;
             nodes.insert(
                 n.try_get("node")?,
@@ -238,11 +236,10 @@ impl Client {
     /// Runs, newest first.
     pub async fn workflows(&self, filter: &WorkflowFilter) -> Result<Vec<WorkflowSummary>> {
         let conn = self.database().conn().await?;
-        let statement = conn.prepare_cached(sql::WORKFLOW_LIST).await?;
         let wanted = filter.state.map(|s| s.as_str());
         let rows = conn
             .query(
-                &statement,
+                sql::WORKFLOW_LIST,
                 &[&wanted, &filter.name, &filter.limit.unwrap_or(100)],
             )
             .await?;
@@ -316,9 +313,8 @@ impl Client {
         }
         let completed: Option<i32> = self
             .with_deadlock_retry(|conn| async move {
-                let statement = conn.prepare_cached(sql::WORKFLOW_SIGNAL).await?;
                 Ok(conn
-                    .query_one(&statement, &[&id, &name, data])
+                    .query_one(sql::WORKFLOW_SIGNAL, &[&id, &name, data])
                     .await?
                     .try_get("completed")?)
             })
@@ -381,9 +377,8 @@ impl Client {
     async fn control(&self, statement: &'static str, id: i64) -> Result<WorkflowState> {
         let old: Option<String> = self
             .with_deadlock_retry(|conn| async move {
-                let prepared = conn.prepare_cached(statement).await?;
                 Ok(conn
-                    .query_one(&prepared, &[&id])
+                    .query_one(statement, &[&id])
                     .await?
                     .try_get("old_state")?)
             })
@@ -393,7 +388,7 @@ impl Client {
 
     async fn with_deadlock_retry<T, F, Fut>(&self, run: F) -> Result<T>
     where
-        F: Fn(deadpool_postgres::Object) -> Fut,
+        F: Fn(crate::db::Conn) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
         let mut tries = 0;

@@ -6,11 +6,16 @@
 //! Two other modes measure maintenance: `--churn` (table size under steady load with short
 //! retention: `churn.rs`) and `--schedules` (fire lateness: `schedules.rs`); `--workflow`
 //! measures workflow runs against a plain drain (`workflows.rs`), `--notify` webhook deliveries
-//! (`notify.rs`), `--dashboard` the pages and API lists on big tables (`dashboard.rs`).
+//! (`notify.rs`), `--dashboard` the pages and API lists on big tables (`dashboard.rs`);
+//! `--limit key|global|rate` and `--unhandled N` measure the claims under flow control and
+//! behind jobs no worker runs (`limits.rs`), `--workers N --processes` many worker processes
+//! on one queue (`processes.rs`).
 
 mod churn;
 mod dashboard;
+pub mod limits;
 mod notify;
+mod processes;
 mod schedules;
 pub mod workflows;
 
@@ -129,6 +134,13 @@ async fn join_workers(
     Ok(())
 }
 
+/// A rate of N per period as whole jobs per second (at least 1).
+fn per_second((n, period): (i32, Duration)) -> u32 {
+    (f64::from(n) / period.as_secs_f64().max(0.001))
+        .round()
+        .max(1.0) as u32
+}
+
 /// The `p` quantile of sorted values (0 when there are none).
 fn percentile_of(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -161,8 +173,27 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         || args.workflow.is_some()
         || args.notify.is_some()
         || args.dashboard
+        || args.limit.is_some()
+        || args.unhandled.is_some()
+        || args.processes
     {
-        let measured = if args.dashboard {
+        let measured = if args.limit.is_some() || args.unhandled.is_some() {
+            let bench = limits::LimitBench {
+                limit: args.limit,
+                jobs: args.jobs,
+                concurrency: args.concurrency,
+                keys: args.keys,
+                key_limit: args.key_limit,
+                max_running: args.max_running,
+                rate: args.rate,
+                window: args.duration.unwrap_or(limits::RATE_WINDOW),
+                unhandled: args.unhandled.unwrap_or(0),
+                json: args.json,
+            };
+            limits::run(db.clone(), bench).await
+        } else if args.processes {
+            processes::run(db.clone(), &args).await
+        } else if args.dashboard {
             dashboard::run(db.clone(), args.jobs, args.json).await
         } else if let Some(shape) = args.workflow {
             workflows::run(db.clone(), shape, args.nodes, args.json).await
@@ -172,13 +203,14 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
             let churn = churn::Churn {
                 duration,
                 retain: args.retain,
-                rate: args.rate,
+                rate: per_second(args.rate),
                 json: args.json,
             };
             churn::run(db.clone(), churn).await
         } else {
             let n = args.schedules.unwrap_or(1000);
-            schedules::run(db.clone(), n, args.duration, args.json).await
+            let duration = args.duration.unwrap_or(Duration::from_secs(300));
+            schedules::run(db.clone(), n, duration, args.json).await
         };
         if !args.keep {
             drop(db);

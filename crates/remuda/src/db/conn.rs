@@ -1,0 +1,383 @@
+//! A pooled connection and how its statements reach the server.
+//!
+//! Directly connected, a statement is prepared once per connection (a named prepared
+//! statement, cached) and then only bound and executed: one round trip, planned once.
+//!
+//! Behind a pooler in transaction mode (PgBouncer's `pool_mode = transaction`, most cloud
+//! poolers), consecutive statements of one connection may reach different server
+//! connections, so nothing may outlive a transaction: no named prepared statement (before
+//! PgBouncer 1.21 they are not carried over, and a name left behind on a server connection
+//! collides with the next client's), no session setting, no session-level advisory lock. There
+//! each statement is sent unnamed with its parameter types (Parse, Bind, Execute and Sync in
+//! one round trip, `query_typed`); the types of each statement are learnt once per process by
+//! preparing it inside a transaction that closes it before it ends.
+
+use deadpool_postgres::GenericClient;
+use deadpool_postgres::Object;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Error, Row};
+
+/// How connections reach PostgreSQL: directly, or through a pooler that hands out a server
+/// connection per transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pooler {
+    /// Directly (or through a pooler in session mode): prepared statements and session
+    /// settings are kept.
+    #[default]
+    None,
+    /// Through a pooler in transaction mode: no state outlives a transaction.
+    Transaction,
+}
+
+impl std::str::FromStr for Pooler {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "none" | "session" => Ok(Pooler::None),
+            "transaction" => Ok(Pooler::Transaction),
+            other => Err(format!(
+                "invalid pooler {other:?}: use transaction (PgBouncer's pool_mode = transaction) or none"
+            )),
+        }
+    }
+}
+
+/// The parameter types of each statement sent unnamed, learnt once per process.
+#[derive(Default)]
+pub(crate) struct Types(Mutex<HashMap<String, Arc<[Type]>>>);
+
+impl Types {
+    fn get(&self, sql: &str) -> Option<Arc<[Type]>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(sql)
+            .cloned()
+    }
+
+    fn put(&self, sql: &str, types: Arc<[Type]>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(sql.to_string(), types);
+    }
+}
+
+/// A connection from a [`super::Database`]'s pool. It dereferences to the pool's object (so
+/// every driver method is there), and its own `query`, `query_one`, `query_opt` and `execute`
+/// take SQL text and send it the way the pool's [`Pooler`] allows.
+pub struct Conn {
+    object: Object,
+    unnamed: Option<Arc<Types>>,
+}
+
+/// The parameters of a statement.
+pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
+
+/// The statement methods of [`Conn`] and [`Tx`]: the same text for both, over the driver's
+/// client or transaction (`$inner`), which have the same inherent methods.
+macro_rules! statements {
+    ($inner:ident, $own_transaction:expr) => {
+        /// Runs `sql` and returns its rows.
+        pub async fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, Error> {
+            match &self.unnamed {
+                None => {
+                    let statement = self.$inner.prepare_cached(sql).await?;
+                    self.$inner.query(&statement, params).await
+                }
+                Some(types) => {
+                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    self.$inner.query_typed(sql, &typed(params, &types)).await
+                }
+            }
+        }
+
+        /// Runs `sql`, which returns exactly one row.
+        pub async fn query_one(&self, sql: &str, params: Params<'_>) -> Result<Row, Error> {
+            match &self.unnamed {
+                None => {
+                    let statement = self.$inner.prepare_cached(sql).await?;
+                    self.$inner.query_one(&statement, params).await
+                }
+                Some(types) => {
+                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    self.$inner
+                        .query_typed_one(sql, &typed(params, &types))
+                        .await
+                }
+            }
+        }
+
+        /// Runs `sql`, which returns at most one row.
+        pub async fn query_opt(&self, sql: &str, params: Params<'_>) -> Result<Option<Row>, Error> {
+            match &self.unnamed {
+                None => {
+                    let statement = self.$inner.prepare_cached(sql).await?;
+                    self.$inner.query_opt(&statement, params).await
+                }
+                Some(types) => {
+                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    self.$inner
+                        .query_typed_opt(sql, &typed(params, &types))
+                        .await
+                }
+            }
+        }
+
+        /// Runs `sql`; returns how many rows it changed.
+        pub async fn execute(&self, sql: &str, params: Params<'_>) -> Result<u64, Error> {
+            match &self.unnamed {
+                None => {
+                    let statement = self.$inner.prepare_cached(sql).await?;
+                    self.$inner.execute(&statement, params).await
+                }
+                Some(types) => {
+                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    let stream = self
+                        .$inner
+                        .query_typed_raw(sql, typed(params, &types))
+                        .await?;
+                    affected(stream).await
+                }
+            }
+        }
+    };
+}
+
+impl Conn {
+    pub(crate) fn new(object: Object, unnamed: Option<Arc<Types>>) -> Conn {
+        Conn { object, unnamed }
+    }
+
+    statements!(object, true);
+
+    /// Starts a transaction whose statements are sent as this connection's are.
+    pub async fn transaction(&mut self) -> Result<Tx<'_>, Error> {
+        let unnamed = self.unnamed.clone();
+        Ok(Tx {
+            inner: self.object.transaction().await?,
+            unnamed,
+        })
+    }
+
+    /// Closes the connection instead of giving it back to the pool (a session that may
+    /// still hold a lock or a transaction).
+    pub fn close(self) {
+        drop(Object::take(self.object));
+    }
+
+    /// Whether statements are sent unnamed (behind a transaction-mode pooler).
+    pub fn pooled(&self) -> bool {
+        self.unnamed.is_some()
+    }
+}
+
+impl std::fmt::Debug for Conn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conn")
+            .field("pooled", &self.pooled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::ops::Deref for Conn {
+    type Target = Object;
+    fn deref(&self) -> &Object {
+        &self.object
+    }
+}
+
+impl std::ops::DerefMut for Conn {
+    fn deref_mut(&mut self) -> &mut Object {
+        &mut self.object
+    }
+}
+
+/// A transaction on a [`Conn`]; like it, it dereferences to the driver's transaction and sends
+/// its statements the way the pool allows. Dropped without [`Tx::commit`], it rolls back.
+pub struct Tx<'a> {
+    inner: deadpool_postgres::Transaction<'a>,
+    unnamed: Option<Arc<Types>>,
+}
+
+impl<'a> Tx<'a> {
+    statements!(inner, false);
+
+    /// Commits.
+    pub async fn commit(self) -> Result<(), Error> {
+        self.inner.commit().await
+    }
+
+    /// Rolls back.
+    pub async fn rollback(self) -> Result<(), Error> {
+        self.inner.rollback().await
+    }
+}
+
+impl<'a> std::ops::Deref for Tx<'a> {
+    type Target = deadpool_postgres::Transaction<'a>;
+    fn deref(&self) -> &Self::Target {
+        &self.inner
+    }
+}
+
+impl std::ops::DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.inner
+    }
+}
+
+/// Where statements run: a pooled [`Conn`], a [`Tx`], or a caller's own client
+/// ([`Prepared`]). Functions that run statements for either take `&impl Sql`.
+pub trait Sql: Sync {
+    /// Runs `sql` and returns its rows.
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Vec<Row>, Error>> + Send + 'a;
+    /// Runs `sql`, which returns exactly one row.
+    fn query_one<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Row, Error>> + Send + 'a;
+    /// Runs `sql`, which returns at most one row.
+    fn query_opt<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Option<Row>, Error>> + Send + 'a;
+    /// Runs `sql`; returns how many rows it changed.
+    fn execute<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<u64, Error>> + Send + 'a;
+}
+
+/// [`Sql`] for a type with the inherent statement methods of [`statements!`].
+macro_rules! run_by_inherent {
+    ($ty:ty) => {
+        impl Sql for $ty {
+            fn query<'a>(
+                &'a self,
+                sql: &'a str,
+                params: Params<'a>,
+            ) -> impl Future<Output = Result<Vec<Row>, Error>> + Send + 'a {
+                <$ty>::query(self, sql, params)
+            }
+            fn query_one<'a>(
+                &'a self,
+                sql: &'a str,
+                params: Params<'a>,
+            ) -> impl Future<Output = Result<Row, Error>> + Send + 'a {
+                <$ty>::query_one(self, sql, params)
+            }
+            fn query_opt<'a>(
+                &'a self,
+                sql: &'a str,
+                params: Params<'a>,
+            ) -> impl Future<Output = Result<Option<Row>, Error>> + Send + 'a {
+                <$ty>::query_opt(self, sql, params)
+            }
+            fn execute<'a>(
+                &'a self,
+                sql: &'a str,
+                params: Params<'a>,
+            ) -> impl Future<Output = Result<u64, Error>> + Send + 'a {
+                <$ty>::execute(self, sql, params)
+            }
+        }
+    };
+}
+
+run_by_inherent!(Conn);
+run_by_inherent!(Tx<'_>);
+
+/// A caller's own connection or transaction (any driver client): each statement prepared on
+/// it and closed after use, as the driver does for SQL text, so nothing outlives the
+/// caller's transaction.
+pub struct Prepared<'c, C>(pub &'c C);
+
+impl<C: tokio_postgres::GenericClient + Sync> Sql for Prepared<'_, C> {
+    fn query<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Vec<Row>, Error>> + Send + 'a {
+        self.0.query(sql, params)
+    }
+    fn query_one<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Row, Error>> + Send + 'a {
+        self.0.query_one(sql, params)
+    }
+    fn query_opt<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<Option<Row>, Error>> + Send + 'a {
+        self.0.query_opt(sql, params)
+    }
+    fn execute<'a>(
+        &'a self,
+        sql: &'a str,
+        params: Params<'a>,
+    ) -> impl Future<Output = Result<u64, Error>> + Send + 'a {
+        self.0.execute(sql, params)
+    }
+}
+
+/// The parameter types of `sql`, from the cache or learnt now: prepared (named) and closed
+/// again before the transaction it runs in ends, so the name never outlives it. Outside a
+/// transaction (`own_transaction`) one is opened for it.
+async fn learn<C: GenericClient>(
+    client: &C,
+    types: &Types,
+    sql: &str,
+    own_transaction: bool,
+) -> Result<Arc<[Type]>, Error> {
+    if let Some(known) = types.get(sql) {
+        return Ok(known);
+    }
+    if own_transaction {
+        client.batch_execute("BEGIN").await?;
+    }
+    let prepared = client.prepare(sql).await;
+    let learnt = prepared.map(|statement| Arc::<[Type]>::from(statement.params()));
+    // the statement was dropped above: its Close is queued before the COMMIT
+    if own_transaction {
+        client.batch_execute("COMMIT").await?;
+    }
+    let learnt = learnt?;
+    types.put(sql, learnt.clone());
+    Ok(learnt)
+}
+
+fn typed<'a>(params: Params<'a>, types: &[Type]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+    params
+        .iter()
+        .zip(
+            types
+                .iter()
+                .cloned()
+                .chain(std::iter::repeat(Type::UNKNOWN)),
+        )
+        .map(|(p, t)| (*p, t))
+        .collect()
+}
+
+async fn affected(stream: tokio_postgres::RowStream) -> Result<u64, Error> {
+    use futures_util::StreamExt;
+    futures_util::pin_mut!(stream);
+    while let Some(row) = stream.next().await {
+        row?;
+    }
+    Ok(stream.rows_affected().unwrap_or(0))
+}
