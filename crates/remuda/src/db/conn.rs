@@ -90,7 +90,13 @@ macro_rules! statements {
                 }
                 Some(types) => {
                     let types = learn(&self.$inner, types, sql, $own_transaction).await?;
-                    self.$inner.query_typed(sql, &typed(params, &types)).await
+                    let params = typed(params, &types);
+                    planned(
+                        &self.$inner,
+                        $own_transaction,
+                        self.$inner.query_typed(sql, &params),
+                    )
+                    .await
                 }
             }
         }
@@ -104,9 +110,13 @@ macro_rules! statements {
                 }
                 Some(types) => {
                     let types = learn(&self.$inner, types, sql, $own_transaction).await?;
-                    self.$inner
-                        .query_typed_one(sql, &typed(params, &types))
-                        .await
+                    let params = typed(params, &types);
+                    planned(
+                        &self.$inner,
+                        $own_transaction,
+                        self.$inner.query_typed_one(sql, &params),
+                    )
+                    .await
                 }
             }
         }
@@ -120,9 +130,13 @@ macro_rules! statements {
                 }
                 Some(types) => {
                     let types = learn(&self.$inner, types, sql, $own_transaction).await?;
-                    self.$inner
-                        .query_typed_opt(sql, &typed(params, &types))
-                        .await
+                    let params = typed(params, &types);
+                    planned(
+                        &self.$inner,
+                        $own_transaction,
+                        self.$inner.query_typed_opt(sql, &params),
+                    )
+                    .await
                 }
             }
         }
@@ -136,11 +150,15 @@ macro_rules! statements {
                 }
                 Some(types) => {
                     let types = learn(&self.$inner, types, sql, $own_transaction).await?;
-                    let stream = self
-                        .$inner
-                        .query_typed_raw(sql, typed(params, &types))
-                        .await?;
-                    affected(stream).await
+                    let run = async {
+                        affected(
+                            self.$inner
+                                .query_typed_raw(sql, typed(params, &types))
+                                .await?,
+                        )
+                        .await
+                    };
+                    planned(&self.$inner, $own_transaction, run).await
                 }
             }
         }
@@ -154,13 +172,15 @@ impl Conn {
 
     statements!(object, true);
 
-    /// Starts a transaction whose statements are sent as this connection's are.
+    /// Starts a transaction whose statements are sent as this connection's are (behind a
+    /// pooler, with remuda's planner settings for the transaction: see [`planned`]).
     pub async fn transaction(&mut self) -> Result<Tx<'_>, Error> {
         let unnamed = self.unnamed.clone();
-        Ok(Tx {
-            inner: self.object.transaction().await?,
-            unnamed,
-        })
+        let inner = self.object.transaction().await?;
+        if unnamed.is_some() {
+            inner.batch_execute(super::LOCAL_SETTINGS).await?;
+        }
+        Ok(Tx { inner, unnamed })
     }
 
     /// Closes the connection instead of giving it back to the pool (a session that may
@@ -358,6 +378,35 @@ async fn learn<C: GenericClient>(
     let learnt = learnt?;
     types.put(sql, learnt.clone());
     Ok(learnt)
+}
+
+/// Behind a pooler, a statement outside a transaction runs in one of its own that first takes
+/// remuda's planner settings for itself (`SET LOCAL`, see [`super::SESSION_OPTIONS`]: a
+/// pooler takes no start-up options and a plain `SET` would stay with the server connection
+/// for the next client): BEGIN with the settings, the statement and COMMIT are sent together,
+/// pipelined, one round trip. Without the settings an unnamed statement is planned for its
+/// values, and a batch of 2 000 successes planned on a table whose statistics were taken
+/// before its 100 000 jobs came was joined by a filter over a sequential scan: 980 ms instead
+/// of 25 ms, a drain of 1 400 jobs/s instead of 40 000. With `plan_cache_mode` in force the
+/// unnamed statement gets the generic plan, as a prepared one does directly.
+async fn planned<C: GenericClient, T>(
+    client: &C,
+    own_transaction: bool,
+    statement: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    if !own_transaction {
+        return statement.await;
+    }
+    let begin = format!("BEGIN; {}", super::LOCAL_SETTINGS);
+    let (begun, done, committed) = tokio::join!(
+        client.batch_execute(&begin),
+        statement,
+        client.batch_execute("COMMIT")
+    );
+    begun?;
+    let done = done?;
+    committed?;
+    Ok(done)
 }
 
 fn typed<'a>(params: Params<'a>, types: &[Type]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {

@@ -49,6 +49,11 @@ pub const SESSION_OPTIONS: &str =
      -c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3 \
      -c tcp_user_timeout=10000";
 
+/// The planner settings of [`SESSION_OPTIONS`] for one transaction: how statements behind a
+/// transaction-mode pooler get them (see `conn.rs`).
+pub(crate) const LOCAL_SETTINGS: &str =
+    "SET LOCAL plan_cache_mode = force_generic_plan; SET LOCAL enable_sort = off; SET LOCAL jit = off";
+
 /// Default number of pooled connections: enough for a worker's producer, completer,
 /// heartbeat and maintenance plus client calls, without crowding `max_connections`.
 pub const DEFAULT_POOL_SIZE: usize = 16;
