@@ -147,7 +147,7 @@ async fn drain(client: &remuda::Client, n: usize, limit: Duration, stderr: &Path
             "not every job completed; the workers said: {}",
             std::fs::read_to_string(stderr).unwrap_or_default()
         );
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     most
 }
@@ -177,7 +177,7 @@ async fn eight_hosts_run_every_job_once_and_hold_a_cap() {
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
-    let config = config(&dir, &log, "0.01", "5s");
+    let config = config(&dir, &log, "0.05", "5s");
     let workers: Vec<WorkerProcess> = (0..8)
         .map(|i| worker(&hosts, i, &config, &stderr))
         .collect();

@@ -118,20 +118,29 @@ async fn count(client: &remuda::Client, sql: &str) -> i64 {
         .get(0)
 }
 
-/// Waits up to two minutes until `n` jobs are completed; the workers' and PgBouncer's logs
-/// in the failure.
-async fn wait_completed(client: &remuda::Client, n: usize, stderr: &Path, bouncer: &PgBouncer) {
+/// Waits up to two minutes until `n` jobs are completed, the workers' and PgBouncer's logs in
+/// the failure; returns the most jobs of the capped queue seen running at once meanwhile.
+async fn wait_completed(
+    client: &remuda::Client,
+    n: usize,
+    stderr: &Path,
+    bouncer: &PgBouncer,
+) -> i64 {
     let started = Instant::now();
     let completed = "SELECT count(*) FROM remuda.jobs WHERE state = 'completed'";
+    let capped = "SELECT count(*) FROM remuda.jobs WHERE queue = 'capped' AND state = 'running'";
+    let mut most = 0;
     while count(client, completed).await < n as i64 {
+        most = most.max(count(client, capped).await);
         assert!(
             started.elapsed() < Duration::from_secs(120),
             "not all jobs completed through pgbouncer; workers said: {}\npgbouncer said: {}",
             std::fs::read_to_string(stderr).unwrap_or_default(),
             bouncer.log()
         );
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
+    most
 }
 
 /// Enqueues `n` jobs through the pooler: half plain, half in the capped queue, some unique
@@ -197,15 +206,21 @@ async fn jobs_run_exactly_once_through_pgbouncer_in_transaction_mode() {
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
-    let config = config(&dir, &log, "0");
+    let config = config(&dir, &log, "0.02");
     // two poll (no direct address), one listens directly
-    let workers = vec![
+    let mut workers = vec![
         worker(&bouncer, &config, None, &stderr),
         worker(&bouncer, &config, None, &stderr),
         worker(&bouncer, &config, Some(&direct), &stderr),
     ];
-    wait_completed(&client, n, &stderr, &bouncer).await;
-    // a job enqueued to idle workers is picked up by polling too
+    let most = wait_completed(&client, n, &stderr, &bouncer).await;
+    assert!(
+        most <= 3,
+        "{most} jobs of the capped queue ran at once (cap 3)"
+    );
+    // a job enqueued to idle workers that only poll is picked up too
+    let listening = workers.pop().expect("the listening worker");
+    assert!(listening.stop().await.success());
     let late = client
         .insert(remuda::NewJob::new("record", &serde_json::json!({"late": true})).expect("job"))
         .await

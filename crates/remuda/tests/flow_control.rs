@@ -666,3 +666,43 @@ async fn a_rate_shorter_than_the_poll_interval_is_used_in_full() {
         "{started} jobs started in 2 s at 10 per 200 ms"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_without_a_key_behind_a_tenant_at_its_limit_is_found() {
+    let (_db, client) = setup().await;
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                key_limit: Some(Some(1)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("key limit");
+    // 1 500 jobs of one tenant ahead of a job without a key: more than the 1 000 a claim
+    // looks through for jobs without a key
+    let hot: Vec<NewJob> = naps(1500, 60_000)
+        .into_iter()
+        .map(|j| j.concurrency_key("hot").priority(-1))
+        .collect();
+    client.insert_bulk(&hot).await.expect("enqueue the tenant");
+    let lone = client.insert(naps(1, 1).remove(0)).await.expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: 4,
+                queues: vec!["limited".into()],
+                shutdown_timeout: Duration::from_millis(100),
+                cancel_grace: Duration::from_millis(100),
+                ..fast_config()
+            })
+            .register(Nap),
+    );
+    let job = client
+        .wait(lone, Duration::from_secs(10))
+        .await
+        .expect("the job without a key runs while the tenant waits at its limit");
+    assert_eq!(job.state, remuda::JobState::Completed);
+    worker.shutdown().await;
+}

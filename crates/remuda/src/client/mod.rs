@@ -320,7 +320,9 @@ impl Client {
     }
 
     /// Enqueues jobs inside the caller's transaction (or on any connection): they exist if
-    /// and only if that transaction commits, and workers hear of them at commit. A unique job
+    /// and only if that transaction commits, and workers hear of them at commit. Behind a
+    /// transaction-mode pooler, call it inside a transaction (its statements are prepared
+    /// and run as separate messages, which the pooler keeps together only there). A unique job
     /// whose key an uncommitted transaction holds waits for that transaction to end.
     pub async fn insert_in<C: GenericClient + Sync>(
         &self,

@@ -91,7 +91,8 @@ impl Database {
     /// LISTEN connection (without one, workers and waits poll), migrations and the
     /// reindexer's lock.
     pub fn with_direct(mut self, conninfo: &str) -> Result<Self> {
-        let (config, tls) = tls::parse(conninfo)?;
+        let (mut config, tls) = tls::parse(conninfo)?;
+        fail_fast(&mut config);
         if tls.pooler != Pooler::None {
             return Err(Error::InvalidInput(
                 "the direct connection string says pooler=transaction: give the address of PostgreSQL itself, not of the pooler".into(),
@@ -177,21 +178,7 @@ impl Database {
             };
             config.options(&options);
         }
-        // A connection that went silent (a partition, a server that vanished) must fail in
-        // seconds, not after the kernel's retransmissions (15 minutes): a worker holds its
-        // outcomes meanwhile and its heartbeat decides its fate. Only defaults are changed.
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(Duration::from_secs(10));
-        }
-        if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
-            config
-                .keepalives_idle(Duration::from_secs(15))
-                .keepalives_interval(Duration::from_secs(5))
-                .keepalives_retries(3);
-        }
-        if config.get_tcp_user_timeout().is_none() {
-            config.tcp_user_timeout(Duration::from_secs(30));
-        }
+        fail_fast(&mut config);
         let target = describe(&config);
         let manager_config = || ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
@@ -269,6 +256,24 @@ impl Database {
     /// Where this pool connects, for messages (no password).
     pub fn target(&self) -> &str {
         &self.target
+    }
+}
+
+/// A connection that went silent (a partition, a server that vanished) must fail in seconds,
+/// not after the kernel's retransmissions (15 minutes): a worker holds its outcomes meanwhile
+/// and its heartbeat decides its fate. Only defaults are changed.
+fn fail_fast(config: &mut Config) {
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    if config.get_keepalives_idle() == Duration::from_secs(2 * 60 * 60) {
+        config
+            .keepalives_idle(Duration::from_secs(15))
+            .keepalives_interval(Duration::from_secs(5))
+            .keepalives_retries(3);
+    }
+    if config.get_tcp_user_timeout().is_none() {
+        config.tcp_user_timeout(Duration::from_secs(30));
     }
 }
 

@@ -58,11 +58,12 @@ WITH RECURSIVE cfg AS (
           SELECT key, 2 AS ord FROM from_start WHERE key IS NOT NULL AND key <= $8) w
 ), keys AS (
     SELECT key, running, row_number() OVER () AS turn
-    -- as many keys as the claim can fill (each takes up to key_limit jobs), at most 1 000:
-    -- a claim of 2 000 slots at key_limit 2 serves 1 000 keys in one statement (at a fixed
-    -- 200 keys it took 400 jobs a claim: 5 claims and 5 walks of the keys per 2 000 jobs)
+    -- as many keys as slots, at least 200 and at most 1 000: a claim of 2 000 slots at
+    -- key_limit 2 serves 1 000 keys in one statement (at a fixed 200 keys it took 400 jobs a
+    -- claim: 5 claims and 5 walks of the keys per 2 000 jobs), and a claim of few slots still
+    -- gives 200 keys their turn (one job each before any key's second)
     FROM (SELECT key, running FROM key_room WHERE running < (SELECT key_limit FROM quota)
-          LIMIT least(1000, greatest(1, ceil($4::float8 / (SELECT key_limit FROM quota)))::bigint)) open_keys
+          LIMIT least(1000, greatest(200, $4::bigint))) open_keys
 ), keyed AS (
     -- up to key_limit waiting jobs per key (LIMIT takes no per-key value: the jobs over the
     -- key's room are dropped in `picked`)
@@ -80,8 +81,11 @@ WITH RECURSIVE cfg AS (
         FOR UPDATE OF j SKIP LOCKED) c
 ), unkeyed AS (
     -- with a key limit, the jobs without a key are looked for among the first 1 000 waiting
-    -- jobs of the queue, not further: where every job has a key the walk would otherwise read
-    -- the whole queue in every claim (measured, 100 000 keyed jobs: 15 of a claim's 24 ms)
+    -- jobs of the queue, not further, except in a deep claim ($9: the producer asks for one
+    -- per queue at most once a poll interval), which walks the whole queue: where every job
+    -- has a key the walk read the whole queue in every claim (measured, 100 000 keyed jobs:
+    -- 15 of a claim's 24 ms), and without the deep claims a tenant with 1 000 jobs waiting
+    -- ahead would keep the jobs without a key from ever being found
     SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at
     FROM remuda.jobs j
     WHERE j.id = ANY(ARRAY(
@@ -96,7 +100,9 @@ WITH RECURSIVE cfg AS (
             -- with a rate per kind or key, look further than the quota: some groups may have
             -- no tokens
             LIMIT CASE WHEN (SELECT key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
-                       THEN (SELECT n FROM quota) ELSE 1000 END) h
+                       THEN (SELECT n FROM quota)
+                       WHEN $9::boolean AND (SELECT key_limit IS NOT NULL FROM quota) THEN NULL
+                       ELSE 1000 END) h
         WHERE (SELECT key_limit FROM quota) IS NULL OR h.concurrency_key IS NULL
         LIMIT CASE WHEN (SELECT rate_limit IS NULL OR rate_per = 'queue' FROM quota)
                    THEN (SELECT n FROM quota) ELSE 1000 END))
@@ -146,11 +152,13 @@ WITH RECURSIVE cfg AS (
     RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at, j.concurrency_key
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
+    -- a bucket is written only when it gave tokens: an idle queue's claims write nothing
+    -- (the tokens follow from the stored value and its time either way)
     SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()
-    FROM bucket WHERE bucket.tokens IS NOT NULL
+    FROM bucket WHERE bucket.tokens IS NOT NULL AND EXISTS (SELECT 1 FROM claimed)
     UNION ALL
     SELECT jsonb_build_array($1::text, t.grp)::text, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), now()
-    FROM group_tokens t
+    FROM group_tokens t WHERE EXISTS (SELECT 1 FROM picked p WHERE p.grp = t.grp)
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
 SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at, c.concurrency_key, p.turn

@@ -33,7 +33,8 @@ pub(crate) async fn release_orphans(shared: &Shared) -> Result<i64> {
 
 /// A claim under the queue's limits (`claim_lock.sql` then, in one transaction,
 /// `claim_capped.sql`, or `claim_limited.sql` when `keyed`: the queue has a key limit or a
-/// rate per kind or key). Returns the jobs and the concurrency key served last in turn (the
+/// rate per kind or key; `keyed` gives the cursor and whether to look for jobs without a key
+/// through the whole queue, see `claim_limited.sql`). Returns the jobs and the concurrency key served last in turn (the
 /// cursor from which keys take turns next time).
 pub(crate) async fn claim_limited(
     shared: &Shared,
@@ -41,7 +42,7 @@ pub(crate) async fn claim_limited(
     kinds: &[String],
     defaults: &[i32],
     limit: i64,
-    keyed: Option<&str>,
+    keyed: Option<(&str, bool)>,
 ) -> Result<(Vec<Claimed>, Option<String>)> {
     let mut conn = shared.db.conn().await?;
     let tx = conn.transaction().await?;
@@ -49,8 +50,8 @@ pub(crate) async fn claim_limited(
     let id: &str = &shared.worker_id;
     let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
     let rows = match &keyed {
-        Some(cursor) => {
-            tx.query(sql::CLAIM_LIMITED, &[&params[..], &[cursor]].concat())
+        Some((cursor, deep)) => {
+            tx.query(sql::CLAIM_LIMITED, &[&params[..], &[cursor, deep]].concat())
                 .await?
         }
         None => tx.query(sql::CLAIM_CAPPED, &params).await?,

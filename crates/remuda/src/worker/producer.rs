@@ -57,6 +57,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut retry_wait_since: Option<std::time::Instant> = None;
     // per key-limited queue: the last concurrency key served (keys take turns from there)
     let mut cursors: std::collections::HashMap<String, String> = Default::default();
+    // per key-limited queue: when its last deep claim was (see claim_limited.sql)
+    let mut deep_claims: std::collections::HashMap<String, std::time::Instant> = Default::default();
     // a claim failed: its statement may have committed with the answer lost
     let mut uncertain = false;
     loop {
@@ -140,16 +142,23 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             let cluster_cap = shared.settings.cluster_max_running().is_some();
             let limited = cluster_cap || settings.as_ref().is_some_and(|s| s.limits_claims());
             let epoch = shared.epoch.load(Ordering::SeqCst);
+            // keys take turns from the cursor; caps and a queue-wide rate need none. A deep
+            // claim (jobs without a key looked for through the whole queue) at most once a
+            // poll interval per queue
+            let keyed = settings.as_ref().is_some_and(|s| {
+                s.key_limit.is_some() || (s.rate.is_some() && s.rate_per != crate::RatePer::Queue)
+            });
+            let deep = keyed
+                && deep_claims
+                    .get(queue)
+                    .is_none_or(|at| at.elapsed() >= shared.config.poll_interval);
+            if deep {
+                deep_claims.insert(queue.clone(), std::time::Instant::now());
+            }
             let claiming = async {
                 if limited {
-                    // keys take turns from the cursor; caps and a queue-wide rate need none
-                    let keyed = settings
-                        .as_ref()
-                        .is_some_and(|s| {
-                            s.key_limit.is_some()
-                                || (s.rate.is_some() && s.rate_per != crate::RatePer::Queue)
-                        })
-                        .then(|| cursors.get(queue).map_or("", String::as_str));
+                    let keyed =
+                        keyed.then(|| (cursors.get(queue).map_or("", String::as_str), deep));
                     let (jobs, last_key) =
                         claim_limited(&shared, queue, &kinds, &defaults, free as i64, keyed)
                             .await?;
@@ -169,7 +178,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             }) {
                 Ok(jobs) => {
                     let full = jobs.len() == free;
-                    if !full {
+                    // short but not empty: the tokens may have run out (an empty claim of a
+                    // drained queue waits for a notification or the poll, not the tokens)
+                    if !full && !jobs.is_empty() {
                         if let Some(wait) = settings.as_ref().and_then(|s| refill_wait(s, free)) {
                             tokens_due = Some(tokens_due.map_or(wait, |w| w.min(wait)));
                         }
