@@ -10,7 +10,7 @@
 //! collides with the next client's), no session setting, no session-level advisory lock. There
 //! each statement is sent unnamed with its parameter types (Parse, Bind, Execute and Sync in
 //! one round trip, `query_typed`); the types of each statement are learnt once per process by
-//! preparing it inside a transaction that closes it before it ends.
+//! preparing it and deallocating it again in one message (see [`learning`]).
 
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::Object;
@@ -89,7 +89,13 @@ macro_rules! statements {
                     self.$inner.query(&statement, params).await
                 }
                 Some(types) => {
-                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    let types = match types.get(sql) {
+                        Some(known) => known,
+                        None => {
+                            let script = learning(sql, $own_transaction);
+                            learnt(types, sql, self.$inner.simple_query(&script).await?)
+                        }
+                    };
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -109,7 +115,13 @@ macro_rules! statements {
                     self.$inner.query_one(&statement, params).await
                 }
                 Some(types) => {
-                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    let types = match types.get(sql) {
+                        Some(known) => known,
+                        None => {
+                            let script = learning(sql, $own_transaction);
+                            learnt(types, sql, self.$inner.simple_query(&script).await?)
+                        }
+                    };
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -129,7 +141,13 @@ macro_rules! statements {
                     self.$inner.query_opt(&statement, params).await
                 }
                 Some(types) => {
-                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    let types = match types.get(sql) {
+                        Some(known) => known,
+                        None => {
+                            let script = learning(sql, $own_transaction);
+                            learnt(types, sql, self.$inner.simple_query(&script).await?)
+                        }
+                    };
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -149,7 +167,13 @@ macro_rules! statements {
                     self.$inner.execute(&statement, params).await
                 }
                 Some(types) => {
-                    let types = learn(&self.$inner, types, sql, $own_transaction).await?;
+                    let types = match types.get(sql) {
+                        Some(known) => known,
+                        None => {
+                            let script = learning(sql, $own_transaction);
+                            learnt(types, sql, self.$inner.simple_query(&script).await?)
+                        }
+                    };
                     let run = async {
                         affected(
                             self.$inner
@@ -354,30 +378,50 @@ impl<C: tokio_postgres::GenericClient + Sync> Sql for Prepared<'_, C> {
     }
 }
 
-/// The parameter types of `sql`, from the cache or learnt now: prepared (named) and closed
-/// again before the transaction it runs in ends, so the name never outlives it. Outside a
-/// transaction (`own_transaction`) one is opened for it.
-async fn learn<C: GenericClient>(
-    client: &C,
-    types: &Types,
-    sql: &str,
-    own_transaction: bool,
-) -> Result<Arc<[Type]>, Error> {
-    if let Some(known) = types.get(sql) {
-        return Ok(known);
-    }
-    if own_transaction {
-        client.batch_execute("BEGIN").await?;
-    }
-    let prepared = client.prepare(sql).await;
-    let learnt = prepared.map(|statement| Arc::<[Type]>::from(statement.params()));
-    // the statement was dropped above: its Close is queued before the COMMIT
-    if own_transaction {
-        client.batch_execute("COMMIT").await?;
-    }
-    let learnt = learnt?;
+/// How the parameter types of `sql` are learnt: one simple-query message that prepares it
+/// under a name of its own (SQL `PREPARE`, inferring the types as a protocol-level Parse
+/// does), reads the types from `pg_prepared_statements` and deallocates it, inside a
+/// transaction of its own outside one (`own_transaction`). One message: the server runs it
+/// whole even if the caller stops waiting half-way, so no name and no open transaction is
+/// ever left on a server connection the pooler hands to someone else.
+fn learning(sql: &str, own_transaction: bool) -> String {
+    let (begin, commit) = match own_transaction {
+        true => ("BEGIN; ", "; COMMIT"),
+        false => ("", ""),
+    };
+    // the newline ends a comment on the statement's last line
+    format!(
+        "{begin}PREPARE remuda_learn AS {}\n; \
+         SELECT array_to_string(ARRAY(SELECT unnest(parameter_types)::oid), ',') \
+         FROM pg_prepared_statements WHERE name = 'remuda_learn'; \
+         DEALLOCATE remuda_learn{commit}",
+        sql.trim_end()
+    )
+}
+
+/// The types in the answer to [`learning`], remembered for `sql`. A type that is not one of
+/// PostgreSQL's own (an enum, a domain) is kept as `unknown`: a value for it fails to
+/// encode with the driver's error naming both types.
+fn learnt(types: &Types, sql: &str, reply: Vec<tokio_postgres::SimpleQueryMessage>) -> Arc<[Type]> {
+    let oids = reply
+        .iter()
+        .find_map(|message| match message {
+            tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_string),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let learnt: Arc<[Type]> = oids
+        .split(',')
+        .filter(|oid| !oid.is_empty())
+        .map(|oid| {
+            oid.parse()
+                .ok()
+                .and_then(Type::from_oid)
+                .unwrap_or(Type::UNKNOWN)
+        })
+        .collect();
     types.put(sql, learnt.clone());
-    Ok(learnt)
+    learnt
 }
 
 /// Behind a pooler, a statement outside a transaction runs in one of its own that first takes
@@ -429,4 +473,34 @@ async fn affected(stream: tokio_postgres::RowStream) -> Result<u64, Error> {
         row?;
     }
     Ok(stream.rows_affected().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio_postgres::SimpleQueryMessage;
+
+    #[test]
+    fn a_statement_is_learnt_in_one_message_that_leaves_nothing_behind() {
+        let script = learning("SELECT $1::int -- the last line is a comment", true);
+        assert!(script.starts_with("BEGIN; PREPARE remuda_learn AS SELECT $1::int"));
+        assert!(script.contains("comment\n; SELECT"), "{script}");
+        assert!(
+            script.ends_with("DEALLOCATE remuda_learn; COMMIT"),
+            "{script}"
+        );
+        let inside = learning("SELECT 1", false);
+        assert!(
+            !inside.contains("BEGIN") && !inside.contains("COMMIT"),
+            "{inside}"
+        );
+    }
+
+    #[test]
+    fn a_statement_without_parameters_is_learnt_as_such_and_cached() {
+        let types = Types::default();
+        let none: Vec<SimpleQueryMessage> = Vec::new();
+        assert!(learnt(&types, "a", none).is_empty());
+        assert_eq!(types.get("a").map(|t| t.len()), Some(0));
+    }
 }
