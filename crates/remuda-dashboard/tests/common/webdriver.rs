@@ -203,9 +203,19 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        // ChromeDriver ends the browser with the session; killing the driver ends both
+        // ChromeDriver ends the browser only when the session is deleted: killed, it leaves
+        // Chromium running (Drop cannot await the deletion). So whatever still runs with this
+        // browser's own profile directory is ended after the driver, which also covers a
+        // test that panicked half-way
         let _ = self.driver.kill();
         let _ = self.driver.wait();
+        let _ = std::process::Command::new("pkill")
+            .arg("-f")
+            .arg("--")
+            .arg(format!("--user-data-dir={}", self.profile.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
