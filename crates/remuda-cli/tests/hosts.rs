@@ -6,9 +6,10 @@
 
 mod common;
 
-use common::{TempDir, WorkerProcess, BIN};
+use common::{
+    count, executions_per_job as executions, recording_config, TempDir, WorkerProcess, BIN,
+};
 use remuda::testing::{Hosts, PrivateCluster};
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -57,59 +58,6 @@ fn worker(hosts: &Hosts, i: usize, config: &Path, log: &Path) -> WorkerProcess {
     WorkerProcess {
         child: command.spawn().expect("start worker"),
     }
-}
-
-/// A worker config whose tasks append "job_id attempt" to `executions` and sleep `sleep`
-/// seconds: `record` in queue `default`, `record_capped` in queue `capped`.
-fn config(dir: &TempDir, executions: &Path, sleep: &str, rescue_after: &str) -> std::path::PathBuf {
-    let log = executions.to_str().expect("path");
-    dir.write(
-        "remuda.toml",
-        &format!(
-            r#"
-[worker]
-concurrency = 4
-poll_interval = "200ms"
-heartbeat_interval = "250ms"
-rescue_after = "{rescue_after}"
-maintenance_interval = "250ms"
-promote_interval = "100ms"
-shutdown_timeout = "5s"
-crash_loop_limit = 1000
-
-[tasks.record]
-command = ["sh", "-c", "cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep {sleep}"]
-max_attempts = 20
-
-[tasks.record_capped]
-queue = "capped"
-command = ["sh", "-c", "cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep {sleep}"]
-max_attempts = 20
-"#
-        ),
-    )
-}
-
-fn executions(log: &Path) -> HashMap<i64, usize> {
-    let mut per_job = HashMap::new();
-    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        if let Some(id) = line.split_whitespace().next().and_then(|i| i.parse().ok()) {
-            *per_job.entry(id).or_default() += 1;
-        }
-    }
-    per_job
-}
-
-async fn count(client: &remuda::Client, sql: &str) -> i64 {
-    client
-        .database()
-        .conn()
-        .await
-        .expect("conn")
-        .query_one(sql, &[])
-        .await
-        .expect("count")
-        .get(0)
 }
 
 async fn enqueue(client: &remuda::Client, kind: &str, queue: &str, n: usize) {
@@ -177,7 +125,7 @@ async fn eight_hosts_run_every_job_once_and_hold_a_cap() {
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
-    let config = config(&dir, &log, "0.05", "5s");
+    let config = recording_config(&dir, &log, "0.05", 4, "200ms", "5s");
     let workers: Vec<WorkerProcess> = (0..8)
         .map(|i| worker(&hosts, i, &config, &stderr))
         .collect();
@@ -218,7 +166,7 @@ async fn a_host_cut_off_longer_than_rescue_after_is_fenced_and_its_jobs_rescued(
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
     let cut_log = dir.path().join("cut.log");
-    let config = config(&dir, &log, "1", "2s");
+    let config = recording_config(&dir, &log, "1", 4, "200ms", "2s");
     // host 0 starts first and takes jobs; then it is cut off, and hosts 1 and 2 come
     let cut_worker = worker(&hosts, 0, &config, &cut_log);
     let held_by_host0 =

@@ -8,9 +8,10 @@
 
 mod common;
 
-use common::{TempDir, WorkerProcess, BIN};
+use common::{
+    count, executions_per_job as executions, recording_config, TempDir, WorkerProcess, BIN,
+};
 use remuda::testing::{pgbouncer_program, PgBouncer, PrivateCluster};
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -62,60 +63,6 @@ fn worker(bouncer: &PgBouncer, config: &Path, direct: Option<&str>, log: &Path) 
     WorkerProcess {
         child: command.spawn().expect("start worker"),
     }
-}
-
-/// A worker config whose task `record` appends "job_id attempt" to `executions` and sleeps
-/// `sleep` seconds, in queues `plain` and `capped`.
-fn config(dir: &TempDir, executions: &Path, sleep: &str) -> std::path::PathBuf {
-    let log = executions.to_str().expect("path");
-    dir.write(
-        "remuda.toml",
-        &format!(
-            r#"
-[worker]
-concurrency = 8
-poll_interval = "100ms"
-heartbeat_interval = "250ms"
-rescue_after = "1s"
-maintenance_interval = "250ms"
-promote_interval = "100ms"
-shutdown_timeout = "5s"
-crash_loop_limit = 1000
-
-[tasks.record]
-command = ["sh", "-c", "cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep {sleep}"]
-max_attempts = 20
-
-[tasks.record_capped]
-queue = "capped"
-command = ["sh", "-c", "cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep {sleep}"]
-max_attempts = 20
-"#
-        ),
-    )
-}
-
-/// Executions per job id, from the log.
-fn executions(log: &Path) -> HashMap<i64, usize> {
-    let mut per_job = HashMap::new();
-    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
-        if let Some(id) = line.split_whitespace().next().and_then(|i| i.parse().ok()) {
-            *per_job.entry(id).or_default() += 1;
-        }
-    }
-    per_job
-}
-
-async fn count(client: &remuda::Client, sql: &str) -> i64 {
-    client
-        .database()
-        .conn()
-        .await
-        .expect("conn")
-        .query_one(sql, &[])
-        .await
-        .expect("count")
-        .get(0)
 }
 
 /// Waits up to two minutes until `n` jobs are completed, the workers' and PgBouncer's logs in
@@ -206,7 +153,7 @@ async fn jobs_run_exactly_once_through_pgbouncer_in_transaction_mode() {
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
-    let config = config(&dir, &log, "0.02");
+    let config = recording_config(&dir, &log, "0.02", 8, "100ms", "1s");
     // two poll (no direct address), one listens directly
     let mut workers = vec![
         worker(&bouncer, &config, None, &stderr),
@@ -257,7 +204,7 @@ async fn a_worker_killed_behind_pgbouncer_has_its_jobs_rescued() {
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
     let stderr = dir.path().join("workers.log");
-    let config = config(&dir, &log, "0.3");
+    let config = recording_config(&dir, &log, "0.3", 8, "100ms", "1s");
     let victim = worker(&bouncer, &config, None, &stderr);
     let victim_pid = victim.pid();
     // the victim holds jobs before anyone else can take them

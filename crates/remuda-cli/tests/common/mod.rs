@@ -185,3 +185,67 @@ pub async fn until(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A worker config whose tasks append "job_id attempt" to `executions` and sleep `sleep`
+/// seconds: `record` in queue `default`, `record_capped` in queue `capped`; `concurrency`
+/// slots, polling every `poll`, declared dead after `rescue_after`.
+pub fn recording_config(
+    dir: &TempDir,
+    executions: &Path,
+    sleep: &str,
+    concurrency: u32,
+    poll: &str,
+    rescue_after: &str,
+) -> PathBuf {
+    let log = executions.to_str().expect("path");
+    let task = format!(
+        "command = [\"sh\", \"-c\", \"cat >/dev/null; echo $REMUDA_JOB_ID $REMUDA_JOB_ATTEMPT >> {log}; sleep {sleep}\"]\nmax_attempts = 20"
+    );
+    dir.write(
+        "remuda.toml",
+        &format!(
+            r#"
+[worker]
+concurrency = {concurrency}
+poll_interval = "{poll}"
+heartbeat_interval = "250ms"
+rescue_after = "{rescue_after}"
+maintenance_interval = "250ms"
+promote_interval = "100ms"
+shutdown_timeout = "5s"
+crash_loop_limit = 1000
+
+[tasks.record]
+{task}
+
+[tasks.record_capped]
+queue = "capped"
+{task}
+"#
+        ),
+    )
+}
+
+/// Executions per job id, from a log written by [`recording_config`]'s tasks.
+pub fn executions_per_job(log: &Path) -> std::collections::HashMap<i64, usize> {
+    let mut per_job = std::collections::HashMap::new();
+    for line in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        if let Some(id) = line.split_whitespace().next().and_then(|i| i.parse().ok()) {
+            *per_job.entry(id).or_default() += 1;
+        }
+    }
+    per_job
+}
+
+/// The count a query returns.
+pub async fn count(client: &remuda::Client, sql: &str) -> i64 {
+    client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(sql, &[])
+        .await
+        .expect("count")
+        .get(0)
+}

@@ -81,6 +81,15 @@ pub type Params<'a> = &'a [&'a (dyn ToSql + Sync)];
 /// client or transaction (`$inner`), which have the same inherent methods.
 macro_rules! statements {
     ($inner:ident, $own_transaction:expr) => {
+        /// The parameter types of `sql` (behind a pooler), known or learnt now.
+        async fn types_of(&self, types: &Types, sql: &str) -> Result<Arc<[Type]>, Error> {
+            if let Some(known) = types.get(sql) {
+                return Ok(known);
+            }
+            let script = learning(sql, $own_transaction);
+            Ok(learnt(types, sql, self.$inner.simple_query(&script).await?))
+        }
+
         /// Runs `sql` and returns its rows.
         pub async fn query(&self, sql: &str, params: Params<'_>) -> Result<Vec<Row>, Error> {
             match &self.unnamed {
@@ -89,13 +98,7 @@ macro_rules! statements {
                     self.$inner.query(&statement, params).await
                 }
                 Some(types) => {
-                    let types = match types.get(sql) {
-                        Some(known) => known,
-                        None => {
-                            let script = learning(sql, $own_transaction);
-                            learnt(types, sql, self.$inner.simple_query(&script).await?)
-                        }
-                    };
+                    let types = self.types_of(types, sql).await?;
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -115,13 +118,7 @@ macro_rules! statements {
                     self.$inner.query_one(&statement, params).await
                 }
                 Some(types) => {
-                    let types = match types.get(sql) {
-                        Some(known) => known,
-                        None => {
-                            let script = learning(sql, $own_transaction);
-                            learnt(types, sql, self.$inner.simple_query(&script).await?)
-                        }
-                    };
+                    let types = self.types_of(types, sql).await?;
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -141,13 +138,7 @@ macro_rules! statements {
                     self.$inner.query_opt(&statement, params).await
                 }
                 Some(types) => {
-                    let types = match types.get(sql) {
-                        Some(known) => known,
-                        None => {
-                            let script = learning(sql, $own_transaction);
-                            learnt(types, sql, self.$inner.simple_query(&script).await?)
-                        }
-                    };
+                    let types = self.types_of(types, sql).await?;
                     let params = typed(params, &types);
                     planned(
                         &self.$inner,
@@ -167,13 +158,7 @@ macro_rules! statements {
                     self.$inner.execute(&statement, params).await
                 }
                 Some(types) => {
-                    let types = match types.get(sql) {
-                        Some(known) => known,
-                        None => {
-                            let script = learning(sql, $own_transaction);
-                            learnt(types, sql, self.$inner.simple_query(&script).await?)
-                        }
-                    };
+                    let types = self.types_of(types, sql).await?;
                     let run = async {
                         affected(
                             self.$inner

@@ -98,26 +98,17 @@ impl Hosts {
     /// Cuts host `i` off the network (its link to the bridge goes down: packets are lost,
     /// connections hang as over a dead cable).
     pub fn cut(&self, i: usize) -> Result<()> {
-        ip(&[
-            "-n",
-            &self.database_namespace(),
-            "link",
-            "set",
-            &format!("vd{i}"),
-            "down",
-        ])
+        self.link_state(i, "down")
     }
 
     /// Joins host `i` to the network again.
     pub fn heal(&self, i: usize) -> Result<()> {
-        ip(&[
-            "-n",
-            &self.database_namespace(),
-            "link",
-            "set",
-            &format!("vd{i}"),
-            "up",
-        ])
+        self.link_state(i, "up")
+    }
+
+    fn link_state(&self, i: usize, state: &str) -> Result<()> {
+        let (db, link) = (self.database_namespace(), format!("vd{i}"));
+        ip(&["-n", &db, "link", "set", &link, state])
     }
 
     /// Restarts `cluster` inside the database's namespace, listening on
