@@ -39,25 +39,9 @@ async fn network(n: usize) -> Option<(PrivateCluster, Hosts)> {
 /// A worker process on host `i`, its stderr appended to `log`.
 fn worker(hosts: &Hosts, i: usize, config: &Path, log: &Path) -> WorkerProcess {
     let mut command = hosts.command(i, Path::new(BIN));
-    command
-        .arg("worker")
-        .arg("--config")
-        .arg(config)
-        .arg("--name")
-        .arg(format!("host{i}"))
-        .env("DATABASE_URL", hosts.conninfo())
-        .env_remove("REMUDA_DIRECT_URL")
-        .kill_on_drop(true)
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .expect("worker log"),
-        );
-    WorkerProcess {
-        child: command.spawn().expect("start worker"),
-    }
+    command.env_remove("REMUDA_DIRECT_URL");
+    let name = format!("host{i}");
+    WorkerProcess::spawn(command, config, &["--name", &name], &hosts.conninfo(), log)
 }
 
 async fn enqueue(client: &remuda::Client, kind: &str, queue: &str, n: usize) {

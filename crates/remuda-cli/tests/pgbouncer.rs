@@ -43,26 +43,11 @@ async fn run(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
 /// A worker process through the pooler; with `direct`, LISTEN goes directly to PostgreSQL.
 fn worker(bouncer: &PgBouncer, config: &Path, direct: Option<&str>, log: &Path) -> WorkerProcess {
     let mut command = tokio::process::Command::new(BIN);
-    command
-        .arg("worker")
-        .arg("--config")
-        .arg(config)
-        .env("DATABASE_URL", bouncer.conninfo())
-        .env_remove("REMUDA_DIRECT_URL")
-        .kill_on_drop(true)
-        .stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(log)
-                .expect("worker log"),
-        );
-    if let Some(direct) = direct {
-        command.env("REMUDA_DIRECT_URL", direct);
-    }
-    WorkerProcess {
-        child: command.spawn().expect("start worker"),
-    }
+    match direct {
+        Some(direct) => command.env("REMUDA_DIRECT_URL", direct),
+        None => command.env_remove("REMUDA_DIRECT_URL"),
+    };
+    WorkerProcess::spawn(command, config, &[], &bouncer.conninfo(), log)
 }
 
 /// Waits up to two minutes until `n` jobs are completed, the workers' and PgBouncer's logs in

@@ -110,6 +110,35 @@ impl WorkerProcess {
         }
     }
 
+    /// `remuda worker --config config [args]` run by `command` (the binary itself, or a
+    /// wrapper such as `ip netns exec … remuda`, with any environment of its own) on
+    /// `database_url`, its stderr appended to `log`.
+    pub fn spawn(
+        mut command: tokio::process::Command,
+        config: &Path,
+        args: &[&str],
+        database_url: &str,
+        log: &Path,
+    ) -> WorkerProcess {
+        command
+            .arg("worker")
+            .arg("--config")
+            .arg(config)
+            .args(args)
+            .env("DATABASE_URL", database_url)
+            .kill_on_drop(true)
+            .stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .expect("worker log"),
+            );
+        WorkerProcess {
+            child: command.spawn().expect("start worker"),
+        }
+    }
+
     /// SIGKILL, and wait until the process is gone.
     pub async fn kill(mut self) {
         self.signal(nix::sys::signal::Signal::SIGKILL);
