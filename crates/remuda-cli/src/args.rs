@@ -381,6 +381,9 @@ pub enum WorkflowCommand {
     /// Start a run of a spec file (TOML or JSON) and print its id (with --wait: its output;
     /// exit 1 if the run failed, 3 on wait timeout).
     Start(WorkflowStartArgs),
+    /// Check a spec file and print its compiled definition (JSON): what
+    /// `SELECT remuda.start_workflow(definition, args, key)` starts from any language.
+    Compile(WorkflowCompileArgs),
     /// Show a run and its nodes.
     Status(WorkflowId),
     /// List runs, newest first, with their nodes' counts per state.
@@ -395,6 +398,13 @@ pub enum WorkflowCommand {
     Retry(WorkflowId),
     /// Send a run a signal: its signal nodes of that name complete with the data.
     Signal(WorkflowSignalArgs),
+}
+
+/// `remuda workflow compile`.
+#[derive(Debug, Args)]
+pub struct WorkflowCompileArgs {
+    /// The spec file (.toml or .json).
+    pub spec: PathBuf,
 }
 
 /// `remuda workflow start`.

@@ -312,6 +312,52 @@ run_if = { node = "a", state = "completed" }
         ),
         0
     );
+    // the compiled definition the CLI prints is the one a start stores: started from SQL
+    // under the same key, it is the same run
+    let out = remuda(&db, &["workflow", "compile", v1.to_str().expect("path")]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let compiled: Value = serde_json::from_str(&stdout(&out)).expect("compiled JSON");
+    let conn = db.client().await.expect("client");
+    let conn = conn.database().conn().await.expect("conn");
+    let from_sql: i64 = conn
+        .query_one(
+            "SELECT remuda.start_workflow($1, 'null', 'k')",
+            &[&compiled],
+        )
+        .await
+        .expect("start from SQL")
+        .get(0);
+    let runs: i64 = conn
+        .query_one("SELECT count(*) FROM remuda.workflows", &[])
+        .await
+        .expect("count")
+        .get(0);
+    let keyed: i64 = conn
+        .query_one(
+            "SELECT id FROM remuda.workflows WHERE idempotency_key = 'k'",
+            &[],
+        )
+        .await
+        .expect("keyed run")
+        .get(0);
+    assert_eq!(from_sql, keyed, "the CLI's run for key k");
+    let broken_out = remuda(
+        &db,
+        &["workflow", "compile", broken.to_str().expect("path")],
+    )
+    .await;
+    assert_eq!(code(&broken_out), 2);
+    assert!(
+        stderr(&broken_out).contains("ghost"),
+        "{}",
+        stderr(&broken_out)
+    );
+    let after: i64 = conn
+        .query_one("SELECT count(*) FROM remuda.workflows", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(after, runs, "compiling starts nothing");
     let v2 = dir.write("keyed.toml", "name = \"k\"\n[nodes.a]\nkind = \"y\"\n");
     let out = remuda(
         &db,

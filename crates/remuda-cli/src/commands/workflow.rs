@@ -1,7 +1,8 @@
 //! `remuda workflow start|status|list|pause|resume|cancel|retry|signal`.
 
 use crate::args::{
-    DbArgs, WorkflowCommand, WorkflowListArgs, WorkflowSignalArgs, WorkflowStartArgs,
+    DbArgs, WorkflowCommand, WorkflowCompileArgs, WorkflowListArgs, WorkflowSignalArgs,
+    WorkflowStartArgs,
 };
 use crate::connect;
 use crate::error::{CliError, CliResult};
@@ -12,6 +13,7 @@ use serde_json::{json, Value};
 pub async fn run(db: &DbArgs, command: WorkflowCommand) -> CliResult<u8> {
     let (id, json, action) = match command {
         WorkflowCommand::Start(args) => return start(db, args).await,
+        WorkflowCommand::Compile(args) => return compile(args),
         WorkflowCommand::List(args) => return list(db, args).await,
         WorkflowCommand::Signal(args) => return signal(db, args).await,
         WorkflowCommand::Status(w) => return status(db, w.id, w.json).await,
@@ -44,6 +46,15 @@ fn json_arg(flag: &str, text: Option<&str>) -> CliResult<Value> {
             ))
         }),
     }
+}
+
+/// Prints the compiled definition of a spec file, or exit 2 with every problem.
+fn compile(args: WorkflowCompileArgs) -> CliResult<u8> {
+    let spec = crate::spec_file::load(&args.spec).map_err(CliError::Usage)?;
+    let compiled =
+        remuda::workflow::compile(&spec).map_err(|e| remuda::Error::InvalidWorkflow(e.problems))?;
+    print_json(&compiled);
+    Ok(0)
 }
 
 async fn start(db: &DbArgs, args: WorkflowStartArgs) -> CliResult<u8> {

@@ -132,10 +132,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0016_activity.sql"),
     },
+    Migration {
+        version: 17,
+        name: "sql_enqueue",
+        mode: Mode::Transaction,
+        sql: include_str!("0017_sql_enqueue.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 16;
+pub const LATEST: i32 = 17;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.
