@@ -200,13 +200,18 @@ pub struct TaskSection {
 pub enum Runner {
     /// A program.
     Command {
+        /// The program and its arguments.
         argv: Vec<String>,
+        /// Variables added to its environment.
         env: Vec<(String, String)>,
+        /// The directory it runs in.
         workdir: Option<String>,
     },
     /// An HTTP endpoint.
     Http {
+        /// Where the job is POSTed.
         url: String,
+        /// Headers sent with it.
         headers: Vec<(String, String)>,
     },
     /// A built-in task.

@@ -1,0 +1,180 @@
+//! `remuda._native.Client`: enqueue, wait and workflows through the Rust client. Every call
+//! releases the GIL while it waits on the database.
+
+use crate::convert::{block_on, error, from_remuda, parse, text};
+use crate::options::{seconds, SendOptions};
+use pyo3::prelude::*;
+use remuda::workflow::WorkflowSpec;
+use serde_json::Value;
+
+/// A connection pool and the client over it: cheap to share between threads.
+#[pyclass(frozen, module = "remuda._native")]
+pub struct Client {
+    inner: remuda::Client,
+}
+
+#[pymethods]
+impl Client {
+    /// Connects to `database_url` (with `$REMUDA_DIRECT_URL` for LISTEN and migrations when
+    /// the URL is a pooler's) and checks the schema; with `migrate`, brings the schema up to
+    /// date first (safe with many processes at once).
+    #[new]
+    #[pyo3(signature = (database_url, migrate = true))]
+    fn new(py: Python<'_>, database_url: &str, migrate: bool) -> PyResult<Self> {
+        let inner = block_on(py, async {
+            let mut db = remuda::Database::new(database_url, remuda::db::DEFAULT_POOL_SIZE)?;
+            // behind a pooler in transaction mode, LISTEN and migrations need PostgreSQL itself
+            if let Some(direct) = std::env::var("REMUDA_DIRECT_URL")
+                .ok()
+                .filter(|u| !u.is_empty())
+            {
+                db = db.with_direct(&direct)?;
+            }
+            if migrate {
+                remuda::migrate::run(&db).await?;
+            }
+            let client = remuda::Client::new(db);
+            client.check().await?;
+            Ok(client)
+        })?;
+        Ok(Client { inner })
+    }
+
+    /// Enqueues one job: `(id, duplicate)`.
+    fn send(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        args: String,
+        options: &str,
+    ) -> PyResult<(i64, bool)> {
+        let job = parse::<SendOptions>("send options", options)?.job(kind, args)?;
+        let inserted = block_on(py, self.inner.insert_each(std::slice::from_ref(&job)))?;
+        let first = inserted
+            .first()
+            .ok_or_else(|| error("DATABASE", "the insert returned no row"))?;
+        Ok((first.id, first.duplicate))
+    }
+
+    /// Enqueues many jobs of one kind in one transaction, the fastest way (COPY): how many
+    /// were inserted.
+    fn send_bulk(
+        &self,
+        py: Python<'_>,
+        kind: &str,
+        args: Vec<String>,
+        options: &str,
+    ) -> PyResult<u64> {
+        let jobs = args
+            .into_iter()
+            .map(|a| parse::<SendOptions>("send options", options)?.job(kind, a))
+            .collect::<PyResult<Vec<_>>>()?;
+        block_on(py, self.inner.insert_bulk(&jobs))
+    }
+
+    /// Waits for a job to reach a final state: the job as JSON, or `None` on timeout.
+    fn wait(&self, py: Python<'_>, id: i64, timeout: f64) -> PyResult<Option<String>> {
+        let timeout = seconds("timeout", timeout)?;
+        let rt = crate::convert::runtime()?;
+        match py.allow_threads(|| rt.block_on(self.inner.wait(id, timeout))) {
+            Ok(job) => text(&job).map(Some),
+            Err(remuda::Error::WaitTimeout { .. }) => Ok(None),
+            Err(e) => Err(from_remuda(e)),
+        }
+    }
+
+    /// The job as JSON, or `None`.
+    fn job(&self, py: Python<'_>, id: i64) -> PyResult<Option<String>> {
+        block_on(py, self.inner.job(id))?
+            .map(|j| text(&j))
+            .transpose()
+    }
+
+    /// Cancels a job: the state it had.
+    fn cancel(&self, py: Python<'_>, id: i64) -> PyResult<String> {
+        Ok(block_on(py, self.inner.cancel(id))?.as_str().to_string())
+    }
+
+    /// Checks and compiles a workflow spec (JSON): the compiled definition.
+    #[staticmethod]
+    fn compile_workflow(spec: &str) -> PyResult<String> {
+        let spec: WorkflowSpec = parse("workflow spec", spec)?;
+        let compiled = remuda::workflow::compile(&spec)
+            .map_err(|e| from_remuda(remuda::Error::InvalidWorkflow(e.problems)))?;
+        text(&compiled)
+    }
+
+    /// Starts a run of a spec (JSON) with input (JSON) and an idempotency key:
+    /// `(id, existed)`.
+    #[pyo3(signature = (spec, input, key = None))]
+    fn start_workflow(
+        &self,
+        py: Python<'_>,
+        spec: &str,
+        input: &str,
+        key: Option<&str>,
+    ) -> PyResult<(i64, bool)> {
+        let spec: WorkflowSpec = parse("workflow spec", spec)?;
+        let input: Value = parse("workflow input", input)?;
+        let started = block_on(py, self.inner.start_workflow_spec(&spec, &input, key))?;
+        Ok((started.id, started.existed))
+    }
+
+    /// A run with its nodes as JSON, or `None`.
+    fn workflow(&self, py: Python<'_>, id: i64) -> PyResult<Option<String>> {
+        block_on(py, self.inner.workflow(id))?
+            .map(|w| text(&w))
+            .transpose()
+    }
+
+    /// Waits for a run to end: the run as JSON, or `None` on timeout.
+    fn wait_workflow(&self, py: Python<'_>, id: i64, timeout: f64) -> PyResult<Option<String>> {
+        let timeout = seconds("timeout", timeout)?;
+        let rt = crate::convert::runtime()?;
+        match py.allow_threads(|| rt.block_on(self.inner.wait_workflow(id, timeout))) {
+            Ok(run) => text(&run).map(Some),
+            Err(remuda::Error::WorkflowWaitTimeout { .. }) => Ok(None),
+            Err(e) => Err(from_remuda(e)),
+        }
+    }
+
+    /// Pauses, resumes, cancels or retries a run (`action`): the state it had.
+    fn control_workflow(&self, py: Python<'_>, id: i64, action: &str) -> PyResult<String> {
+        let client = &self.inner;
+        let was = match action {
+            "pause" => block_on(py, client.pause_workflow(id))?,
+            "resume" => block_on(py, client.resume_workflow(id))?,
+            "cancel" => block_on(py, client.cancel_workflow(id))?,
+            "retry" => block_on(py, client.retry_workflow(id))?,
+            other => {
+                return Err(error(
+                    "BAD_INPUT",
+                    &format!("unknown workflow action {other:?}: pause, resume, cancel or retry"),
+                ))
+            }
+        };
+        Ok(was.to_string())
+    }
+
+    /// Sends a run a signal with data (JSON): how many signal nodes it completed.
+    fn signal_workflow(&self, py: Python<'_>, id: i64, name: &str, data: &str) -> PyResult<usize> {
+        let data: Value = parse("signal data", data)?;
+        block_on(py, self.inner.signal_workflow(id, name, &data))
+    }
+}
+
+impl Client {
+    /// The Rust client, for the worker.
+    pub fn inner(&self) -> &remuda::Client {
+        &self.inner
+    }
+}
+
+/// The database to use when none is given, found as the `remuda` binary finds it:
+/// `$DATABASE_URL`; a local server that lets us in (its database `remuda`, created if
+/// missing); else a private cluster started from the local PostgreSQL binaries.
+#[pyfunction]
+pub fn database_url(py: Python<'_>) -> PyResult<String> {
+    let config = block_on(py, remuda::db::setup::Resolve::from_env().resolve())?;
+    Ok(remuda::db::conninfo(&config, None))
+}

@@ -1,0 +1,325 @@
+//! `remuda._native.Worker`: the Rust worker runtime with task bodies in Python. Claims,
+//! heartbeats, fencing, timeouts, retries and batched completions stay in Rust; each claimed
+//! job becomes a message that the package's dispatcher thread takes in batches (one GIL
+//! acquisition per batch, not per job), runs on its pool, and answers through [`Done`].
+
+use crate::client::Client;
+use crate::convert::{block_on, error, parse, text};
+use crate::options::TaskSpec;
+use futures_util::future::BoxFuture;
+use pyo3::prelude::*;
+use remuda::{DynTask, JobContext, Jsonb, TaskError};
+use remuda_cli::config::Config;
+use remuda_cli::worker_setup::{self, Overrides};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+
+/// What the dispatcher is handed: a job to run, or word that a running one must stop.
+enum Message {
+    Run {
+        kind: String,
+        args: String,
+        info: String,
+        done: Done,
+    },
+    Cancel(i64),
+}
+
+/// The answer of one job: `("ok", output JSON)`, `("err", {"code", "message", "data",
+/// "retryable"})` or `("snooze", seconds)`.
+type Outcome = (String, String);
+
+/// Called once by Python with a job's outcome.
+#[pyclass(frozen, module = "remuda._native")]
+pub struct Done {
+    tx: Mutex<Option<oneshot::Sender<Outcome>>>,
+}
+
+#[pymethods]
+impl Done {
+    /// Reports the outcome; later calls are ignored (a job ends once).
+    fn __call__(&self, status: String, payload: String) {
+        let sender = self.tx.lock().ok().and_then(|mut tx| tx.take());
+        if let Some(tx) = sender {
+            // the worker may have given up on the job (shutdown, fencing): nothing to tell
+            let _ = tx.send((status, payload));
+        }
+    }
+}
+
+/// A kind whose body runs in Python.
+struct PythonTask {
+    kind: String,
+    queue: mpsc::Sender<Message>,
+}
+
+impl DynTask for PythonTask {
+    fn run(
+        self: Arc<Self>,
+        ctx: JobContext,
+        args: Jsonb,
+    ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
+        Box::pin(async move {
+            let (tx, mut rx) = oneshot::channel();
+            let message = Message::Run {
+                kind: self.kind.clone(),
+                args: args.0,
+                info: job_info(&ctx),
+                done: Done {
+                    tx: Mutex::new(Some(tx)),
+                },
+            };
+            if self.queue.send(message).is_err() {
+                return Err(TaskError::new(
+                    "WORKER_STOPPING",
+                    "the Python dispatcher has stopped",
+                ));
+            }
+            let outcome = tokio::select! {
+                outcome = &mut rx => outcome,
+                _ = ctx.cancel.cancelled() => {
+                    let _ = self.queue.send(Message::Cancel(ctx.id));
+                    rx.await
+                }
+            };
+            match outcome {
+                Ok((status, payload)) => answer(&status, payload),
+                Err(_) => Err(TaskError::new(
+                    "WORKER_STOPPING",
+                    "the Python dispatcher dropped the job",
+                )),
+            }
+        })
+    }
+}
+
+/// What a Python task can know of its job, as JSON.
+fn job_info(ctx: &JobContext) -> String {
+    serde_json::json!({
+        "id": ctx.id,
+        "kind": ctx.kind,
+        "queue": ctx.queue,
+        "attempt": ctx.attempt,
+        "max_attempts": ctx.max_attempts,
+        "worker_id": &*ctx.worker_id,
+        "timeout": ctx.timeout.map(|t| t.as_secs_f64()),
+        "workflow": ctx.workflow,
+    })
+    .to_string()
+}
+
+/// The error a Python task reported.
+#[derive(Deserialize)]
+struct ErrorReport {
+    code: String,
+    message: String,
+    #[serde(default)]
+    data: Option<serde_json::Value>,
+    #[serde(default)]
+    retryable: Option<bool>,
+}
+
+/// A Python outcome as the worker's result.
+fn answer(status: &str, payload: String) -> Result<Jsonb, TaskError> {
+    match status {
+        "ok" => Ok(Jsonb(payload)),
+        "snooze" => {
+            let secs: f64 = payload.trim().parse().unwrap_or(0.0);
+            Err(TaskError::snooze(
+                Duration::try_from_secs_f64(secs).unwrap_or(Duration::ZERO),
+            ))
+        }
+        _ => match serde_json::from_str::<ErrorReport>(&payload) {
+            Ok(report) => {
+                let mut e = TaskError::new(report.code, report.message);
+                e.data = report.data;
+                e.retryable = report.retryable;
+                Err(e)
+            }
+            Err(e) => Err(TaskError::new(
+                "BAD_OUTCOME",
+                format!("the Python task reported an error that is not JSON ({e})"),
+            )),
+        },
+    }
+}
+
+/// The worker's settings as the package passes them.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Settings {
+    /// The config file's text (`remuda.toml`: every `[worker]`, `[retention]`,
+    /// `[notifications]`, `[schedules]` and `[tasks]` key of the binary), if any.
+    config: Option<String>,
+    /// Where it was read from (its errors name it; relative paths resolve against it).
+    config_path: Option<PathBuf>,
+    queues: Option<Vec<String>>,
+    concurrency: Option<usize>,
+    name: Option<String>,
+    /// Python tasks: kind and options.
+    tasks: Vec<(String, TaskSpec)>,
+}
+
+/// A worker, built and not yet run. Frozen (shared, never borrowed mutably): `take` is
+/// called from the dispatcher thread while `run` blocks the main one.
+#[pyclass(frozen, module = "remuda._native")]
+pub struct Worker {
+    worker: Mutex<Option<remuda::Worker>>,
+    jobs: Mutex<mpsc::Receiver<Message>>,
+    stop: Arc<Notify>,
+}
+
+#[pymethods]
+impl Worker {
+    /// Builds a worker on `client` from settings (JSON; see the package's `run_worker`).
+    #[new]
+    fn new(py: Python<'_>, client: &Client, settings: &str) -> PyResult<Self> {
+        let settings: Settings = parse("worker settings", settings)?;
+        let path = settings
+            .config_path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("remuda.toml"));
+        let config = match &settings.config {
+            Some(text) => {
+                let base = path.parent().map(PathBuf::from).unwrap_or_default();
+                Config::parse_in(text, &base).map_err(|e| {
+                    error(
+                        "BAD_INPUT",
+                        &format!("{}: invalid worker config: {e}", path.display()),
+                    )
+                })?
+            }
+            None => Config::parse_in("", std::path::Path::new("."))
+                .map_err(|e| error("BAD_INPUT", &e))?,
+        };
+        let overrides = Overrides {
+            name: settings.name.clone(),
+            concurrency: settings.concurrency,
+            ..Overrides::default()
+        };
+        let mut config_settings = worker_setup::settings(&config, &path, &overrides)
+            .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
+        let (tx, rx) = mpsc::channel();
+        let mut queues = Vec::new();
+        let mut python = Vec::new();
+        for (kind, spec) in settings.tasks {
+            let options = spec.options()?;
+            queues.push(options.queue.clone());
+            python.push((kind, options));
+        }
+        config_settings.queues = match (settings.queues, &config.worker.queues) {
+            (Some(q), _) => q,
+            (None, Some(q)) => q.clone(),
+            (None, None) => {
+                queues.extend(config.tasks.values().map(|t| t.queue().to_string()));
+                queues.sort();
+                queues.dedup();
+                queues
+            }
+        };
+        let _ = py;
+        let mut worker = worker_setup::build(client.inner().clone(), &config, config_settings)
+            .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
+        for (kind, options) in python {
+            let task = Arc::new(PythonTask {
+                kind: kind.clone(),
+                queue: tx.clone(),
+            });
+            worker = worker.register_dyn(kind, options, task);
+        }
+        Ok(Worker {
+            worker: Mutex::new(Some(worker)),
+            jobs: Mutex::new(rx),
+            stop: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Runs until SIGINT or SIGTERM or [`Worker::stop`], then shuts down gracefully (a
+    /// second signal stops the running jobs at once): the report as JSON. Blocks, with the
+    /// GIL released.
+    fn run(&self, py: Python<'_>) -> PyResult<String> {
+        let worker = self
+            .worker
+            .lock()
+            .ok()
+            .and_then(|mut w| w.take())
+            .ok_or_else(|| error("BAD_INPUT", "this worker has already run"))?;
+        let stop = self.stop.clone();
+        let first = Arc::new(Notify::new());
+        let shutdown = {
+            let first = first.clone();
+            async move {
+                tokio::select! {
+                    _ = remuda::worker::shutdown_signal() => {}
+                    _ = stop.notified() => {}
+                }
+                first.notify_one();
+            }
+        };
+        let force = async move {
+            first.notified().await;
+            remuda::worker::shutdown_signal().await;
+        };
+        let report = block_on(py, worker.run_with(shutdown, force))?;
+        text(&serde_json::json!({
+            "worker_id": report.worker_id,
+            "completed": report.completed,
+            "retried": report.retried,
+            "failed": report.failed,
+            "released": report.released,
+            "rejected": report.rejected,
+        }))
+    }
+
+    /// Asks a running worker to shut down gracefully.
+    fn stop(&self) {
+        self.stop.notify_one();
+    }
+
+    /// Up to `max` messages, waiting at most `timeout` seconds for the first (with the GIL
+    /// released): `("run", kind, args, info, done)` or `("cancel", id)`. `None` once the
+    /// worker has stopped and every message was taken.
+    fn take(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<Option<Vec<PyObject>>> {
+        let wait = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::ZERO);
+        let mut guard = self
+            .jobs
+            .lock()
+            .map_err(|_| error("DATABASE", "the job channel is poisoned"))?;
+        let first = {
+            let jobs: &mut mpsc::Receiver<Message> = &mut guard;
+            py.allow_threads(move || jobs.recv_timeout(wait))
+        };
+        let jobs = &mut *guard;
+        let mut taken = match first {
+            Ok(m) => vec![m],
+            Err(mpsc::RecvTimeoutError::Timeout) => return Ok(Some(Vec::new())),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(None),
+        };
+        while taken.len() < max.max(1) {
+            match jobs.try_recv() {
+                Ok(m) => taken.push(m),
+                Err(_) => break,
+            }
+        }
+        taken
+            .into_iter()
+            .map(|m| match m {
+                Message::Run {
+                    kind,
+                    args,
+                    info,
+                    done,
+                } => Ok(("run", kind, args, info, Py::new(py, done)?)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()),
+                Message::Cancel(id) => Ok(("cancel", id).into_pyobject(py)?.into_any().unbind()),
+            })
+            .collect::<PyResult<Vec<_>>>()
+            .map(Some)
+    }
+}

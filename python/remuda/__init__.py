@@ -1,0 +1,45 @@
+"""remuda: a durable task queue and workflow engine on PostgreSQL, with Python tasks on its
+Rust worker runtime.
+
+.. code-block:: python
+
+    import remuda
+
+    app = remuda.App(database_url="postgres://localhost/app")
+
+    @app.task("resize", queue="media", retry=remuda.RetryPolicy.exponential(base=1.0, max_attempts=5))
+    def resize(path: str, width: int) -> str:
+        return f"{path} at {width}px"
+
+    handle = resize.send(path="a.jpg", width=640)
+    print(handle.get(timeout=30).unwrap())
+
+and ``python -m remuda worker myapp.tasks:app`` runs the worker.
+"""
+
+from .app import App, Task, TaskHandle
+from .context import JobContext, current_job
+from .errors import RemudaError
+from .result import TaskError, TaskFailed, TaskResult
+from .retry import RetryPolicy
+from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
+
+__all__ = [
+    "App",
+    "INPUT",
+    "JobContext",
+    "RemudaError",
+    "RetryPolicy",
+    "Task",
+    "TaskError",
+    "TaskFailed",
+    "TaskHandle",
+    "TaskNode",
+    "TaskResult",
+    "Workflow",
+    "WorkflowHandle",
+    "WorkflowNode",
+    "current_job",
+    "signal",
+    "sleep",
+]

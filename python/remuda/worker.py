@@ -1,0 +1,191 @@
+"""The Python worker: remuda's Rust worker runtime in this process, task bodies on a
+thread pool (plain functions), one asyncio loop (``async def``), or a pool of processes
+(``processes=N``, for CPU-bound plain functions).
+
+One dispatcher thread takes the claimed jobs from Rust in batches and hands each to its
+pool; outcomes go back to Rust, which records them in batches. Shutdown, cancellation and
+fencing set the job's ``cancelled`` flag (:func:`remuda.current_job`) and cancel async
+tasks; the Rust worker releases what does not stop within ``cancel_grace``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+from . import _native
+from .context import JobContext
+from .running import call_async, call_sync
+
+if TYPE_CHECKING:
+    from .app import App
+
+
+def run(
+    app: App,
+    *,
+    queues: list[str] | None = None,
+    concurrency: int | None = None,
+    processes: int = 0,
+    config: str | None = None,
+    name: str | None = None,
+    app_path: str | None = None,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """Runs a worker for ``app``'s tasks until SIGINT or SIGTERM (a second one stops the
+    running jobs at once) or until ``stop`` is set: the report (completed, retried, failed,
+    released).
+
+    ``config``: a worker config file (``remuda.toml``): every ``[worker]``, ``[retention]``,
+    ``[notifications]``, ``[schedules]`` and ``[tasks]`` key of the ``remuda worker`` binary
+    is accepted. ``processes``: run plain functions in that many processes (``app_path``,
+    ``module:attribute``, says how they import the app).
+    """
+    if processes and not app_path:
+        raise ValueError("processes need app_path='module:app' so that the processes can import the app")
+    settings: dict[str, Any] = {
+        "queues": queues,
+        "concurrency": concurrency,
+        "name": name,
+        "tasks": [[kind, task.spec()] for kind, task in app.tasks.items()],
+    }
+    if config is not None:
+        with open(config, encoding="utf-8") as f:
+            settings["config"] = f.read()
+        settings["config_path"] = os.path.abspath(config)
+    native = _native.Worker(app.client, json.dumps(settings))
+    dispatcher = Dispatcher(app, native, concurrency or 100, processes, app_path)
+    pump = threading.Thread(target=dispatcher.serve, name="remuda-dispatcher", daemon=True)
+    pump.start()
+    if stop is not None:
+        threading.Thread(target=lambda: (stop.wait(), native.stop()), name="remuda-stop", daemon=True).start()
+    try:
+        report = json.loads(native.run())
+    finally:
+        native.stop()
+        pump.join(timeout=5)
+        dispatcher.close()
+    return report
+
+
+class Dispatcher:
+    """Takes jobs from the Rust worker and runs them on the right pool."""
+
+    def __init__(self, app: App, native: Any, threads: int, processes: int, app_path: str | None) -> None:
+        self.app = app
+        self.native = native
+        self.threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="remuda-task")
+        self.loop = asyncio.new_event_loop()
+        self.loop_thread = threading.Thread(target=self.loop.run_forever, name="remuda-asyncio", daemon=True)
+        self.loop_thread.start()
+        self.processes: ProcessPoolExecutor | None = None
+        if processes:
+            self.processes = ProcessPoolExecutor(
+                max_workers=processes,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_child_init,
+                initargs=(app_path, sys.path),
+            )
+        self.running: dict[int, tuple[JobContext, Future[Any] | None]] = {}
+        self.lock = threading.Lock()
+
+    def serve(self) -> None:
+        """Takes batches until the worker stops."""
+        while True:
+            batch = self.native.take(512, 0.5)
+            if batch is None:
+                return
+            for message in batch:
+                if message[0] == "run":
+                    self.start(*message[1:])
+                else:
+                    self.cancel(message[1])
+
+    def start(self, kind: str, args: str, info_json: str, done: Any) -> None:
+        """Starts one job on its pool."""
+        info = json.loads(info_json)
+        ctx = JobContext.from_info(info)
+        task = self.app.tasks.get(kind)
+        if task is None:
+            done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r}"}))
+            return
+        future: Future[Any]
+        if task.is_async:
+            future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
+        elif self.processes is not None:
+            future = self.processes.submit(_child_run, kind, args, info_json)
+        else:
+            future = self.threads.submit(call_sync, task, args, ctx)
+        with self.lock:
+            self.running[ctx.id] = (ctx, future)
+        future.add_done_callback(lambda f: self.finish(ctx.id, f, done))
+
+    def finish(self, id: int, future: Future[Any], done: Any) -> None:
+        """Reports a job's outcome to Rust."""
+        with self.lock:
+            self.running.pop(id, None)
+        if future.cancelled():
+            done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled"}))
+            return
+        error = future.exception()
+        if error is not None:
+            done("err", json.dumps({"code": "WORKER_PROCESS_LOST", "message": f"{type(error).__name__}: {error}"}))
+            return
+        status, payload = future.result()
+        done(status, payload)
+
+    def cancel(self, id: int) -> None:
+        """Asks a running job to stop: its flag, and for an async task a cancellation."""
+        with self.lock:
+            entry = self.running.get(id)
+        if entry is None:
+            return
+        ctx, future = entry
+        ctx.cancelled.set()
+        if future is not None and ctx.kind in self.app.tasks and self.app.tasks[ctx.kind].is_async:
+            future.cancel()
+
+    def close(self) -> None:
+        """Stops the pools (the worker has released what did not finish)."""
+        for ctx, _ in list(self.running.values()):
+            ctx.cancelled.set()
+        self.threads.shutdown(wait=False, cancel_futures=True)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        if self.processes is not None:
+            self.processes.shutdown(wait=False, cancel_futures=True)
+
+
+_child_app: Any = None
+
+
+def load_app(path: str) -> App:
+    """``module:attribute`` imported: the app."""
+    module_name, _, attribute = path.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"{path!r} is not module:attribute (such as myapp.tasks:app)")
+    module = importlib.import_module(module_name)
+    try:
+        return getattr(module, attribute)  # type: ignore[no-any-return]
+    except AttributeError:
+        raise ValueError(f"module {module_name} has no attribute {attribute!r}") from None
+
+
+def _child_init(app_path: str, path: list[str]) -> None:
+    global _child_app
+    # the parent worker decides about signals: Ctrl-C reaches the whole process group
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.path[:] = path
+    _child_app = load_app(app_path)
+
+
+def _child_run(kind: str, args: str, info_json: str) -> tuple[str, str]:
+    ctx = JobContext.from_info(json.loads(info_json))
+    return call_sync(_child_app.tasks[kind], args, ctx)

@@ -1,0 +1,265 @@
+"""Workflows from typed nodes, in the style of horsies' ``TaskNode``: ``resize.node(…,
+waits_for=[a], args_from={"image": a}, join="any")``, ``app.workflow("name", nodes,
+output=…)``, ``.start()`` → :class:`WorkflowHandle`. The definition is checked whole and run
+by remuda's engine (result passing, joins, conditions, maps, sleeps, signals, sub-workflows)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .result import TaskError, TaskResult
+
+if TYPE_CHECKING:
+    from .app import App, Task
+
+INPUT = "$input"
+"""The run's input, as an ``args_from`` source: ``args_from={"params": remuda.INPUT}``."""
+
+_NODE_OPTIONS = (
+    "queue",
+    "priority",
+    "max_attempts",
+    "timeout",
+    "deadline",
+    "join",
+    "min_success",
+    "allow_failed_deps",
+)
+
+
+class WorkflowNode:
+    """A node of a workflow: what it waits for and, once placed, its id."""
+
+    def __init__(self, node_id: str | None, default_id: str, waits_for: Iterable[WorkflowNode | str], fields: dict[str, Any]) -> None:
+        self.node_id = node_id
+        self.default_id = default_id
+        self.waits_for = list(waits_for)
+        self.fields = fields
+        self.args_from: dict[str, WorkflowNode | str] = {}
+        self.context_from: list[WorkflowNode | str] = []
+        self.conditions: dict[str, dict[str, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.node_id or self.default_id}>"
+
+    def spec(self, ids: dict[int, str]) -> dict[str, Any]:
+        """The node as the engine's spec takes it, other nodes named by ``ids``."""
+        out: dict[str, Any] = {k: v for k, v in self.fields.items() if v is not None}
+        for key in ("timeout", "deadline", "sleep"):
+            if key in out:
+                out[key] = duration(out[key])
+        if self.waits_for:
+            out["waits_for"] = [ref(ids, n) for n in self.waits_for]
+        if self.args_from:
+            out["args_from"] = {name: ref(ids, n) for name, n in self.args_from.items()}
+        if self.context_from:
+            out["context_from"] = [ref(ids, n) for n in self.context_from]
+        for key, condition in self.conditions.items():
+            out[key] = {**condition, "node": ref(ids, condition["node"])}
+        return out
+
+
+class TaskNode(WorkflowNode):
+    """A node running a task with arguments (``task.node(…)``)."""
+
+    @staticmethod
+    def of(task: Task[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskNode:
+        """The node ``task.node(*args, **kwargs)`` describes."""
+        node_id = kwargs.pop("node_id", None)
+        waits_for = kwargs.pop("waits_for", ())
+        args_from = kwargs.pop("args_from", None) or {}
+        context_from = kwargs.pop("context_from", None) or []
+        run_if = kwargs.pop("run_if", None)
+        skip_if = kwargs.pop("skip_if", None)
+        map_over = kwargs.pop("map", None)
+        params = task.signature.parameters
+        fields: dict[str, Any] = {"kind": task.name}
+        for key in _NODE_OPTIONS:
+            if key in kwargs and key not in params:
+                fields[key] = kwargs.pop(key)
+        fields["args"] = task.bind(args, kwargs)
+        node = TaskNode(node_id, task.name, waits_for, fields)
+        node.args_from = dict(args_from)
+        node.context_from = list(context_from)
+        for key, condition in (("run_if", run_if), ("skip_if", skip_if)):
+            if condition is not None:
+                node.conditions[key] = dict(condition)
+        if map_over is not None:
+            node.conditions["map"] = {"node": map_over["over"], **{k: v for k, v in map_over.items() if k != "over"}}
+        return node
+
+    def spec(self, ids: dict[int, str]) -> dict[str, Any]:
+        out = super().spec(ids)
+        if "map" in out:
+            mapped = out.pop("map")
+            out["map"] = {"over": mapped.pop("node"), **mapped}
+        return out
+
+
+def sleep(duration: float | str, *, node_id: str | None = None, waits_for: Iterable[WorkflowNode | str] = ()) -> WorkflowNode:
+    """A durable timer node (seconds, or ``"10m"``)."""
+    return WorkflowNode(node_id, "sleep", waits_for, {"sleep": duration})
+
+
+def signal(name: str, *, node_id: str | None = None, timeout: float | str | None = None, waits_for: Iterable[WorkflowNode | str] = ()) -> WorkflowNode:
+    """A node that waits for the run to receive signal ``name`` (``handle.signal(name,
+    data)``); it completes with the data, or fails with ``SIGNAL_TIMEOUT``."""
+    return WorkflowNode(node_id, name, waits_for, {"signal": name, "timeout": timeout})
+
+
+class Workflow:
+    """A workflow definition: ``start`` runs it; ``node`` makes it a sub-workflow of another."""
+
+    def __init__(
+        self,
+        app: App,
+        name: str,
+        nodes: list[WorkflowNode],
+        output: WorkflowNode | None,
+        on_error: str,
+        success: list[list[WorkflowNode]] | None,
+        deadline: str | None,
+        notify: dict[str, Any] | None,
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.nodes = nodes
+        self.output = output
+        self.on_error = on_error
+        self.success = success
+        self.deadline = deadline
+        self.notify = notify
+
+    def ids(self) -> dict[int, str]:
+        """Each node's id: its own ``node_id``, else its task's name (``name_2`` … when
+        several nodes run one task)."""
+        ids: dict[int, str] = {}
+        taken: set[str] = {n.node_id for n in self.nodes if n.node_id}
+        for node in self.nodes:
+            if node.node_id:
+                ids[id(node)] = node.node_id
+                continue
+            candidate, n = node.default_id, 1
+            while candidate in taken:
+                n += 1
+                candidate = f"{node.default_id}_{n}"
+            taken.add(candidate)
+            ids[id(node)] = candidate
+        return ids
+
+    def spec(self) -> dict[str, Any]:
+        """The definition as the engine's spec (JSON)."""
+        ids = self.ids()
+        spec: dict[str, Any] = {"name": self.name, "on_error": self.on_error, "nodes": {ids[id(n)]: n.spec(ids) for n in self.nodes}}
+        if self.output is not None:
+            spec["output"] = ref(ids, self.output)
+        if self.success is not None:
+            spec["success"] = [[ref(ids, n) for n in case] for case in self.success]
+        if self.deadline is not None:
+            spec["deadline"] = duration(self.deadline)
+        if self.notify is not None:
+            spec["notify"] = self.notify
+        return spec
+
+    def compile(self) -> dict[str, Any]:
+        """Checks the definition whole (every problem listed, in a ``RemudaError``
+        ``INVALID_SPEC``) and returns the compiled form ``remuda.start_workflow`` takes."""
+        from . import _native
+
+        return json.loads(_native.Client.compile_workflow(json.dumps(self.spec())))
+
+    def start(self, input: Any = None, *, key: str | None = None) -> WorkflowHandle:
+        """Starts a run with ``input`` (what ``args_from={…: remuda.INPUT}`` passes); with an
+        idempotency ``key``, a second start returns the first run."""
+        id, existed = self.app.client.start_workflow(json.dumps(self.spec()), json.dumps(input), key)
+        return WorkflowHandle(self.app, id, existed)
+
+    def node(
+        self,
+        *,
+        node_id: str | None = None,
+        waits_for: Iterable[WorkflowNode | str] = (),
+        args_from: dict[str, WorkflowNode | str] | None = None,
+        **fields: Any,
+    ) -> WorkflowNode:
+        """This workflow as a node of another (a sub-workflow; horsies' ``SubWorkflowNode``):
+        it starts with the ``args_from`` results as its input."""
+        node = WorkflowNode(node_id, self.name, waits_for, {"workflow": self.spec(), **fields})
+        node.args_from = dict(args_from or {})
+        return node
+
+
+class WorkflowHandle:
+    """A run: ``status``, ``get``, ``pause``, ``resume``, ``cancel``, ``retry``, ``signal``."""
+
+    def __init__(self, app: App, id: int, existed: bool) -> None:
+        self.app = app
+        self.id = id
+        self.existed = existed
+
+    def __repr__(self) -> str:
+        return f"WorkflowHandle(id={self.id})"
+
+    def status(self) -> dict[str, Any]:
+        """The run and its nodes (state, results, errors) as ``remuda workflow status`` shows them."""
+        text = self.app.client.workflow(self.id)
+        if text is None:
+            raise LookupError(f"no workflow run {self.id}")
+        return json.loads(text)  # type: ignore[no-any-return]
+
+    def get(self, timeout: float | None = None) -> TaskResult[Any]:
+        """Waits for the run to end: its output, its error, or ``WAIT_TIMEOUT``."""
+        wait = 100 * 365 * 86400.0 if timeout is None else float(timeout)
+        text = self.app.client.wait_workflow(self.id, wait)
+        if text is None:
+            return TaskResult(err=TaskError("WAIT_TIMEOUT", f"workflow run {self.id} did not end within {timeout}s"))
+        run = json.loads(text)
+        if run.get("state") == "completed":
+            return TaskResult(ok=run.get("output"))
+        error = run.get("error")
+        if isinstance(error, dict):
+            return TaskResult(err=TaskError(str(error.get("code", "FAILED")), str(error.get("message", "")), error))
+        return TaskResult(err=TaskError(str(run.get("state", "FAILED")).upper(), f"workflow run {self.id} ended {run.get('state')}"))
+
+    async def get_async(self, timeout: float | None = None) -> TaskResult[Any]:
+        """:meth:`get` for asyncio code."""
+        return await asyncio.to_thread(self.get, timeout)
+
+    def pause(self) -> str:
+        """Pauses the run (no node starts; running ones finish): the state it had."""
+        return str(self.app.client.control_workflow(self.id, "pause"))
+
+    def resume(self) -> str:
+        """Resumes a paused run: the state it had."""
+        return str(self.app.client.control_workflow(self.id, "resume"))
+
+    def cancel(self) -> str:
+        """Cancels the run: the state it had."""
+        return str(self.app.client.control_workflow(self.id, "cancel"))
+
+    def retry(self) -> str:
+        """Runs again what failed or was cancelled (only that): the state it had."""
+        return str(self.app.client.control_workflow(self.id, "retry"))
+
+    def signal(self, name: str, data: Any = None) -> int:
+        """Sends the run signal ``name`` with ``data``: how many signal nodes it completed."""
+        return int(self.app.client.signal_workflow(self.id, name, json.dumps(data)))
+
+
+def ref(ids: dict[int, str], node: WorkflowNode | str) -> str:
+    """A node's id (a string is taken as an id, or ``remuda.INPUT``)."""
+    if isinstance(node, str):
+        return node
+    try:
+        return ids[id(node)]
+    except KeyError:
+        raise ValueError(f"{node!r} is referred to but is not among the workflow's nodes: add it to the list") from None
+
+
+def duration(value: float | str) -> str:
+    """Seconds (or a duration string such as ``"10m"``) as the engine's duration text."""
+    if isinstance(value, str):
+        return value
+    return f"{int(round(float(value) * 1000))}ms"

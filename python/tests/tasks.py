@@ -1,0 +1,79 @@
+"""The tasks the tests run, declared on an app per test database (``make_app``); a worker
+process imports ``tasks:app``, made from ``$REMUDA_TEST_URL``."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import remuda
+from remuda import RetryPolicy, TaskError, TaskResult
+
+
+class Upstream(Exception):
+    """A failure worth retrying."""
+
+
+def make_app(database_url: str) -> remuda.App:
+    app = remuda.App(database_url=database_url)
+
+    @app.task("add")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @app.task(
+        "flaky",
+        retry=RetryPolicy.fixed(0.05, max_attempts=3, retry_on=["UPSTREAM"]),
+        exception_mapper={Upstream: "UPSTREAM", ValueError: "BAD_INPUT"},
+    )
+    def flaky(succeed_on: int, bad: bool = False) -> int:
+        job = remuda.current_job()
+        assert job is not None
+        if bad:
+            raise ValueError("bad is set")
+        if job.attempt < succeed_on:
+            raise Upstream(f"attempt {job.attempt} failed")
+        return job.attempt
+
+    @app.task("broken", retry=RetryPolicy.none())
+    def broken() -> None:
+        return {}["missing"]  # type: ignore[no-any-return]
+
+    @app.task("refuse", retry=RetryPolicy.none())
+    def refuse(why: str) -> TaskResult[int]:
+        return TaskResult(err=TaskError("REFUSED", why, {"why": why}))
+
+    @app.task("double", queue="async")
+    async def double(x: int) -> int:
+        await asyncio.sleep(0.01)
+        return 2 * x
+
+    @app.task("pid", queue="cpu")
+    def pid() -> int:
+        return os.getpid()
+
+    @app.task("combine")
+    def combine(x: TaskResult[int], y: TaskResult[int]) -> int:
+        return x.unwrap() + y.unwrap()
+
+    @app.task("sleepy", retry=RetryPolicy.fixed(0.1, max_attempts=5))
+    def sleepy(seconds: float) -> str:
+        job = remuda.current_job()
+        assert job is not None
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if job.is_cancelled():
+                return "stopped early"
+            time.sleep(0.02)
+        return f"slept on attempt {job.attempt}"
+
+    @app.task("nap", queue="async")
+    async def nap(seconds: float) -> str:
+        await asyncio.sleep(seconds)
+        return "woke"
+
+    return app
+
+
+app = make_app(os.environ["REMUDA_TEST_URL"]) if "REMUDA_TEST_URL" in os.environ else None

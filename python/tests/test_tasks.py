@@ -1,0 +1,117 @@
+"""Tasks through real worker processes: results, errors, retries, exception mapping,
+async and process-pool bodies, waits that time out, enqueue in the caller's transaction."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+
+import psycopg
+import pytest
+
+import remuda
+
+
+def test_send_runs_and_get_returns_the_typed_result(app, start_worker):
+    start_worker()
+    add = app.tasks["add"]
+    assert add.send(2, 3).get(timeout=30) == remuda.TaskResult(ok=5)
+    handle = add.send(a=40, b=2)
+    result = handle.get(timeout=30)
+    assert result.is_ok() and result.unwrap() == 42
+    assert handle.info()["state"] == "completed"
+    assert add(1, 1) == 2, "a task is still a function"
+
+
+def test_errors_retries_and_mapped_exceptions(app, start_worker):
+    start_worker()
+    flaky = app.tasks["flaky"]
+    retried = flaky.send(succeed_on=3)
+    assert retried.get(timeout=30).unwrap() == 3, "UPSTREAM is in retry_on: retried to attempt 3"
+    errors = retried.info()["errors"]
+    assert [e["code"] for e in errors] == ["UPSTREAM", "UPSTREAM"]
+
+    mapped = flaky.send(succeed_on=1, bad=True).get(timeout=30)
+    assert mapped.is_err() and mapped.err.code == "BAD_INPUT"
+    assert "bad is set" in mapped.err.message
+    assert mapped.err.data["exception"] == "ValueError"
+
+    exhausted = flaky.send(succeed_on=9)
+    result = exhausted.get(timeout=30)
+    assert result.err.code == "UPSTREAM"
+    assert exhausted.info()["attempt"] == 3, "max_attempts of the policy"
+
+    unhandled = app.tasks["broken"].send().get(timeout=30)
+    assert unhandled.err.code == "UNHANDLED_EXCEPTION"
+    assert "KeyError" in unhandled.err.data["traceback"]
+
+    refused = app.tasks["refuse"].send(why="no stock").get(timeout=30)
+    assert refused.err == remuda.TaskError("REFUSED", "no stock", {"why": "no stock"})
+    with pytest.raises(remuda.TaskFailed):
+        refused.unwrap()
+
+
+def test_async_tasks_run_on_the_event_loop(app, start_worker):
+    start_worker("--queues", "async")
+    results = [app.tasks["double"].send(x=i) for i in range(20)]
+    assert [h.get(timeout=30).unwrap() for h in results] == [2 * i for i in range(20)]
+
+
+async def _get_async(handle):
+    return await handle.get_async(timeout=30)
+
+
+def test_get_async_awaits_the_result(app, start_worker):
+    import asyncio
+
+    start_worker()
+    handle = app.tasks["add"].send(1, 2)
+    assert asyncio.run(_get_async(handle)).unwrap() == 3
+
+
+def test_plain_functions_run_in_a_process_pool(app, start_worker):
+    worker = start_worker("--queues", "cpu", "--processes", "2")
+    pids = {app.tasks["pid"].send().get(timeout=60).unwrap() for _ in range(6)}
+    assert worker.process.pid not in pids, "run in the pool's processes, not the worker's"
+    assert os.getpid() not in pids
+    assert 1 <= len(pids) <= 2
+
+
+def test_get_times_out_with_wait_timeout(app):
+    handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
+    result = handle.get(timeout=0.3)
+    assert result.err.code == "WAIT_TIMEOUT"
+    assert handle.info()["state"] == "available", "the job is still waiting"
+
+
+def test_send_in_a_rolled_back_transaction_leaves_no_job(app, db, start_worker):
+    add = app.tasks["add"]
+    with pytest.raises(RuntimeError):
+        with db.transaction():
+            add.send_in(db, 1, 2)
+            raise RuntimeError("roll back")
+    assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone()[0] == 0
+    with db.transaction():
+        handle = add.send_in(db, 5, 6, priority=3, delay=dt.timedelta(milliseconds=1))
+    start_worker()
+    assert handle.get(timeout=30).unwrap() == 11
+    assert handle.info()["priority"] == 3
+
+
+def test_send_options_and_bad_input_are_checked(app):
+    add = app.tasks["add"]
+    first = add.send(1, 2, unique_key="once", queue="held")
+    again = add.send(1, 2, unique_key="once", queue="held")
+    assert again.duplicate and again.id == first.id
+    later = add.send(1, 2, run_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1))
+    assert later.info()["state"] == "scheduled"
+    with pytest.raises(remuda.RemudaError) as refused:
+        add.send(1, 2, max_attempts=0)
+    assert refused.value.code == "BAD_INPUT" and "max_attempts" in refused.value.message
+    with pytest.raises(ValueError, match="time zone"):
+        add.send(1, 2, run_at=dt.datetime(2030, 1, 1))
+    with pytest.raises(TypeError, match="unexpected keyword|got an unexpected"):
+        add.send(1, 2, c=3)
+    with pytest.raises(TypeError, match="not JSON"):
+        add.send(1, object())
+    assert app.tasks["add"].send_many([{"a": i, "b": i} for i in range(100)]) == 100

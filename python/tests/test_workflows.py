@@ -1,0 +1,59 @@
+"""Workflows from Python nodes: results passed with args_from, joins, signals, pause,
+resume, cancel, retry; run by a Python worker."""
+
+from __future__ import annotations
+
+import pytest
+
+import remuda
+
+
+def test_args_from_passes_typed_results_into_a_join(app, start_worker):
+    start_worker()
+    add, combine = app.tasks["add"], app.tasks["combine"]
+    left = add.node(1, 2, node_id="left")
+    right = add.node(10, 20, node_id="right")
+    total = combine.node(args_from={"x": left, "y": right}, join="all")
+    wf = app.workflow("sums", [left, right, total], output=total)
+    handle = wf.start()
+    assert handle.get(timeout=60) == remuda.TaskResult(ok=33)
+    nodes = handle.status()["nodes"]
+    assert nodes["left"]["result"] == {"ok": 3}
+    assert nodes["combine"]["state"] == "completed"
+    again = wf.start(key="sums-1")
+    assert wf.start(key="sums-1").id == again.id, "one run per key"
+
+
+def test_the_run_input_a_signal_and_controls(app, start_worker):
+    add = app.tasks["add"]
+    first = add.node(args_from={"a": remuda.INPUT}, b=1)
+    approval = remuda.signal("approve", waits_for=[first])
+    last = add.node(2, 2, waits_for=[approval], node_id="after")
+    handle = app.workflow("approved", [first, approval, last], output=last).start(5)
+    assert handle.pause() == "running"
+    assert handle.resume() == "paused"
+    start_worker()
+    assert handle.get(timeout=0.5).err.code == "WAIT_TIMEOUT", "waits for the signal"
+    assert handle.signal("approve", {"by": "ops"}) == 1
+    assert handle.get(timeout=60).unwrap() == 4
+    status = handle.status()
+    assert status["nodes"]["add"]["result"] == {"ok": 6}, "5 + 1: the input reached the node"
+    assert status["nodes"]["approve"]["result"] == {"ok": {"by": "ops"}}
+
+
+def test_a_failed_run_is_retried_and_a_bad_definition_lists_its_problems(app, start_worker):
+    refuse, add = app.tasks["refuse"], app.tasks["add"]
+    bad = refuse.node(why="no")
+    after = add.node(1, 1, waits_for=[bad])
+    handle = app.workflow("fails", [bad, after]).start()
+    start_worker()
+    result = handle.get(timeout=60)
+    assert result.is_err() and result.err.code == "REFUSED"
+    assert handle.retry() == "failed"
+    assert handle.cancel() in ("running", "failed")
+    loop = add.node(1, 1, node_id="a", waits_for=["b"])
+    other = add.node(1, 1, node_id="b", waits_for=["a"])
+    with pytest.raises(remuda.RemudaError) as problems:
+        app.workflow("cycle", [loop, other]).start()
+    assert problems.value.code == "INVALID_SPEC" and "cycle" in problems.value.message
+    assert app.workflow("ok", [add.node(1, 2)]).compile()["nodes"][0]["id"] == "add"
