@@ -13,6 +13,12 @@ from .worker import load_app, run
 
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code (2 for bad input, 4 for the database)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["__remuda-supervise"]:
+        # the supervisor of a command task of the config file (it never returns)
+        from . import _native
+
+        _native.supervise(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m remuda", description="remuda for Python")
     commands = parser.add_subparsers(dest="command", required=True)
     worker = commands.add_parser("worker", help="run a worker for an app's tasks")
@@ -22,13 +28,25 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--processes", type=int, default=0, help="run plain functions in this many processes")
     worker.add_argument("--config", help="a worker config file (remuda.toml): every key of `remuda worker`")
     worker.add_argument("--name", help="the worker's name in `remuda workers`")
+    worker.add_argument("--once", action="store_true", help="exit when the queues are drained (exit 1 if a job failed)")
+    bench = commands.add_parser("bench", help="drain no-op Python tasks and measure pickup latency")
+    bench.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in bulk, then drained")
+    bench.add_argument("--concurrency", type=int, default=100, help="jobs run at once")
+    bench.add_argument("--pickup", type=int, default=100, help="jobs sent one at a time, 20 ms apart, to an idle worker")
+    bench.add_argument("--async", dest="use_async", action="store_true", help="async def tasks instead of plain functions")
+    bench.add_argument("--processes", type=int, default=0, help="run the tasks in this many processes")
+    bench.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from .bench import main as bench_main
+
+        return bench_main(args)
     sys.path.insert(0, os.getcwd())
     try:
         app = load_app(args.app)
         queues = [q.strip() for q in args.queues.split(",") if q.strip()] if args.queues else None
         print(f"remuda worker: running {', '.join(app.tasks) or 'no tasks'} (Ctrl-C to stop; twice to stop at once)", file=sys.stderr)
-        report = run(app, queues=queues, concurrency=args.concurrency, processes=args.processes, config=args.config, name=args.name, app_path=args.app)
+        report = run(app, queues=queues, concurrency=args.concurrency, processes=args.processes, config=args.config, name=args.name, app_path=args.app, once=args.once)
     except (ValueError, TypeError, ImportError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -40,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{report['failed']} failed, {report['released']} released",
         file=sys.stderr,
     )
-    return 0
+    # a batch run that lost jobs must not look like success to the script that ran it
+    return 1 if args.once and report["failed"] > 0 else 0
 
 
 if __name__ == "__main__":

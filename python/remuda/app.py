@@ -235,18 +235,21 @@ class TaskHandle(Generic[T]):
     def __repr__(self) -> str:
         return f"TaskHandle(id={self.id})"
 
-    def get(self, timeout: float | None = None) -> TaskResult[T]:
+    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[T]:
         """Waits (LISTEN/NOTIFY, no polling) for the job's final state: its result, or
-        ``TaskError("WAIT_TIMEOUT")`` if ``timeout`` seconds pass first (``None``: no limit)."""
+        ``TaskError("WAIT_TIMEOUT")`` if ``timeout`` seconds (or ``timeout_ms``) pass first
+        (``None``: no limit)."""
+        if timeout_ms is not None:
+            timeout = timeout_ms / 1000
         wait = 100 * 365 * 86400.0 if timeout is None else sending.seconds("timeout", timeout)
         text = self.app.client.wait(self.id, wait)
         if text is None:
             return TaskResult(err=TaskError("WAIT_TIMEOUT", f"job {self.id} did not finish within {timeout}s"))
         return job_result(json.loads(text))
 
-    async def get_async(self, timeout: float | None = None) -> TaskResult[T]:
+    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[T]:
         """:meth:`get` for asyncio code (the wait runs off the event loop)."""
-        return await asyncio.to_thread(self.get, timeout)
+        return await asyncio.to_thread(self.get, timeout, timeout_ms=timeout_ms)
 
     def info(self) -> dict[str, Any] | None:
         """The job as stored (state, attempts, errors, result), or ``None``."""

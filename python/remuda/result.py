@@ -76,13 +76,17 @@ class TaskResult(Generic[T]):
         return self._err
 
     @property
-    def ok_value(self) -> T | None:
-        """The value (horsies' name for it)."""
-        return self._ok
+    def ok_value(self) -> T:
+        """The value; ``ValueError`` for an error (as horsies)."""
+        if self._err is not None:
+            raise ValueError(f"the result is an error, not a value: {self._err.code}")
+        return self._ok  # type: ignore[return-value]
 
     @property
-    def err_value(self) -> TaskError | None:
-        """The error (horsies' name for it)."""
+    def err_value(self) -> TaskError:
+        """The error; ``ValueError`` for a success (as horsies)."""
+        if self._err is None:
+            raise ValueError("the result is a value, not an error")
         return self._err
 
     def unwrap(self) -> T:
@@ -90,6 +94,10 @@ class TaskResult(Generic[T]):
         if self._err is not None:
             raise TaskFailed(self._err)
         return self._ok  # type: ignore[return-value]
+
+    def unwrap_err(self) -> TaskError:
+        """The error; ``ValueError`` for a success."""
+        return self.err_value
 
     def to_json(self) -> dict[str, Any]:
         """The tagged form remuda stores: ``{"ok": value}`` or ``{"err": {...}}``."""

@@ -39,10 +39,12 @@ def run(
     name: str | None = None,
     app_path: str | None = None,
     stop: threading.Event | None = None,
+    once: bool = False,
 ) -> dict[str, Any]:
     """Runs a worker for ``app``'s tasks until SIGINT or SIGTERM (a second one stops the
     running jobs at once) or until ``stop`` is set: the report (completed, retried, failed,
-    released).
+    released). With ``once``, it exits when its queues have no runnable job left (retries
+    due within a minute are waited for), as ``remuda worker --once``.
 
     ``config``: a worker config file (``remuda.toml``): every ``[worker]``, ``[retention]``,
     ``[notifications]``, ``[schedules]`` and ``[tasks]`` key of the ``remuda worker`` binary
@@ -55,6 +57,7 @@ def run(
         "queues": queues,
         "concurrency": concurrency,
         "name": name,
+        "once": once,
         "tasks": [[kind, task.spec()] for kind, task in app.tasks.items()],
     }
     if config is not None:

@@ -209,8 +209,10 @@ class WorkflowHandle:
             raise LookupError(f"no workflow run {self.id}")
         return json.loads(text)  # type: ignore[no-any-return]
 
-    def get(self, timeout: float | None = None) -> TaskResult[Any]:
+    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[Any]:
         """Waits for the run to end: its output, its error, or ``WAIT_TIMEOUT``."""
+        if timeout_ms is not None:
+            timeout = timeout_ms / 1000
         wait = 100 * 365 * 86400.0 if timeout is None else float(timeout)
         text = self.app.client.wait_workflow(self.id, wait)
         if text is None:
@@ -223,9 +225,9 @@ class WorkflowHandle:
             return TaskResult(err=TaskError(str(error.get("code", "FAILED")), str(error.get("message", "")), error))
         return TaskResult(err=TaskError(str(run.get("state", "FAILED")).upper(), f"workflow run {self.id} ended {run.get('state')}"))
 
-    async def get_async(self, timeout: float | None = None) -> TaskResult[Any]:
+    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[Any]:
         """:meth:`get` for asyncio code."""
-        return await asyncio.to_thread(self.get, timeout)
+        return await asyncio.to_thread(self.get, timeout, timeout_ms=timeout_ms)
 
     def pause(self) -> str:
         """Pauses the run (no node starts; running ones finish): the state it had."""

@@ -81,6 +81,7 @@ def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)
     assert result.err.code == "WAIT_TIMEOUT"
+    assert handle.get(timeout_ms=100).err_value.error_code == "WAIT_TIMEOUT"
     assert handle.info()["state"] == "available", "the job is still waiting"
 
 

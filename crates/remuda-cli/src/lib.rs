@@ -25,6 +25,8 @@ macro_rules! out_part {
 
 mod args;
 mod commands;
+pub use commands::scratch;
+pub use executors::supervise;
 pub mod config;
 mod connect;
 pub mod error;

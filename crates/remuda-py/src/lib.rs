@@ -6,6 +6,7 @@
 //! Everything crosses the boundary as JSON text, which both sides parse with their fastest
 //! parser; errors arrive in Python as `remuda.RemudaError(code, message)`.
 
+mod bench;
 mod client;
 mod convert;
 mod options;
@@ -20,6 +21,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::Done>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
+    m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::scratch_database, m)?)?;
+    m.add_function(wrap_pyfunction!(bench::drop_scratch_database, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

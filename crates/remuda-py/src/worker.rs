@@ -160,6 +160,9 @@ struct Settings {
     queues: Option<Vec<String>>,
     concurrency: Option<usize>,
     name: Option<String>,
+    /// Exit once the queues have no runnable job left (batch runs, benchmarks).
+    #[serde(default)]
+    once: bool,
     /// Python tasks: kind and options.
     tasks: Vec<(String, TaskSpec)>,
 }
@@ -179,6 +182,10 @@ impl Worker {
     #[new]
     fn new(py: Python<'_>, client: &Client, settings: &str) -> PyResult<Self> {
         let settings: Settings = parse("worker settings", settings)?;
+        // command tasks of the config file run under a supervisor: this interpreter, as
+        // `python -m remuda __remuda-supervise …`
+        let python: PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
+        remuda_cli::supervise::set_program(python, vec!["-m".into(), "remuda".into()]);
         let path = settings
             .config_path
             .clone()
@@ -199,6 +206,8 @@ impl Worker {
         let overrides = Overrides {
             name: settings.name.clone(),
             concurrency: settings.concurrency,
+            once: settings.once,
+            once_wait: Duration::from_secs(60),
             ..Overrides::default()
         };
         let mut config_settings = worker_setup::settings(&config, &path, &overrides)
@@ -221,7 +230,6 @@ impl Worker {
                 queues
             }
         };
-        let _ = py;
         let mut worker = worker_setup::build(client.inner().clone(), &config, config_settings)
             .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
         for (kind, options) in python {
@@ -322,4 +330,13 @@ impl Worker {
             .collect::<PyResult<Vec<_>>>()
             .map(Some)
     }
+}
+
+/// Runs the supervisor of a command task (`python -m remuda __remuda-supervise …`) and ends
+/// the process as the command ended (its exit code, or its signal). `args` are what follows
+/// `__remuda-supervise`.
+#[pyfunction]
+pub fn supervise(py: Python<'_>, args: Vec<String>) {
+    let code = py.allow_threads(|| remuda_cli::supervise::supervise(&args));
+    std::process::exit(i32::from(code))
 }

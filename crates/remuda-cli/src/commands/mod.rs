@@ -11,7 +11,7 @@ mod maintenance;
 mod notifications;
 mod queue;
 mod schedule;
-mod scratch;
+pub mod scratch;
 mod top;
 mod worker;
 mod workflow;

@@ -62,9 +62,10 @@ impl CommandTask {
     async fn run_once(&self, ctx: JobContext, args: Jsonb) -> Result<Jsonb, TaskError> {
         let input = job_document(&ctx, &args);
         self.check_runnable()?;
-        let mut command = match std::env::current_exe() {
-            Ok(exe) => {
+        let mut command = match super::supervise::program() {
+            Ok((exe, prefix)) => {
                 let mut command = Command::new(exe);
+                command.args(prefix);
                 command.args(super::supervise::command_line(
                     std::process::id(),
                     &self.argv,

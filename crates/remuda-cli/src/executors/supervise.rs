@@ -23,6 +23,24 @@ pub const SUPERVISE: &str = "__remuda-supervise";
 /// Exit code when the supervisor itself cannot start the command.
 const CANNOT_START: u8 = 127;
 
+/// The program that supervises, with the arguments before [`SUPERVISE`]: by default this
+/// very binary; a process embedding the worker (the Python package) names its own.
+static PROGRAM: std::sync::OnceLock<(std::path::PathBuf, Vec<String>)> = std::sync::OnceLock::new();
+
+/// Sets the supervisor program of this process (`python3 -m remuda`): it must call
+/// [`supervise`] when its first argument is [`SUPERVISE`]. The first setting wins.
+pub fn set_program(program: std::path::PathBuf, prefix: Vec<String>) {
+    let _ = PROGRAM.set((program, prefix));
+}
+
+/// The supervisor program and its leading arguments.
+pub fn program() -> std::io::Result<(std::path::PathBuf, Vec<String>)> {
+    match PROGRAM.get() {
+        Some(set) => Ok(set.clone()),
+        None => Ok((std::env::current_exe()?, Vec::new())),
+    }
+}
+
 /// The arguments that run `argv` under a supervisor (for the worker with pid `worker`).
 pub fn command_line(worker: u32, argv: &[String]) -> Vec<String> {
     let mut line = vec![SUPERVISE.to_string(), worker.to_string(), "--".to_string()];
@@ -35,12 +53,15 @@ pub fn command_line(worker: u32, argv: &[String]) -> Vec<String> {
 pub fn run_if_asked() -> Option<ExitCode> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
-        Some(SUPERVISE) => Some(supervise(&args[2..])),
+        Some(SUPERVISE) => Some(ExitCode::from(supervise(&args[2..]))),
         _ => None,
     }
 }
 
-fn supervise(args: &[String]) -> ExitCode {
+/// The supervisor: `args` are what follows [`SUPERVISE`] (`WORKER_PID -- PROGRAM [ARGS…]`);
+/// the exit code to end with (a command killed by a signal ends the supervisor by the same
+/// signal instead).
+pub fn supervise(args: &[String]) -> u8 {
     let (Some(worker), Some(argv)) = (
         args.first().and_then(|p| p.parse::<i32>().ok()),
         args.iter()
@@ -49,7 +70,7 @@ fn supervise(args: &[String]) -> ExitCode {
             .filter(|argv| !argv.is_empty()),
     ) else {
         eprintln!("{SUPERVISE}: usage: {SUPERVISE} WORKER_PID -- PROGRAM [ARGS…]");
-        return ExitCode::from(CANNOT_START);
+        return CANNOT_START;
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -58,13 +79,13 @@ fn supervise(args: &[String]) -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("{SUPERVISE}: cannot start: {e}");
-            return ExitCode::from(CANNOT_START);
+            return CANNOT_START;
         }
     };
     runtime.block_on(run(worker, argv))
 }
 
-async fn run(worker: i32, argv: &[String]) -> ExitCode {
+async fn run(worker: i32, argv: &[String]) -> u8 {
     use tokio::signal::unix::{signal, SignalKind};
     // handlers first: the parent-death signal must never meet the default action (death
     // without killing the group), and SIGTERM is the command's to answer, not ours
@@ -73,11 +94,11 @@ async fn run(worker: i32, argv: &[String]) -> ExitCode {
         signal(SignalKind::terminate()),
     ) else {
         eprintln!("{SUPERVISE}: cannot install signal handlers");
-        return ExitCode::from(CANNOT_START);
+        return CANNOT_START;
     };
     if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGUSR2) {
         eprintln!("{SUPERVISE}: cannot ask for the parent-death signal: {e}");
-        return ExitCode::from(CANNOT_START);
+        return CANNOT_START;
     }
     // the worker may have died before the request above: then no signal will ever come
     if getppid() != Pid::from_raw(worker) {
@@ -90,7 +111,7 @@ async fn run(worker: i32, argv: &[String]) -> ExitCode {
         Ok(child) => child,
         Err(e) => {
             eprintln!("cannot run {:?}: {e}", argv[0]);
-            return ExitCode::from(CANNOT_START);
+            return CANNOT_START;
         }
     };
     loop {
@@ -108,18 +129,18 @@ fn kill_group() -> ! {
     std::process::exit(i32::from(CANNOT_START));
 }
 
-/// Ends this process as the command ended.
-fn end_like(status: std::io::Result<std::process::ExitStatus>) -> ExitCode {
+/// Ends this process as the command ended: by its signal, or with its exit code (returned).
+fn end_like(status: std::io::Result<std::process::ExitStatus>) -> u8 {
     use std::os::unix::process::ExitStatusExt;
     let status = match status {
         Ok(status) => status,
         Err(e) => {
             eprintln!("{SUPERVISE}: waiting for the command failed: {e}");
-            return ExitCode::from(CANNOT_START);
+            return CANNOT_START;
         }
     };
     if let Some(code) = status.code() {
-        return ExitCode::from(u8::try_from(code).unwrap_or(CANNOT_START));
+        return u8::try_from(code).unwrap_or(CANNOT_START);
     }
     let signal = status.signal().unwrap_or(Signal::SIGKILL as i32);
     // our own handlers would catch the signal, and Rust ignores SIGPIPE: a shell started by
@@ -129,5 +150,5 @@ fn end_like(status: std::io::Result<std::process::ExitStatus>) -> ExitCode {
         .args(["-c", "kill -$0 $$", &signal.to_string()])
         .exec();
     eprintln!("{SUPERVISE}: cannot end as the command did (signal {signal}): {error}");
-    ExitCode::from(128u8.wrapping_add(signal.clamp(0, 127) as u8))
+    128u8.wrapping_add(signal.clamp(0, 127) as u8)
 }

@@ -1,0 +1,62 @@
+"""The Python worker's command line: the binary's config file (command tasks beside Python
+ones, mistakes named with the file), --once, and the benchmark's workload."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import remuda
+
+from conftest import HERE
+
+
+def python_m_remuda(database_url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REMUDA_TEST_URL": database_url}
+    return subprocess.run([sys.executable, "-m", "remuda", *args], cwd=HERE, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_command_tasks_of_the_config_file_run_beside_python_ones(app, db, tmp_path: Path):
+    config = tmp_path / "remuda.toml"
+    config.write_text('[worker]\nconcurrency = 4\n\n[tasks.shout]\ncommand = ["sh", "-c", "cat >/dev/null; echo \'{\\"said\\": \\"HEY\\"}\'"]\n')
+    shout = db.execute("SELECT remuda.enqueue('shout', '{\"word\": \"hey\"}', max_attempts => 1)").fetchone()[0]
+    added = app.tasks["add"].send(2, 2)
+    done = python_m_remuda(app.database_url, "worker", "tasks:app", "--config", str(config), "--once")
+    assert done.returncode == 0, done.stderr
+    assert added.get(timeout=5).unwrap() == 4
+    result = app.handle(shout).get(timeout=5)
+    assert result.unwrap() == {"said": "HEY"}, result
+
+
+def test_a_mistake_in_the_config_file_is_named_with_the_file(app, tmp_path: Path):
+    config = tmp_path / "remuda.toml"
+    config.write_text("[worker]\nconcurency = 4\n")
+    refused = python_m_remuda(app.database_url, "worker", "tasks:app", "--config", str(config))
+    assert refused.returncode == 2, refused.stderr
+    assert str(config) in refused.stderr and "concurency" in refused.stderr
+
+
+def test_once_exits_1_when_a_job_failed(app):
+    app.tasks["broken"].send()
+    done = python_m_remuda(app.database_url, "worker", "tasks:app", "--once")
+    assert done.returncode == 1, done.stderr
+    assert "1 failed" in done.stderr
+
+
+def test_the_benchmark_drains_every_job_and_measures_pickup(database_url):
+    env = {**os.environ, "DATABASE_URL": database_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "remuda", "bench", "--jobs", "300", "--pickup", "5", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["completed"] == 300
+    assert figures["pickup_ms"]["p50"] > 0
+    assert isinstance(remuda.App, type)
