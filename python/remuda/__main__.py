@@ -29,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--config", help="a worker config file (remuda.toml): every key of `remuda worker`")
     worker.add_argument("--name", help="the worker's name in `remuda workers`")
     worker.add_argument("--once", action="store_true", help="exit when the queues are drained (exit 1 if a job failed)")
+    worker.add_argument("--heartbeat-interval", help="override [worker].heartbeat_interval (200ms, 5s)")
+    worker.add_argument("--rescue-after", help="override [worker].rescue_after")
+    worker.add_argument("--cancel-grace", help="override [worker].cancel_grace")
+    worker.add_argument("--crash-loop-limit", type=int, help="override [worker].crash_loop_limit")
     bench = commands.add_parser("bench", help="drain no-op Python tasks and measure pickup latency")
     bench.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in bulk, then drained")
     bench.add_argument("--concurrency", type=int, default=100, help="jobs run at once")
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         app = load_app(args.app)
         queues = [q.strip() for q in args.queues.split(",") if q.strip()] if args.queues else None
         print(f"remuda worker: running {', '.join(app.tasks) or 'no tasks'} (Ctrl-C to stop; twice to stop at once)", file=sys.stderr)
-        report = run(app, queues=queues, concurrency=args.concurrency, processes=args.processes, config=args.config, name=args.name, app_path=args.app, once=args.once)
+        report = run(app, queues=queues, concurrency=args.concurrency, processes=args.processes, config=args.config, name=args.name, app_path=args.app, once=args.once, overrides=overrides(args))
     except (ValueError, TypeError, ImportError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -60,6 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     # a batch run that lost jobs must not look like success to the script that ran it
     return 1 if args.once and report["failed"] > 0 else 0
+
+
+def overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The flags that override the config file's ``[worker]`` table."""
+    names = ("heartbeat_interval", "rescue_after", "cancel_grace", "crash_loop_limit")
+    return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 
 if __name__ == "__main__":

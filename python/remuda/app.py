@@ -113,12 +113,14 @@ class App:
         name: str | None = None,
         app_path: str | None = None,
         stop: threading.Event | None = None,
+        once: bool = False,
     ) -> dict[str, Any]:
-        """Runs a worker for this app's tasks in this process until SIGINT or SIGTERM, or
-        until ``stop`` is set (see :func:`remuda.worker.run`)."""
+        """Runs a worker for this app's tasks in this process until SIGINT or SIGTERM, until
+        ``stop`` is set, or with ``once`` until the queues are drained (see
+        :func:`remuda.worker.run`)."""
         from .worker import run
 
-        return run(self, queues=queues, concurrency=concurrency, processes=processes, config=config, name=name, app_path=app_path, stop=stop)
+        return run(self, queues=queues, concurrency=concurrency, processes=processes, config=config, name=name, app_path=app_path, stop=stop, once=once)
 
 
 class Task(Generic[T]):

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING, Any
 
 from . import _native
@@ -40,11 +41,14 @@ def run(
     app_path: str | None = None,
     stop: threading.Event | None = None,
     once: bool = False,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs a worker for ``app``'s tasks until SIGINT or SIGTERM (a second one stops the
     running jobs at once) or until ``stop`` is set: the report (completed, retried, failed,
     released). With ``once``, it exits when its queues have no runnable job left (retries
-    due within a minute are waited for), as ``remuda worker --once``.
+    due within a minute are waited for), as ``remuda worker --once``. ``overrides``: the
+    binary's other flags (``heartbeat_interval``, ``rescue_after``, ``cancel_grace`` as
+    ``"200ms"``, ``crash_loop_limit``).
 
     ``config``: a worker config file (``remuda.toml``): every ``[worker]``, ``[retention]``,
     ``[notifications]``, ``[schedules]`` and ``[tasks]`` key of the ``remuda worker`` binary
@@ -58,6 +62,7 @@ def run(
         "concurrency": concurrency,
         "name": name,
         "once": once,
+        **(overrides or {}),
         "tasks": [[kind, task.spec()] for kind, task in app.tasks.items()],
     }
     if config is not None:
@@ -65,7 +70,7 @@ def run(
             settings["config"] = f.read()
         settings["config_path"] = os.path.abspath(config)
     native = _native.Worker(app.client, json.dumps(settings))
-    dispatcher = Dispatcher(app, native, concurrency or 100, processes, app_path)
+    dispatcher = Dispatcher(app, native, native.concurrency, processes, app_path)
     pump = threading.Thread(target=dispatcher.serve, name="remuda-dispatcher", daemon=True)
     pump.start()
     if stop is not None:
@@ -89,16 +94,32 @@ class Dispatcher:
         self.loop = asyncio.new_event_loop()
         self.loop_thread = threading.Thread(target=self.loop.run_forever, name="remuda-asyncio", daemon=True)
         self.loop_thread.start()
-        self.processes: ProcessPoolExecutor | None = None
-        if processes:
-            self.processes = ProcessPoolExecutor(
-                max_workers=processes,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_child_init,
-                initargs=(app_path, sys.path),
-            )
+        self.process_count = processes
+        self.app_path = app_path
+        self.processes: ProcessPoolExecutor | None = self.process_pool() if processes else None
         self.running: dict[int, tuple[JobContext, Future[Any] | None]] = {}
         self.lock = threading.Lock()
+
+    def process_pool(self) -> ProcessPoolExecutor:
+        """A pool of ``spawn``ed processes that import the app (never ``fork``: this process
+        runs tokio's threads)."""
+        return ProcessPoolExecutor(
+            max_workers=self.process_count,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_child_init,
+            initargs=(self.app_path, sys.path),
+        )
+
+    def submit_to_process(self, kind: str, args: str, info_json: str) -> Future[Any]:
+        """Runs a plain function in the pool; a pool broken by a dead process (killed,
+        out of memory) is replaced, its jobs failing with ``WORKER_PROCESS_LOST``."""
+        assert self.processes is not None
+        try:
+            return self.processes.submit(_child_run, kind, args, info_json)
+        except BrokenProcessPool:
+            self.processes.shutdown(wait=False, cancel_futures=True)
+            self.processes = self.process_pool()
+            return self.processes.submit(_child_run, kind, args, info_json)
 
     def serve(self) -> None:
         """Takes batches until the worker stops."""
@@ -124,7 +145,7 @@ class Dispatcher:
         if task.is_async:
             future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
         elif self.processes is not None:
-            future = self.processes.submit(_child_run, kind, args, info_json)
+            future = self.submit_to_process(kind, args, info_json)
         else:
             future = self.threads.submit(call_sync, task, args, ctx)
         with self.lock:

@@ -53,6 +53,10 @@ def make_app(database_url: str) -> remuda.App:
     def pid() -> int:
         return os.getpid()
 
+    @app.task("die", queue="cpu", retry=RetryPolicy.none())
+    def die() -> None:
+        os._exit(3)
+
     @app.task("combine")
     def combine(x: TaskResult[int], y: TaskResult[int]) -> int:
         return x.unwrap() + y.unwrap()

@@ -77,6 +77,13 @@ def test_plain_functions_run_in_a_process_pool(app, start_worker):
     assert 1 <= len(pids) <= 2
 
 
+def test_a_process_that_dies_fails_its_job_and_the_pool_is_replaced(app, start_worker):
+    start_worker("--queues", "cpu", "--processes", "1")
+    died = app.tasks["die"].send().get(timeout=60)
+    assert died.err.code == "WORKER_PROCESS_LOST", died
+    assert app.tasks["pid"].send().get(timeout=60).is_ok(), "a new pool runs the next job"
+
+
 def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)

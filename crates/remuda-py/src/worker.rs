@@ -163,6 +163,11 @@ struct Settings {
     /// Exit once the queues have no runnable job left (batch runs, benchmarks).
     #[serde(default)]
     once: bool,
+    /// The binary's other overrides of `[worker]`: durations as text (`200ms`).
+    heartbeat_interval: Option<String>,
+    rescue_after: Option<String>,
+    cancel_grace: Option<String>,
+    crash_loop_limit: Option<u32>,
     /// Python tasks: kind and options.
     tasks: Vec<(String, TaskSpec)>,
 }
@@ -174,6 +179,9 @@ pub struct Worker {
     worker: Mutex<Option<remuda::Worker>>,
     jobs: Mutex<mpsc::Receiver<Message>>,
     stop: Arc<Notify>,
+    /// Jobs run at once, as the flags and the config file settled it.
+    #[pyo3(get)]
+    concurrency: usize,
 }
 
 #[pymethods]
@@ -206,12 +214,16 @@ impl Worker {
         let overrides = Overrides {
             name: settings.name.clone(),
             concurrency: settings.concurrency,
+            heartbeat_interval: duration("heartbeat_interval", &settings.heartbeat_interval)?,
+            rescue_after: duration("rescue_after", &settings.rescue_after)?,
+            cancel_grace: duration("cancel_grace", &settings.cancel_grace)?,
+            crash_loop_limit: settings.crash_loop_limit,
             once: settings.once,
             once_wait: Duration::from_secs(60),
-            ..Overrides::default()
         };
         let mut config_settings = worker_setup::settings(&config, &path, &overrides)
             .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
+        let concurrency = config_settings.concurrency;
         let (tx, rx) = mpsc::channel();
         let mut queues = Vec::new();
         let mut python = Vec::new();
@@ -243,6 +255,7 @@ impl Worker {
             worker: Mutex::new(Some(worker)),
             jobs: Mutex::new(rx),
             stop: Arc::new(Notify::new()),
+            concurrency,
         })
     }
 
@@ -330,6 +343,15 @@ impl Worker {
             .collect::<PyResult<Vec<_>>>()
             .map(Some)
     }
+}
+
+/// A duration flag (`200ms`, `5s`), or an error naming it.
+fn duration(what: &str, text: &Option<String>) -> PyResult<Option<Duration>> {
+    text.as_deref()
+        .map(|t| {
+            remuda::duration::parse(t).map_err(|e| error("BAD_INPUT", &format!("{what}: {e}")))
+        })
+        .transpose()
 }
 
 /// Runs the supervisor of a command task (`python -m remuda __remuda-supervise …`) and ends
