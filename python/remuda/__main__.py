@@ -63,7 +63,12 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     # a batch run that lost jobs must not look like success to the script that ran it
-    return 1 if args.once and report["failed"] > 0 else 0
+    code = 1 if args.once and report["failed"] > 0 else 0
+    # the worker has released what did not finish: a body that ignored its flag must not
+    # keep the process alive
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def overrides(args: argparse.Namespace) -> dict[str, object]:

@@ -62,7 +62,7 @@ class App:
         functions both work; they take the job's args as keyword arguments."""
 
         def declare(fn: Callable[..., Any]) -> Task[Any]:
-            kind = name if isinstance(name, str) else f"{fn.__module__}.{fn.__qualname__}"
+            kind = name if isinstance(name, str) else default_kind(fn)
             if kind in self.tasks:
                 raise ValueError(f"task {kind!r} is declared twice")
             policy = retry or RetryPolicy()
@@ -147,6 +147,12 @@ class Task(Generic[T]):
         self.exception_mapper = exception_mapper
         self.is_async = inspect.iscoroutinefunction(fn)
         self.signature = inspect.signature(fn)
+        for param in self.signature.parameters.values():
+            if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
+                raise TypeError(
+                    f"task {name}: parameter {param.name!r} is positional-only or *args; a job's args are passed by name, "
+                    "so give every parameter a name (**kwargs is fine)"
+                )
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", name)
 
@@ -158,17 +164,26 @@ class Task(Generic[T]):
 
     def spec(self) -> dict[str, Any]:
         """The options the worker registers the kind with."""
-        spec = {"queue": self.queue, "priority": self.priority, "timeout": self.timeout}
+        timeout = None if self.timeout is None else sending.seconds("timeout", self.timeout)
+        spec = {"queue": self.queue, "priority": self.priority, "timeout": timeout}
         spec.update(self.retry.to_json())
         return spec
 
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Positional and keyword arguments as the job's args (keyword names)."""
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], partial: bool = False) -> dict[str, Any]:
+        """Positional and keyword arguments as the job's args (by name; ``**kwargs`` spread
+        out). A send must give every required argument (``partial``: a workflow node may
+        take some from ``args_from``)."""
         try:
-            bound = self.signature.bind_partial(*args, **kwargs)
+            bound = self.signature.bind_partial(*args, **kwargs) if partial else self.signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"task {self.name}: {e}") from None
-        return dict(bound.arguments)
+        out: dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if self.signature.parameters[key].kind == inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            else:
+                out[key] = value
+        return out
 
     def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The job's args as JSON and the send options among the keywords."""
@@ -206,10 +221,25 @@ class Task(Generic[T]):
         """A workflow node running this task: its arguments plus ``waits_for=[…]``,
         ``args_from={"arg": node}``, ``join="all"|"any"|"quorum"``, ``min_success=``,
         ``run_if=``, ``skip_if=``, ``context_from=[…]``, ``allow_failed_deps=``, ``map=``,
-        ``node_id=``, ``queue=``, ``priority=``, ``max_attempts=``, ``timeout=``, ``deadline=``."""
+        ``node_id=``, ``queue=``, ``priority=``, ``max_attempts=``, ``timeout=``, ``deadline=``
+        (queue, priority, attempts and timeout default to the task's). A map node
+        (``map={"over": node, "pointer": "/items"}``) runs once per element, with the element
+        and its position added to the args as ``item`` and ``index``."""
         from .workflow import TaskNode
 
         return TaskNode.of(self, args, kwargs)
+
+
+def default_kind(fn: Callable[..., Any]) -> str:
+    """A task's kind when the decorator names none: ``module.function``. A worker imports
+    the module by its name, so a function of ``__main__`` or inside another needs a name."""
+    module, qualname = fn.__module__, fn.__qualname__
+    if module == "__main__" or "<locals>" in qualname:
+        raise ValueError(
+            f"task {qualname} needs a name (@app.task(\"name\")): defined in {module} or inside a function, "
+            "its default name would differ in the worker that imports it"
+        )
+    return f"{module}.{qualname}"
 
 
 def encode(kind: str, args: dict[str, Any]) -> str:

@@ -62,6 +62,7 @@ def run(
         "concurrency": concurrency,
         "name": name,
         "once": once,
+        "processes": processes,
         **(overrides or {}),
         "tasks": [[kind, task.spec()] for kind, task in app.tasks.items()],
     }
@@ -75,9 +76,15 @@ def run(
     pump.start()
     if stop is not None:
         threading.Thread(target=lambda: (stop.wait(), native.stop()), name="remuda-stop", daemon=True).start()
+    # the Rust worker handles SIGINT (graceful, then at once); Python's own handler would
+    # raise KeyboardInterrupt once it returns and lose the report
+    quiet = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, lambda *_: None) if quiet else None
     try:
         report = json.loads(native.run())
     finally:
+        if quiet:
+            signal.signal(signal.SIGINT, previous)
         native.stop()
         pump.join(timeout=5)
         dispatcher.close()
@@ -131,55 +138,65 @@ class Dispatcher:
                 if message[0] == "run":
                     self.start(*message[1:])
                 else:
-                    self.cancel(message[1])
+                    self.cancel(message[1], message[2])
 
     def start(self, kind: str, args: str, info_json: str, done: Any) -> None:
-        """Starts one job on its pool."""
-        info = json.loads(info_json)
-        ctx = JobContext.from_info(info)
-        task = self.app.tasks.get(kind)
-        if task is None:
-            done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r}"}))
+        """Starts one job on its pool; a job that cannot start is answered at once (the
+        dispatcher never dies of one)."""
+        try:
+            ctx = JobContext.from_info(json.loads(info_json))
+            task = self.app.tasks.get(kind)
+            if task is None:
+                done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r} in this app"}))
+                return
+            future: Future[Any]
+            if task.is_async:
+                future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
+            elif self.processes is not None:
+                future = self.submit_to_process(kind, args, info_json)
+            else:
+                future = self.threads.submit(call_sync, task, args, ctx)
+        except Exception as e:  # noqa: BLE001 - reported as the job's error
+            done("err", json.dumps({"code": "WORKER_ERROR", "message": f"the job could not start: {type(e).__name__}: {e}"}))
             return
-        future: Future[Any]
-        if task.is_async:
-            future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
-        elif self.processes is not None:
-            future = self.submit_to_process(kind, args, info_json)
-        else:
-            future = self.threads.submit(call_sync, task, args, ctx)
+        key = (ctx.id, ctx.attempt)
         with self.lock:
-            self.running[ctx.id] = (ctx, future)
-        future.add_done_callback(lambda f: self.finish(ctx.id, f, done))
+            self.running[key] = (ctx, future)
+        future.add_done_callback(lambda f: self.finish(key, f, done))
 
-    def finish(self, id: int, future: Future[Any], done: Any) -> None:
+    def finish(self, key: tuple[int, int], future: Future[Any], done: Any) -> None:
         """Reports a job's outcome to Rust."""
         with self.lock:
-            self.running.pop(id, None)
+            self.running.pop(key, None)
         if future.cancelled():
-            done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled"}))
+            done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
             return
         error = future.exception()
-        if error is not None:
-            done("err", json.dumps({"code": "WORKER_PROCESS_LOST", "message": f"{type(error).__name__}: {error}"}))
-            return
-        status, payload = future.result()
-        done(status, payload)
+        if isinstance(error, BrokenProcessPool):
+            done("err", json.dumps({"code": "WORKER_PROCESS_LOST", "message": f"a process of the pool died: {error}"}))
+        elif error is not None:
+            done("err", json.dumps({"code": "WORKER_ERROR", "message": f"{type(error).__name__}: {error}"}))
+        else:
+            status, payload = future.result()
+            done(status, payload)
 
-    def cancel(self, id: int) -> None:
-        """Asks a running job to stop: its flag, and for an async task a cancellation."""
+    def cancel(self, id: int, attempt: int) -> None:
+        """Asks an attempt to stop: its flag, and a cancellation of its future (an async
+        task is cancelled; a body not yet started in a pool never starts)."""
         with self.lock:
-            entry = self.running.get(id)
+            entry = self.running.get((id, attempt))
         if entry is None:
             return
         ctx, future = entry
         ctx.cancelled.set()
-        if future is not None and ctx.kind in self.app.tasks and self.app.tasks[ctx.kind].is_async:
+        if future is not None:
             future.cancel()
 
     def close(self) -> None:
         """Stops the pools (the worker has released what did not finish)."""
-        for ctx, _ in list(self.running.values()):
+        with self.lock:
+            running = list(self.running.values())
+        for ctx, _ in running:
             ctx.cancelled.set()
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -204,8 +221,10 @@ def load_app(path: str) -> App:
 
 def _child_init(app_path: str, path: list[str]) -> None:
     global _child_app
-    # the parent worker decides about signals: Ctrl-C reaches the whole process group
+    # the parent worker decides about signals: Ctrl-C, and a service manager's SIGTERM to
+    # the whole group, reach the processes too; the worker lets their jobs finish or stops them
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sys.path[:] = path
     _child_app = load_app(app_path)
 

@@ -10,6 +10,7 @@ import json
 from typing import TYPE_CHECKING, Any, Iterable
 
 from .result import TaskError, TaskResult
+from .sending import seconds
 
 if TYPE_CHECKING:
     from .app import App, Task
@@ -75,11 +76,18 @@ class TaskNode(WorkflowNode):
         skip_if = kwargs.pop("skip_if", None)
         map_over = kwargs.pop("map", None)
         params = task.signature.parameters
-        fields: dict[str, Any] = {"kind": task.name}
+        # the task's own defaults, as its sends have them: a worker claims from its tasks' queues
+        fields: dict[str, Any] = {
+            "kind": task.name,
+            "queue": task.queue,
+            "priority": task.priority,
+            "max_attempts": task.retry.max_attempts,
+            "timeout": task.timeout,
+        }
         for key in _NODE_OPTIONS:
             if key in kwargs and key not in params:
                 fields[key] = kwargs.pop(key)
-        fields["args"] = task.bind(args, kwargs)
+        fields["args"] = task.bind(args, kwargs, partial=True)
         node = TaskNode(node_id, task.name, waits_for, fields)
         node.args_from = dict(args_from)
         node.context_from = list(context_from)
@@ -136,7 +144,11 @@ class Workflow:
         """Each node's id: its own ``node_id``, else its task's name (``name_2`` … when
         several nodes run one task)."""
         ids: dict[int, str] = {}
-        taken: set[str] = {n.node_id for n in self.nodes if n.node_id}
+        explicit = [n.node_id for n in self.nodes if n.node_id]
+        twice = sorted({i for i in explicit if explicit.count(i) > 1})
+        if twice:
+            raise ValueError(f"workflow {self.name}: node ids {twice} are given to more than one node")
+        taken: set[str] = set(explicit)
         for node in self.nodes:
             if node.node_id:
                 ids[id(node)] = node.node_id
@@ -260,8 +272,8 @@ def ref(ids: dict[int, str], node: WorkflowNode | str) -> str:
         raise ValueError(f"{node!r} is referred to but is not among the workflow's nodes: add it to the list") from None
 
 
-def duration(value: float | str) -> str:
-    """Seconds (or a duration string such as ``"10m"``) as the engine's duration text."""
+def duration(value: Any) -> str:
+    """Seconds, a ``timedelta`` or a duration string (``"10m"``) as the engine's duration text."""
     if isinstance(value, str):
         return value
-    return f"{int(round(float(value) * 1000))}ms"
+    return f"{int(round(seconds('duration', value) * 1000))}ms"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from pathlib import Path
 
 import remuda
 from remuda import RetryPolicy, TaskError, TaskResult
@@ -62,19 +63,30 @@ def make_app(database_url: str) -> remuda.App:
         return x.unwrap() + y.unwrap()
 
     @app.task("sleepy", retry=RetryPolicy.fixed(0.1, max_attempts=5))
-    def sleepy(seconds: float) -> str:
+    def sleepy(seconds: float, marker: str | None = None) -> str:
         job = remuda.current_job()
         assert job is not None
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if job.is_cancelled():
+                if marker:
+                    Path(marker).write_text("saw the flag")
                 return "stopped early"
             time.sleep(0.02)
         return f"slept on attempt {job.attempt}"
 
+    @app.task("stuck", timeout=0.3, retry=RetryPolicy.none())
+    def stuck(marker: str) -> str:
+        return sleepy(30, marker)
+
     @app.task("nap", queue="async")
-    async def nap(seconds: float) -> str:
-        await asyncio.sleep(seconds)
+    async def nap(seconds: float, marker: str | None = None) -> str:
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if marker:
+                Path(marker).write_text("cancelled")
+            raise
         return "woke"
 
     return app

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import remuda
-
 
 def test_the_sql_function_enqueues_from_psycopg_and_from_a_trigger(app, db, start_worker):
     row = db.execute("SELECT remuda.enqueue('add', %s::jsonb, priority => -1)", [json.dumps({"a": 1, "b": 2})]).fetchone()
@@ -38,4 +36,34 @@ def test_the_sql_function_refuses_bad_input_with_its_reason(db):
         assert "max_attempts must be at least 1" in str(e)
     else:
         raise AssertionError("refused")
-    assert isinstance(remuda.RemudaError("BAD_INPUT", "x"), Exception)
+    assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone()[0] == 0
+
+
+def test_send_in_writes_the_row_send_writes_with_every_option(app, db):
+    import datetime as dt
+
+    add = app.tasks["add"]
+    when = dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)
+    options = dict(
+        queue="q",
+        priority=4,
+        max_attempts=2,
+        run_at=when,
+        deadline=when + dt.timedelta(hours=1),
+        timeout=1.5,
+        unique_key="k",
+        unique_states=["scheduled", "available", "running", "failed"],
+        unique_period=dt.timedelta(days=1),
+        unique_per_queue=True,
+        concurrency_key="c",
+        target_worker="w",
+        requires=["gpu", "a,b"],
+        notify={"webhook": "https://hooks.example.com/x", "on": ["failed"]},
+    )
+    by_send = add.send(1, 2, **options)
+    with db.transaction():
+        by_sql = add.send_in(db, 1, 2, **{**options, "queue": "q2"})
+    columns = "to_jsonb(j) - 'id' - 'created_at' - 'queue' - 'unique_queue'"
+    rows = {r[0]: r[1] for r in db.execute(f"SELECT id, {columns} FROM remuda.jobs j")}
+    assert rows[by_send.id] == rows[by_sql.id]
+    assert rows[by_send.id]["timeout_ms"] == 1500 and rows[by_send.id]["requires"] == ["gpu", "a,b"]

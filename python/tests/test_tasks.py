@@ -122,4 +122,21 @@ def test_send_options_and_bad_input_are_checked(app):
         add.send(1, 2, c=3)
     with pytest.raises(TypeError, match="not JSON"):
         add.send(1, object())
+    with pytest.raises(TypeError, match="missing a required argument"):
+        add.send(1)
+    with pytest.raises(ValueError, match="needs a name"):
+
+        @app.task
+        def nested() -> None: ...
+
+    with pytest.raises(TypeError, match="positional-only"):
+
+        @app.task("positional")
+        def positional(a: int, /) -> None: ...
+
+    @app.task("spread")
+    def spread(**options: int) -> int:
+        return sum(options.values())
+
+    assert spread.bind((), {"a": 1, "b": 2}) == {"a": 1, "b": 2}, "**kwargs are spread into the args"
     assert app.tasks["add"].send_many([{"a": i, "b": i} for i in range(100)]) == 100

@@ -57,3 +57,14 @@ def test_a_failed_run_is_retried_and_a_bad_definition_lists_its_problems(app, st
         app.workflow("cycle", [loop, other]).start()
     assert problems.value.code == "INVALID_SPEC" and "cycle" in problems.value.message
     assert app.workflow("ok", [add.node(1, 2)]).compile()["nodes"][0]["id"] == "add"
+
+
+def test_nodes_take_their_tasks_queue(app, start_worker):
+    start_worker("--queues", "async")
+    double = app.tasks["double"]
+    first = double.node(x=2)
+    second = double.node(args_from={"x": remuda.INPUT}, node_id="from_input")
+    handle = app.workflow("doubles", [first, second], output=second).start(21)
+    assert handle.get(timeout=60).unwrap() == 42, "run by a worker of the task's queue alone"
+    with pytest.raises(ValueError, match="more than one node"):
+        app.workflow("dupes", [double.node(x=1, node_id="a"), double.node(x=2, node_id="a")]).start()

@@ -6,6 +6,7 @@ use crate::options::{seconds, SendOptions};
 use pyo3::prelude::*;
 use remuda::workflow::WorkflowSpec;
 use serde_json::Value;
+use std::time::{Duration, Instant};
 
 /// A connection pool and the client over it: cheap to share between threads.
 #[pyclass(frozen, module = "remuda._native")]
@@ -75,12 +76,14 @@ impl Client {
     /// Waits for a job to reach a final state: the job as JSON, or `None` on timeout.
     fn wait(&self, py: Python<'_>, id: i64, timeout: f64) -> PyResult<Option<String>> {
         let timeout = seconds("timeout", timeout)?;
-        let rt = crate::convert::runtime()?;
-        match py.allow_threads(|| rt.block_on(self.inner.wait(id, timeout))) {
-            Ok(job) => text(&job).map(Some),
-            Err(remuda::Error::WaitTimeout { .. }) => Ok(None),
-            Err(e) => Err(from_remuda(e)),
-        }
+        let job = interruptible(py, timeout, |slice| async move {
+            match self.inner.wait(id, slice).await {
+                Ok(job) => Ok(Some(job)),
+                Err(remuda::Error::WaitTimeout { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        job.map(|j| text(&j)).transpose()
     }
 
     /// The job as JSON, or `None`.
@@ -130,12 +133,14 @@ impl Client {
     /// Waits for a run to end: the run as JSON, or `None` on timeout.
     fn wait_workflow(&self, py: Python<'_>, id: i64, timeout: f64) -> PyResult<Option<String>> {
         let timeout = seconds("timeout", timeout)?;
-        let rt = crate::convert::runtime()?;
-        match py.allow_threads(|| rt.block_on(self.inner.wait_workflow(id, timeout))) {
-            Ok(run) => text(&run).map(Some),
-            Err(remuda::Error::WorkflowWaitTimeout { .. }) => Ok(None),
-            Err(e) => Err(from_remuda(e)),
-        }
+        let run = interruptible(py, timeout, |slice| async move {
+            match self.inner.wait_workflow(id, slice).await {
+                Ok(run) => Ok(Some(run)),
+                Err(remuda::Error::WorkflowWaitTimeout { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        run.map(|r| text(&r)).transpose()
     }
 
     /// Pauses, resumes, cancels or retries a run (`action`): the state it had.
@@ -162,6 +167,32 @@ impl Client {
         block_on(py, self.inner.signal_workflow(id, name, &data))
     }
 }
+
+/// Waits with `wait(slice)` in slices of at most a second until it gives a value or
+/// `timeout` has passed (`None`), checking between slices for Python's signals: Ctrl-C
+/// interrupts a long `get()`.
+fn interruptible<T, F, Fut>(py: Python<'_>, timeout: Duration, mut wait: F) -> PyResult<Option<T>>
+where
+    T: Send,
+    F: FnMut(Duration) -> Fut,
+    Fut: std::future::Future<Output = remuda::Result<Option<T>>> + Send,
+{
+    let deadline = Instant::now().checked_add(timeout);
+    loop {
+        let left = deadline.map_or(SLICE, |d| d.saturating_duration_since(Instant::now()));
+        let slice = left.min(SLICE);
+        if let Some(value) = block_on(py, wait(slice))? {
+            return Ok(Some(value));
+        }
+        if left <= SLICE {
+            return Ok(None);
+        }
+        py.check_signals()?;
+    }
+}
+
+/// Longest a wait holds on without looking at Python's signals.
+const SLICE: Duration = Duration::from_secs(1);
 
 impl Client {
     /// The Rust client, for the worker.

@@ -26,7 +26,8 @@ enum Message {
         info: String,
         done: Done,
     },
-    Cancel(i64),
+    /// The attempt (job id, attempt number) must stop.
+    Cancel(i64, i32),
 }
 
 /// The answer of one job: `("ok", output JSON)`, `("err", {"code", "message", "data",
@@ -79,13 +80,19 @@ impl DynTask for PythonTask {
                     "the Python dispatcher has stopped",
                 ));
             }
+            // the worker drops this future on a timeout or a forced stop: Python hears of it
+            let mut guard = StopOnDrop {
+                queue: self.queue.clone(),
+                attempt: Some((ctx.id, ctx.attempt)),
+            };
             let outcome = tokio::select! {
                 outcome = &mut rx => outcome,
                 _ = ctx.cancel.cancelled() => {
-                    let _ = self.queue.send(Message::Cancel(ctx.id));
+                    guard.stop();
                     rx.await
                 }
             };
+            guard.attempt = None;
             match outcome {
                 Ok((status, payload)) => answer(&status, payload),
                 Err(_) => Err(TaskError::new(
@@ -94,6 +101,29 @@ impl DynTask for PythonTask {
                 )),
             }
         })
+    }
+}
+
+/// Tells the dispatcher to stop an attempt whose future ends without its outcome (dropped by
+/// the worker on a timeout or a forced stop), or when asked.
+struct StopOnDrop {
+    queue: mpsc::Sender<Message>,
+    /// The attempt still running in Python; `None` once it answered or was told.
+    attempt: Option<(i64, i32)>,
+}
+
+impl StopOnDrop {
+    fn stop(&mut self) {
+        if let Some((id, attempt)) = self.attempt.take() {
+            // a stopped dispatcher has nothing left to stop
+            let _ = self.queue.send(Message::Cancel(id, attempt));
+        }
+    }
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -163,6 +193,10 @@ struct Settings {
     /// Exit once the queues have no runnable job left (batch runs, benchmarks).
     #[serde(default)]
     once: bool,
+    /// Processes plain functions run in (0: threads): the concurrency when nothing else
+    /// sets one, so that claimed jobs do not wait in the pool with their timeouts running.
+    #[serde(default)]
+    processes: usize,
     /// The binary's other overrides of `[worker]`: durations as text (`200ms`).
     heartbeat_interval: Option<String>,
     rescue_after: Option<String>,
@@ -191,9 +225,10 @@ impl Worker {
     fn new(py: Python<'_>, client: &Client, settings: &str) -> PyResult<Self> {
         let settings: Settings = parse("worker settings", settings)?;
         // command tasks of the config file run under a supervisor: this interpreter, as
-        // `python -m remuda __remuda-supervise …`
+        // `python -I -m remuda __remuda-supervise …` (isolated: the task's PYTHONPATH and
+        // working directory cannot shadow the package)
         let python: PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
-        remuda_cli::supervise::set_program(python, vec!["-m".into(), "remuda".into()]);
+        remuda_cli::supervise::set_program(python, vec!["-I".into(), "-m".into(), "remuda".into()]);
         let path = settings
             .config_path
             .clone()
@@ -213,7 +248,9 @@ impl Worker {
         };
         let overrides = Overrides {
             name: settings.name.clone(),
-            concurrency: settings.concurrency,
+            concurrency: settings.concurrency.or((settings.processes > 0
+                && config.worker.concurrency.is_none())
+            .then_some(settings.processes)),
             heartbeat_interval: duration("heartbeat_interval", &settings.heartbeat_interval)?,
             rescue_after: duration("rescue_after", &settings.rescue_after)?,
             cancel_grace: duration("cancel_grace", &settings.cancel_grace)?,
@@ -302,7 +339,7 @@ impl Worker {
     }
 
     /// Up to `max` messages, waiting at most `timeout` seconds for the first (with the GIL
-    /// released): `("run", kind, args, info, done)` or `("cancel", id)`. `None` once the
+    /// released): `("run", kind, args, info, done)` or `("cancel", id, attempt)`. `None` once the
     /// worker has stopped and every message was taken.
     fn take(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<Option<Vec<PyObject>>> {
         let wait = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::ZERO);
@@ -338,7 +375,10 @@ impl Worker {
                     .into_pyobject(py)?
                     .into_any()
                     .unbind()),
-                Message::Cancel(id) => Ok(("cancel", id).into_pyobject(py)?.into_any().unbind()),
+                Message::Cancel(id, attempt) => Ok(("cancel", id, attempt)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()),
             })
             .collect::<PyResult<Vec<_>>>()
             .map(Some)

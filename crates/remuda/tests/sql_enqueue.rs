@@ -131,6 +131,7 @@ async fn the_function_writes_the_rows_the_client_writes() {
     }
     let (client_rows, sql_rows) = (rows(&by_client).await, rows(&by_sql).await);
     assert_eq!(client_rows.len(), 8);
+    assert_eq!(sql_rows.len(), 8);
     for (c, s) in client_rows.iter().zip(&sql_rows) {
         assert_eq!(c, s, "the client's row, then the function's");
     }
@@ -200,6 +201,8 @@ async fn bad_input_is_refused_saying_what_and_nothing_is_written() {
         ),
         ("remuda.enqueue('k', run_at => now(), delay => '1 s')", "both run_at and delay"),
         ("remuda.enqueue('k', unique_key => '')", "non-empty key"),
+        ("remuda.enqueue('k', unique_period => '1 h')", "non-empty key"),
+        ("remuda.enqueue('k', unique_per_queue => true)", "non-empty key"),
         (
             "remuda.enqueue('k', unique_key => 'u', unique_states => '{available,running}')",
             "must include scheduled, available and running",
@@ -210,6 +213,10 @@ async fn bad_input_is_refused_saying_what_and_nothing_is_written() {
         ),
         ("remuda.enqueue('k', concurrency_key => '')", "concurrency key must be 1 to 1000"),
         ("remuda.enqueue('k', requires => ARRAY[' '])", "required capability is empty"),
+        ("remuda.enqueue('k', requires => ARRAY[E'\\t'])", "required capability is empty"),
+        ("remuda.enqueue('k', notify => '{\"webhook\": \"http://:80\"}')", "not an http:// or https://"),
+        ("remuda.enqueue('k', notify => '{\"webhook\": \"http://x:99999/\"}')", "not an http:// or https://"),
+        ("remuda.enqueue('k', notify => '{\"email\": \"a@b.c\", \"on\": [\"Failed\"]}')", "unknown outcome"),
         ("remuda.enqueue('k', notify => '{}')", "needs a webhook URL or an email"),
         ("remuda.enqueue('k', notify => '{\"webhook\": \"ftp://x\"}')", "not an http:// or https://"),
         ("remuda.enqueue('k', notify => '{\"email\": \"nobody\"}')", "is not an email address"),

@@ -21,7 +21,7 @@ RETURNS void LANGUAGE plpgsql IMMUTABLE AS $$
 DECLARE
     prefix text := CASE WHEN job IS NULL THEN '' ELSE 'job ' || job || ': ' END;
 BEGIN
-    IF name IS NULL OR btrim(name, E' \t\r\n\f\v') = '' THEN
+    IF name IS NULL OR name ~ '^[[:space:]]*$' THEN
         RAISE EXCEPTION '%the % name is empty', prefix, what
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a name of 1 to 200 bytes';
     END IF;
@@ -71,18 +71,19 @@ BEGIN
         RAISE EXCEPTION 'job %: notify: a notification target needs a webhook URL or an email address (or both)', job
             USING ERRCODE = 'invalid_parameter_value', HINT = hint;
     END IF;
-    IF webhook IS NOT NULL AND (octet_length(webhook) > 2000
-       OR webhook !~* '^https?://[^/?#@[:space:]]*@?[^/?#:@[:space:]]+(:[0-9]{1,5})?([/?#][^[:space:]]*)?$') THEN
+    IF webhook IS NOT NULL AND (octet_length(webhook) > 2048
+       OR webhook !~* '^https?://([^/?#@:[:space:]]*(:[^/?#@[:space:]]*)?@)?[^/?#:@[:space:]]+(:[0-9]{1,5})?([/?#][^[:space:]]*)?$'
+       OR COALESCE(substring(webhook FROM '^[^:]+://(?:[^/?#@]*@)?[^/?#:]+:([0-9]+)')::integer, 0) > 65535) THEN
         RAISE EXCEPTION 'job %: notify: webhook URL % is not an http:// or https:// URL with a host', job, quote_literal(webhook)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'give an http:// or https:// URL such as https://hooks.example.com/remuda';
     END IF;
-    IF email IS NOT NULL AND (octet_length(email) > 2000
+    IF email IS NOT NULL AND (octet_length(email) > 2048
        OR email !~ '^[^@[:space:][:cntrl:]]+@[^@[:space:][:cntrl:].]+(\.[^@[:space:][:cntrl:].]+)*$') THEN
         RAISE EXCEPTION 'job %: notify: % is not an email address', job, quote_literal(email)
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give one such as ops@example.com';
     END IF;
-    IF target -> 'on' IS NULL OR jsonb_typeof(target -> 'on') = 'null' THEN
+    IF target -> 'on' IS NULL THEN
         outcomes := all_outcomes;
     ELSE
         IF jsonb_typeof(target -> 'on') <> 'array'
@@ -90,7 +91,7 @@ BEGIN
             RAISE EXCEPTION 'job %: notify "on" must be a list of outcome names', job
                 USING ERRCODE = 'invalid_parameter_value', HINT = hint;
         END IF;
-        names := ARRAY(SELECT lower(btrim(e)) FROM jsonb_array_elements_text(target -> 'on') e);
+        names := ARRAY(SELECT btrim(e) FROM jsonb_array_elements_text(target -> 'on') e);
         SELECT n INTO extra FROM unnest(names) n WHERE n <> 'final' AND n <> ALL (all_outcomes) LIMIT 1;
         IF extra IS NOT NULL THEN
             RAISE EXCEPTION 'job %: notify: unknown outcome %', job, quote_literal(extra)
@@ -116,7 +117,8 @@ $$;
 -- of each attempt; unique_key / unique_by_args with unique_states, unique_period and
 -- unique_per_queue: as the Rust client's Unique; concurrency_key, target_worker, requires:
 -- flow control and routing; notify: a {"webhook", "email", "on"} target. Args are limited to
--- the setting remuda.max_payload (bytes, default 1 MiB), as the client's max_payload.
+-- the setting remuda.max_payload (bytes, default 1 MiB), as the client's max_payload, measured
+-- on the jsonb's text (which spaces its separators: a little more than compact JSON).
 CREATE FUNCTION remuda.enqueue(
     kind text,
     args jsonb DEFAULT '{}',
@@ -145,7 +147,9 @@ DECLARE
     start timestamptz := enqueue.run_at;
     timeout_ms bigint;
     target jsonb;
-    is_unique boolean := enqueue.unique_key IS NOT NULL OR enqueue.unique_by_args;
+    -- any unique option asks for uniqueness (and then needs a key or by-args), as the client's
+    is_unique boolean := enqueue.unique_key IS NOT NULL OR enqueue.unique_by_args OR enqueue.unique_per_queue
+                         OR enqueue.unique_states IS NOT NULL OR enqueue.unique_period IS NOT NULL;
     states text[] := COALESCE(enqueue.unique_states, ARRAY['scheduled', 'available', 'running', 'completed']);
     stored_key text;
     scope text;
@@ -186,10 +190,11 @@ BEGIN
             RAISE EXCEPTION 'job %: both run_at and delay are given', job
                 USING ERRCODE = bad, HINT = 'give one of them';
         END IF;
-        start := now() + enqueue.delay;
+        -- the clock, not the transaction's start: a delay counts from the call, as the client's
+        start := clock_timestamp() + enqueue.delay;
     END IF;
     IF enqueue.deadline IS NOT NULL THEN
-        IF enqueue.deadline <= now() THEN
+        IF enqueue.deadline <= clock_timestamp() THEN
             RAISE EXCEPTION 'job %: its deadline % has passed: it would expire without running', job, enqueue.deadline
                 USING ERRCODE = bad, HINT = 'give a later deadline';
         END IF;
@@ -204,11 +209,11 @@ BEGIN
     IF octet_length(enqueue.target_worker) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the target worker must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
-    IF EXISTS (SELECT 1 FROM unnest(enqueue.requires) c WHERE c IS NULL OR btrim(c) = '') THEN
+    IF EXISTS (SELECT 1 FROM unnest(enqueue.requires) c WHERE c IS NULL OR c ~ '^[[:space:]]*$') THEN
         RAISE EXCEPTION 'job %: a required capability is empty', job USING ERRCODE = bad;
     END IF;
     IF is_unique THEN
-        IF NOT enqueue.unique_by_args AND enqueue.unique_key = '' THEN
+        IF NOT enqueue.unique_by_args AND COALESCE(enqueue.unique_key, '') = '' THEN
             RAISE EXCEPTION 'job %: a unique job needs a non-empty key, or uniqueness by args', job USING ERRCODE = bad;
         END IF;
         IF octet_length(enqueue.unique_key) > 1000 THEN
@@ -230,7 +235,7 @@ BEGIN
             IF period_ms < 1 THEN
                 RAISE EXCEPTION 'job %: the unique period must be at least 1 ms', job USING ERRCODE = bad;
             END IF;
-            stored_key := stored_key || '@' || (floor(extract(epoch FROM now()) * 1000)::bigint / period_ms);
+            stored_key := stored_key || '@' || (floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint / period_ms);
         END IF;
         IF enqueue.unique_by_args THEN
             stored_key := remuda.unique_args_key(enqueue.kind, enqueue.args)
