@@ -58,6 +58,14 @@ def make_app(database_url: str) -> remuda.App:
     def die() -> None:
         os._exit(3)
 
+    @app.task("listing")
+    def listing(n: int) -> dict[str, list[int]]:
+        return {"items": list(range(1, n + 1))}
+
+    @app.task("square")
+    def square(item: int, index: int) -> int:
+        return item * item
+
     @app.task("combine")
     def combine(x: TaskResult[int], y: TaskResult[int]) -> int:
         return x.unwrap() + y.unwrap()

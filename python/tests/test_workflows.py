@@ -68,3 +68,22 @@ def test_nodes_take_their_tasks_queue(app, start_worker):
     assert handle.get(timeout=60).unwrap() == 42, "run by a worker of the task's queue alone"
     with pytest.raises(ValueError, match="more than one node"):
         app.workflow("dupes", [double.node(x=1, node_id="a"), double.node(x=2, node_id="a")]).start()
+
+
+def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app, start_worker):
+    start_worker()
+    add, listing, square = app.tasks["add"], app.tasks["listing"], app.tasks["square"]
+    numbers = listing.node(n=4)
+    squares = square.node(map={"over": numbers, "pointer": "/items"}, node_id="squares")
+    pause = remuda.sleep(0.2, waits_for=[squares])
+    skipped = add.node(1, 1, node_id="skipped", run_if={"node": numbers, "state": "failed"}, waits_for=[numbers])
+    inner_node = add.node(20, 22, node_id="inner_add")
+    inner = app.workflow("inner", [inner_node], output=inner_node)
+    child = inner.node(node_id="child", waits_for=[pause])
+    handle = app.workflow("everything", [numbers, squares, pause, skipped, child], output=squares).start()
+    result = handle.get(timeout=60)
+    assert result.is_ok(), (result, handle.status())
+    assert result.unwrap() == [{"ok": 1}, {"ok": 4}, {"ok": 9}, {"ok": 16}], "a map's result lists its elements' results"
+    nodes = handle.status()["nodes"]
+    assert nodes["skipped"]["state"] == "skipped"
+    assert nodes["child"]["state"] == "completed"
