@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -12,7 +13,8 @@ from .worker import load_app, run
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; returns the exit code (2 for bad input, 4 for the database)."""
+    """The command line: the exit code (2 for bad input, 4 for the database). A worker that
+    ran ends the process itself once it has printed its report."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["__remuda-supervise"]:
         # the supervisor of a command task of the config file (it never returns)
@@ -66,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 1 if args.once and report["failed"] > 0 else 0
     # the worker has released what did not finish: a body that ignored its flag must not
     # keep the process alive
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

@@ -76,15 +76,9 @@ def run(
     pump.start()
     if stop is not None:
         threading.Thread(target=lambda: (stop.wait(), native.stop()), name="remuda-stop", daemon=True).start()
-    # the Rust worker handles SIGINT (graceful, then at once); Python's own handler would
-    # raise KeyboardInterrupt once it returns and lose the report
-    quiet = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, lambda *_: None) if quiet else None
     try:
         report = json.loads(native.run())
     finally:
-        if quiet:
-            signal.signal(signal.SIGINT, previous)
         native.stop()
         pump.join(timeout=5)
         dispatcher.close()
@@ -104,6 +98,7 @@ class Dispatcher:
         self.process_count = processes
         self.app_path = app_path
         self.processes: ProcessPoolExecutor | None = self.process_pool() if processes else None
+        # by the run's token: a job released and claimed again keeps its id and attempt
         self.running: dict[int, tuple[JobContext, Future[Any] | None]] = {}
         self.lock = threading.Lock()
 
@@ -138,9 +133,9 @@ class Dispatcher:
                 if message[0] == "run":
                     self.start(*message[1:])
                 else:
-                    self.cancel(message[1], message[2])
+                    self.cancel(message[1])
 
-    def start(self, kind: str, args: str, info_json: str, done: Any) -> None:
+    def start(self, token: int, kind: str, args: str, info_json: str, done: Any) -> None:
         """Starts one job on its pool; a job that cannot start is answered at once (the
         dispatcher never dies of one)."""
         try:
@@ -159,15 +154,14 @@ class Dispatcher:
         except Exception as e:  # noqa: BLE001 - reported as the job's error
             done("err", json.dumps({"code": "WORKER_ERROR", "message": f"the job could not start: {type(e).__name__}: {e}"}))
             return
-        key = (ctx.id, ctx.attempt)
         with self.lock:
-            self.running[key] = (ctx, future)
-        future.add_done_callback(lambda f: self.finish(key, f, done))
+            self.running[token] = (ctx, future)
+        future.add_done_callback(lambda f: self.finish(token, f, done))
 
-    def finish(self, key: tuple[int, int], future: Future[Any], done: Any) -> None:
-        """Reports a job's outcome to Rust."""
+    def finish(self, token: int, future: Future[Any], done: Any) -> None:
+        """Reports a run's outcome to Rust."""
         with self.lock:
-            self.running.pop(key, None)
+            self.running.pop(token, None)
         if future.cancelled():
             done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
             return
@@ -180,11 +174,11 @@ class Dispatcher:
             status, payload = future.result()
             done(status, payload)
 
-    def cancel(self, id: int, attempt: int) -> None:
-        """Asks an attempt to stop: its flag, and a cancellation of its future (an async
-        task is cancelled; a body not yet started in a pool never starts)."""
+    def cancel(self, token: int) -> None:
+        """Asks a run to stop: its flag, and a cancellation of its future (an async task is
+        cancelled; a body not yet started in a pool never starts)."""
         with self.lock:
-            entry = self.running.get((id, attempt))
+            entry = self.running.get(token)
         if entry is None:
             return
         ctx, future = entry
@@ -201,7 +195,12 @@ class Dispatcher:
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self.processes is not None:
+            # the worker has finished or released every job: a process still running a body
+            # must not go on beside its job's next run (they ignore SIGTERM)
+            children = list(getattr(self.processes, "_processes", {}).values())
             self.processes.shutdown(wait=False, cancel_futures=True)
+            for child in children:
+                child.kill()
 
 
 _child_app: Any = None
@@ -225,8 +224,19 @@ def _child_init(app_path: str, path: list[str]) -> None:
     # the whole group, reach the processes too; the worker lets their jobs finish or stops them
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # and a process never outlives its worker (killed, or ended without a word)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), name="remuda-parent", daemon=True).start()
     sys.path[:] = path
     _child_app = load_app(app_path)
+
+
+def _exit_with(sentinel: int) -> None:
+    from multiprocessing.connection import wait
+
+    wait([sentinel])
+    os._exit(1)
 
 
 def _child_run(kind: str, args: str, info_json: str) -> tuple[str, str]:

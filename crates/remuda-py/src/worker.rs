@@ -13,6 +13,7 @@ use remuda_cli::config::Config;
 use remuda_cli::worker_setup::{self, Overrides};
 use serde::Deserialize;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,13 +22,15 @@ use tokio::sync::{oneshot, Notify};
 /// What the dispatcher is handed: a job to run, or word that a running one must stop.
 enum Message {
     Run {
+        /// This run's own number: a job released and claimed again keeps its attempt.
+        token: u64,
         kind: String,
         args: String,
         info: String,
         done: Done,
     },
-    /// The attempt (job id, attempt number) must stop.
-    Cancel(i64, i32),
+    /// The run with this token must stop.
+    Cancel(u64),
 }
 
 /// The answer of one job: `("ok", output JSON)`, `("err", {"code", "message", "data",
@@ -66,7 +69,9 @@ impl DynTask for PythonTask {
     ) -> BoxFuture<'static, Result<Jsonb, TaskError>> {
         Box::pin(async move {
             let (tx, mut rx) = oneshot::channel();
+            let token = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
             let message = Message::Run {
+                token,
                 kind: self.kind.clone(),
                 args: args.0,
                 info: job_info(&ctx),
@@ -83,7 +88,7 @@ impl DynTask for PythonTask {
             // the worker drops this future on a timeout or a forced stop: Python hears of it
             let mut guard = StopOnDrop {
                 queue: self.queue.clone(),
-                attempt: Some((ctx.id, ctx.attempt)),
+                token: Some(token),
             };
             let outcome = tokio::select! {
                 outcome = &mut rx => outcome,
@@ -92,7 +97,7 @@ impl DynTask for PythonTask {
                     rx.await
                 }
             };
-            guard.attempt = None;
+            guard.token = None;
             match outcome {
                 Ok((status, payload)) => answer(&status, payload),
                 Err(_) => Err(TaskError::new(
@@ -108,18 +113,21 @@ impl DynTask for PythonTask {
 /// the worker on a timeout or a forced stop), or when asked.
 struct StopOnDrop {
     queue: mpsc::Sender<Message>,
-    /// The attempt still running in Python; `None` once it answered or was told.
-    attempt: Option<(i64, i32)>,
+    /// The run still going in Python; `None` once it answered or was told.
+    token: Option<u64>,
 }
 
 impl StopOnDrop {
     fn stop(&mut self) {
-        if let Some((id, attempt)) = self.attempt.take() {
+        if let Some(token) = self.token.take() {
             // a stopped dispatcher has nothing left to stop
-            let _ = self.queue.send(Message::Cancel(id, attempt));
+            let _ = self.queue.send(Message::Cancel(token));
         }
     }
 }
+
+/// Numbers the runs handed to Python.
+static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
 
 impl Drop for StopOnDrop {
     fn drop(&mut self) {
@@ -224,11 +232,20 @@ impl Worker {
     #[new]
     fn new(py: Python<'_>, client: &Client, settings: &str) -> PyResult<Self> {
         let settings: Settings = parse("worker settings", settings)?;
-        // command tasks of the config file run under a supervisor: this interpreter, as
-        // `python -I -m remuda __remuda-supervise …` (isolated: the task's PYTHONPATH and
-        // working directory cannot shadow the package)
+        // command tasks of the config file run under a supervisor: this interpreter, isolated
+        // (the task's PYTHONPATH and working directory cannot shadow the package), importing
+        // remuda from where this process found it, as `… __remuda-supervise …`
         let python: PathBuf = py.import("sys")?.getattr("executable")?.extract()?;
-        remuda_cli::supervise::set_program(python, vec!["-I".into(), "-m".into(), "remuda".into()]);
+        let package: PathBuf = py.import("remuda")?.getattr("__file__")?.extract()?;
+        let root = package
+            .parent()
+            .and_then(|p| p.parent())
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let code = format!(
+            "import sys; sys.path.insert(0, {root:?}); from remuda.__main__ import main; main()"
+        );
+        remuda_cli::supervise::set_program(python, vec!["-I".into(), "-c".into(), code]);
         let path = settings
             .config_path
             .clone()
@@ -323,6 +340,13 @@ impl Worker {
             remuda::worker::shutdown_signal().await;
         };
         let report = block_on(py, worker.run_with(shutdown, force))?;
+        // the signal that stopped the worker also reached Python's handler (tokio chains to
+        // it): run it here and drop its KeyboardInterrupt, so the report is returned
+        if let Err(e) = py.check_signals() {
+            if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                return Err(e);
+            }
+        }
         text(&serde_json::json!({
             "worker_id": report.worker_id,
             "completed": report.completed,
@@ -339,7 +363,7 @@ impl Worker {
     }
 
     /// Up to `max` messages, waiting at most `timeout` seconds for the first (with the GIL
-    /// released): `("run", kind, args, info, done)` or `("cancel", id, attempt)`. `None` once the
+    /// released): `("run", token, kind, args, info, done)` or `("cancel", token)`. `None` once the
     /// worker has stopped and every message was taken.
     fn take(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<Option<Vec<PyObject>>> {
         let wait = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::ZERO);
@@ -367,18 +391,18 @@ impl Worker {
             .into_iter()
             .map(|m| match m {
                 Message::Run {
+                    token,
                     kind,
                     args,
                     info,
                     done,
-                } => Ok(("run", kind, args, info, Py::new(py, done)?)
+                } => Ok(("run", token, kind, args, info, Py::new(py, done)?)
                     .into_pyobject(py)?
                     .into_any()
                     .unbind()),
-                Message::Cancel(id, attempt) => Ok(("cancel", id, attempt)
-                    .into_pyobject(py)?
-                    .into_any()
-                    .unbind()),
+                Message::Cancel(token) => {
+                    Ok(("cancel", token).into_pyobject(py)?.into_any().unbind())
+                }
             })
             .collect::<PyResult<Vec<_>>>()
             .map(Some)

@@ -216,6 +216,7 @@ async fn bad_input_is_refused_saying_what_and_nothing_is_written() {
         ("remuda.enqueue('k', requires => ARRAY[E'\\t'])", "required capability is empty"),
         ("remuda.enqueue('k', notify => '{\"webhook\": \"http://:80\"}')", "not an http:// or https://"),
         ("remuda.enqueue('k', notify => '{\"webhook\": \"http://x:99999/\"}')", "not an http:// or https://"),
+        ("remuda.enqueue('k', notify => '{\"webhook\": \"http://x:123456789012/\"}')", "not an http:// or https://"),
         ("remuda.enqueue('k', notify => '{\"email\": \"a@b.c\", \"on\": [\"Failed\"]}')", "unknown outcome"),
         ("remuda.enqueue('k', notify => '{}')", "needs a webhook URL or an email"),
         ("remuda.enqueue('k', notify => '{\"webhook\": \"ftp://x\"}')", "not an http:// or https://"),

@@ -50,6 +50,8 @@ DECLARE
     email text;
     names text[];
     outcomes text[];
+    authority text;
+    port text;
 BEGIN
     IF jsonb_typeof(target) <> 'object' THEN
         RAISE EXCEPTION 'job %: notify must be a JSON object', job
@@ -71,9 +73,13 @@ BEGIN
         RAISE EXCEPTION 'job %: notify: a notification target needs a webhook URL or an email address (or both)', job
             USING ERRCODE = 'invalid_parameter_value', HINT = hint;
     END IF;
-    IF webhook IS NOT NULL AND (octet_length(webhook) > 2048
-       OR webhook !~* '^https?://([^/?#@:[:space:]]*(:[^/?#@[:space:]]*)?@)?[^/?#:@[:space:]]+(:[0-9]{1,5})?([/?#][^[:space:]]*)?$'
-       OR COALESCE(substring(webhook FROM '^[^:]+://(?:[^/?#@]*@)?[^/?#:]+:([0-9]+)')::integer, 0) > 65535) THEN
+    -- the authority (without user info) must be a host or a bracketed IPv6 address, with an
+    -- optional port of at most 65535, as the client's URL parser takes it
+    authority := regexp_replace(substring(webhook FROM '^[hH][tT][tT][pP][sS]?://([^/?#]*)'), '^.*@', '');
+    port := substring(authority FROM ':([0-9]*)$');
+    IF webhook IS NOT NULL AND (octet_length(webhook) > 2048 OR authority IS NULL
+       OR authority !~ '^(\[[0-9A-Fa-f:.]+\]|[^:\[\]@[:space:]]+)(:[0-9]*)?$'
+       OR (port <> '' AND CASE WHEN length(port) > 5 THEN true ELSE port::integer > 65535 END)) THEN
         RAISE EXCEPTION 'job %: notify: webhook URL % is not an http:// or https:// URL with a host', job, quote_literal(webhook)
             USING ERRCODE = 'invalid_parameter_value',
                   HINT = 'give an http:// or https:// URL such as https://hooks.example.com/remuda';
@@ -91,7 +97,9 @@ BEGIN
             RAISE EXCEPTION 'job %: notify "on" must be a list of outcome names', job
                 USING ERRCODE = 'invalid_parameter_value', HINT = hint;
         END IF;
-        names := ARRAY(SELECT btrim(e) FROM jsonb_array_elements_text(target -> 'on') e);
+        -- as the client reads a list: joined and split on commas, each name trimmed
+        names := ARRAY(SELECT regexp_replace(n, '^[[:space:]]+|[[:space:]]+$', '', 'g')
+                       FROM jsonb_array_elements_text(target -> 'on') e, unnest(string_to_array(e, ',')) n);
         SELECT n INTO extra FROM unnest(names) n WHERE n <> 'final' AND n <> ALL (all_outcomes) LIMIT 1;
         IF extra IS NOT NULL THEN
             RAISE EXCEPTION 'job %: notify: unknown outcome %', job, quote_literal(extra)
@@ -249,7 +257,7 @@ BEGIN
         INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,
                                       target_worker, requires, notify, flags)
-        VALUES (CASE WHEN start > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
+        VALUES (CASE WHEN start > clock_timestamp() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
                 enqueue.queue, enqueue.kind, enqueue.priority, enqueue.max_attempts, COALESCE(start, now()),
                 enqueue.deadline, timeout_ms, enqueue.args, stored_key,
                 CASE WHEN is_unique THEN states::remuda.job_state[] END, scope, enqueue.concurrency_key,
