@@ -169,6 +169,10 @@ class Task(Generic[T]):
         spec.update(self.retry.to_json())
         return spec
 
+    def defaults(self) -> dict[str, Any]:
+        """What its jobs and workflow nodes get unless told otherwise."""
+        return {"queue": self.queue, "priority": self.priority, "max_attempts": self.retry.max_attempts, "timeout": self.timeout}
+
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], partial: bool = False) -> dict[str, Any]:
         """Positional and keyword arguments as the job's args (by name; ``**kwargs`` spread
         out). A send must give every required argument (``partial``: a workflow node may
@@ -189,7 +193,7 @@ class Task(Generic[T]):
         """The job's args as JSON and the send options among the keywords."""
         params = self.signature.parameters
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in sending.OPTIONS and k not in params}
-        merged = {"queue": self.queue, "priority": self.priority, "max_attempts": self.retry.max_attempts, "timeout": self.timeout}
+        merged = self.defaults()
         merged.update(options)
         return encode(self.name, self.bind(args, kwargs)), sending.normalise(merged)
 
@@ -212,7 +216,7 @@ class Task(Generic[T]):
     def send_many(self, calls: Iterable[dict[str, Any]], **options: Any) -> int:
         """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
         jobs due now): how many were inserted."""
-        merged = {"queue": self.queue, "priority": self.priority, "max_attempts": self.retry.max_attempts, "timeout": self.timeout}
+        merged = self.defaults()
         merged.update(options)
         payloads = [encode(self.name, self.bind((), dict(c))) for c in calls]
         return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(sending.normalise(merged))))

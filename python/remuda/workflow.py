@@ -77,13 +77,7 @@ class TaskNode(WorkflowNode):
         map_over = kwargs.pop("map", None)
         params = task.signature.parameters
         # the task's own defaults, as its sends have them: a worker claims from its tasks' queues
-        fields: dict[str, Any] = {
-            "kind": task.name,
-            "queue": task.queue,
-            "priority": task.priority,
-            "max_attempts": task.retry.max_attempts,
-            "timeout": task.timeout,
-        }
+        fields: dict[str, Any] = {"kind": task.name, **task.defaults()}
         for key in _NODE_OPTIONS:
             if key in kwargs and key not in params:
                 fields[key] = kwargs.pop(key)
