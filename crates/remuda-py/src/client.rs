@@ -66,10 +66,16 @@ impl Client {
         args: Vec<String>,
         options: &str,
     ) -> PyResult<u64> {
-        let jobs = args
+        // the options are the same for every job: parsed once, the job cloned with its args
+        let template = parse::<SendOptions>("send options", options)?.job(kind, String::new())?;
+        let jobs: Vec<_> = args
             .into_iter()
-            .map(|a| parse::<SendOptions>("send options", options)?.job(kind, a))
-            .collect::<PyResult<Vec<_>>>()?;
+            .map(|a| {
+                let mut job = template.clone();
+                job.args = remuda::Jsonb(a);
+                job
+            })
+            .collect();
         block_on(py, self.inner.insert_bulk(&jobs))
     }
 
