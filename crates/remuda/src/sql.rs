@@ -2,6 +2,8 @@
 //! operation is written once and `tests/sql_statements.rs` can prepare them all against a
 //! migrated database. Each constant's doc is the first line of its file; the file says more.
 
+use crate::db::Pinned;
+
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
 /// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5 …
@@ -211,6 +213,27 @@ pub(crate) const NOTIFICATION_DEFAULTS_SET: &str =
 
 /// Delete up to $3 sent and dead notifications past their age …
 pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notification_prune.sql");
+
+/// The claim's planner settings: the locked rows are found again by place (a TID scan), never
+/// by a scan of the table (see claim.sql).
+pub const CLAIM_PLAN: &str = "SET LOCAL enable_seqscan = off";
+/// The lean completion's planner settings: one TID lookup per outcome, the only way left to
+/// the rows (see complete_ok.sql).
+pub const COMPLETE_OK_PLAN: &str = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; \
+     SET LOCAL enable_bitmapscan = off; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off";
+/// The claim, run under its planner settings.
+pub(crate) const CLAIM_PINNED: Pinned = Pinned {
+    text: CLAIM,
+    plan: CLAIM_PLAN,
+};
+/// The lean completion, run under its planner settings.
+pub(crate) const COMPLETE_OK_PINNED: Pinned = Pinned {
+    text: COMPLETE_OK,
+    plan: COMPLETE_OK_PLAN,
+};
+/// The statements run under planner settings of their own (see `db::Pinned`),
+/// by name, for the test of their plans.
+pub const PLANS: &[(&str, &str)] = &[("claim", CLAIM_PLAN), ("complete_ok", COMPLETE_OK_PLAN)];
 
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[

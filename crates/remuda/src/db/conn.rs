@@ -202,6 +202,108 @@ impl Conn {
     pub fn pooled(&self) -> bool {
         self.unnamed.is_some()
     }
+
+    /// Runs `sql` under planner settings of its own (`plan`, `SET LOCAL` statements: see
+    /// [`Pinned`]) and returns its rows.
+    pub(crate) async fn query_pinned(
+        &self,
+        sql: Pinned,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, Error> {
+        match &self.unnamed {
+            None => {
+                let statement = self.object.prepare_cached(sql.text).await?;
+                pinned(
+                    &self.object,
+                    sql.plan,
+                    self.object.query(&statement, params),
+                )
+                .await
+            }
+            Some(types) => {
+                let types = self.types_of(types, sql.text).await?;
+                let params = typed(params, &types);
+                pinned(
+                    &self.object,
+                    sql.plan,
+                    self.object.query_typed(sql.text, &params),
+                )
+                .await
+            }
+        }
+    }
+
+    /// Runs `sql` under planner settings of its own (see [`Conn::query_pinned`]); returns how
+    /// many rows it changed.
+    pub(crate) async fn execute_pinned(
+        &self,
+        sql: Pinned,
+        params: Params<'_>,
+    ) -> Result<u64, Error> {
+        match &self.unnamed {
+            None => {
+                let statement = self.object.prepare_cached(sql.text).await?;
+                pinned(
+                    &self.object,
+                    sql.plan,
+                    self.object.execute(&statement, params),
+                )
+                .await
+            }
+            Some(types) => {
+                let types = self.types_of(types, sql.text).await?;
+                let run = async {
+                    affected(
+                        self.object
+                            .query_typed_raw(sql.text, typed(params, &types))
+                            .await?,
+                    )
+                    .await
+                };
+                pinned(&self.object, sql.plan, run).await
+            }
+        }
+    }
+}
+
+/// A hot statement and the planner settings it is always planned under (`plan`: `SET LOCAL`
+/// statements), so that its plan does not depend on the job table's statistics or size. A
+/// connection plans a statement once and keeps the plan (a generic plan, see
+/// [`super::SESSION_OPTIONS`]) until the table is analysed again: planned while the table was
+/// empty or small, as when a worker starts before the jobs come, the claim and the completions
+/// became sequential scans of the whole table, repeated for every batch as the table grew (a
+/// 100 000-job drain by a worker started first: 10 300 jobs/s instead of 27 600). The settings
+/// leave each statement one way to its rows (see the statement's file).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pinned {
+    /// The statement.
+    pub(crate) text: &'static str,
+    /// `SET LOCAL` statements for the transaction it runs in.
+    pub(crate) plan: &'static str,
+}
+
+/// Runs `statement` in a transaction of its own that first takes the planner settings `plan`
+/// (and, behind a pooler, remuda's session settings: see [`planned`]): BEGIN with the
+/// settings, the statement and COMMIT are sent together, pipelined, one round trip. Each is
+/// sent when first polled, so all three reach the server even if the caller stops waiting.
+async fn pinned<C: GenericClient, T>(
+    client: &C,
+    plan: &str,
+    statement: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    let begin = match plan {
+        "" => format!("BEGIN; {}", super::LOCAL_SETTINGS),
+        plan => format!("BEGIN; {}; {plan}", super::LOCAL_SETTINGS),
+    };
+    let (begun, done, committed) = tokio::join!(
+        client.batch_execute(&begin),
+        statement,
+        client.batch_execute("COMMIT")
+    );
+    begun?;
+    let done = done?;
+    committed?;
+    Ok(done)
 }
 
 impl std::fmt::Debug for Conn {
@@ -426,16 +528,7 @@ async fn planned<C: GenericClient, T>(
     if !own_transaction {
         return statement.await;
     }
-    let begin = format!("BEGIN; {}", super::LOCAL_SETTINGS);
-    let (begun, done, committed) = tokio::join!(
-        client.batch_execute(&begin),
-        statement,
-        client.batch_execute("COMMIT")
-    );
-    begun?;
-    let done = done?;
-    committed?;
-    Ok(done)
+    pinned(client, "", statement).await
 }
 
 fn typed<'a>(params: Params<'a>, types: &[Type]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {

@@ -10,6 +10,7 @@ pub mod setup;
 mod tid;
 pub mod tls;
 
+pub(crate) use conn::Pinned;
 pub use conn::{Conn, Params, Pooler, Prepared, Sql, Tx};
 pub use jsonb::Jsonb;
 pub(crate) use tid::Tid;

@@ -12,6 +12,10 @@
 -- instead (2 000 jobs/s at 100 000 jobs on a 2 000 000-row backlog).
 -- Joined to a CTE instead, the planner chose a hash join over a sequential scan of the whole
 -- table once the table had statistics: a full scan per claim.
+-- Run under sql::CLAIM_PLAN (no sequential scan): the TID scan is then the only way to the
+-- locked rows. Planned on an empty or small table without it (a worker started before its
+-- jobs came), the update was a sequential scan of the table filtered by the array, kept for
+-- every claim as the table grew.
 -- The claim returns the place of the version it wrote (`ctid`): the completer's hint.
 -- started_at is the claim's token: with the attempt it guards every later write about this run
 -- (the attempt alone repeats after a snooze or a release gives it back).

@@ -122,8 +122,8 @@ pub(crate) async fn claim(
     let conn = shared.db.conn().await?;
     let id: &str = &shared.worker_id;
     let rows = conn
-        .query(
-            sql::CLAIM,
+        .query_pinned(
+            sql::CLAIM_PINNED,
             &common(shared, &id, &queue, &kinds, &defaults, &limit),
         )
         .await?;

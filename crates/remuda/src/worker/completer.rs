@@ -1,6 +1,7 @@
 //! The batching completer: executors hand it each attempt's outcome and it writes them many
 //! at a time. Successes of plain jobs, the bulk of the work, take the lean lane:
-//! `complete_ok.sql`, an autocommit statement that finds each row where its claim left it.
+//! `complete_ok.sql`, one statement that finds each row where its claim left it (sent with its
+//! planner settings, BEGIN and COMMIT in one round trip: see `db::Pinned`).
 //! Every other end takes the general lane, in a task of its own: each batch in one
 //! transaction, `complete_jobs.sql` handing the rows it wrote to the finalization seam
 //! (`remuda.transitioned`, see migration 8) and `release_jobs.sql` for releases; so a seam
@@ -312,7 +313,7 @@ impl Written {
 struct Doubt {
     /// A transaction of the general lane whose commit answer was lost.
     transaction: Option<InDoubt>,
-    /// A lean write (plain successes, autocommit) whose answer was lost: some of its rows
+    /// A lean write (plain successes, no transaction id kept) whose answer was lost: some of its rows
     /// may be written.
     lean: bool,
 }
@@ -370,7 +371,7 @@ async fn settle(
 }
 
 /// Writes one batch and counts what the database accepted. A batch of plain successes only
-/// (the lean lane) is written by autocommit statements, the fewest the server can run; any
+/// (the lean lane) is written by single statements, the fewest the server can run; any
 /// other batch in one transaction, through the finalization seam. When an earlier try's
 /// answer was lost (`doubt`), what it wrote is found first and counted once.
 async fn write(
@@ -410,7 +411,7 @@ async fn write(
     }
 }
 
-/// Writes plain successes without a transaction of their own: `complete_ok.sql`, then its
+/// Writes plain successes without keeping a transaction id: `complete_ok.sql`, then its
 /// misses by id. After a try whose answer was lost (`unsure`), the rows it completed are
 /// counted first (`completed_in_run.sql`); the guards reject them when they are written again.
 async fn write_lean(
@@ -502,15 +503,15 @@ async fn write_in(
 /// Plain successes through `complete_ok.sql` (found by their place); the ones it missed
 /// (moved or flagged since their claim) by id through `complete_jobs.sql`.
 async fn write_ok(
-    client: &impl Sql,
+    conn: &crate::db::Conn,
     worker_id: &str,
     columns: &Columns<'_>,
     written: &mut Written,
 ) -> Result<()> {
     let ok = &columns.ok;
-    let hit = client
-        .execute(
-            sql::COMPLETE_OK,
+    let hit = conn
+        .execute_pinned(
+            sql::COMPLETE_OK_PINNED,
             &[
                 &ok.tids,
                 &ok.ids,
@@ -527,7 +528,7 @@ async fn write_ok(
         // cannot write them twice
         let mut all = super::outcome::WriteColumns::default();
         all.push_completed(ok);
-        write_general(client, worker_id, &all, written).await?;
+        write_general(conn, worker_id, &all, written).await?;
     }
     Ok(())
 }
