@@ -214,8 +214,10 @@ pub(crate) const NOTIFICATION_DEFAULTS_SET: &str =
 /// Delete up to $3 sent and dead notifications past their age …
 pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notification_prune.sql");
 
-/// The claim's planner settings: the locked rows are found again by place (a TID scan), never
-/// by a scan of the table (see claim.sql).
+/// The claims' planner settings (claim.sql, and claim_capped.sql or claim_limited.sql in their
+/// transaction): the locked rows are found again by place (a TID scan) and the running and
+/// waiting jobs counted through their indexes, never by a scan of the table, whatever the
+/// table held when the connection planned them (see claim.sql).
 pub const CLAIM_PLAN: &str = "SET LOCAL enable_seqscan = off";
 /// The lean completion's planner settings: one TID lookup per outcome, the only way left to
 /// the rows (see complete_ok.sql).
@@ -233,7 +235,12 @@ pub(crate) const COMPLETE_OK_PINNED: Pinned = Pinned {
 };
 /// The statements run under planner settings of their own (see `db::Pinned`),
 /// by name, for the test of their plans.
-pub const PLANS: &[(&str, &str)] = &[("claim", CLAIM_PLAN), ("complete_ok", COMPLETE_OK_PLAN)];
+pub const PLANS: &[(&str, &str)] = &[
+    ("claim", CLAIM_PLAN),
+    ("claim_capped", CLAIM_PLAN),
+    ("claim_limited", CLAIM_PLAN),
+    ("complete_ok", COMPLETE_OK_PLAN),
+];
 
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[

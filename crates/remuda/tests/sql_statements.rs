@@ -182,6 +182,77 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     }
 }
 
+/// The statements run under planner settings of their own (`remuda::sql::PLANS`) plan no scan
+/// of the job table however empty it was when they were planned, with and without its
+/// statistics: a connection keeps its plan, and a worker started before its jobs came used
+/// to scan the whole table in every claim and completion as it grew. The lean completion is
+/// one TID lookup per outcome, with no search of the batch's arrays on each row (a
+/// `ctid = ANY($1)` beside the lookup, kept as a filter, once halved the drain).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    let claim_types = "text, text[], int[], bigint, text, text, text[]";
+    let claim_args = "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'";
+    let cases = [
+        ("claim", claim_types.to_string(), claim_args.to_string()),
+        (
+            "claim_capped",
+            claim_types.to_string(),
+            claim_args.to_string(),
+        ),
+        (
+            "claim_limited",
+            format!("{claim_types}, text, bool"),
+            format!("{claim_args}, NULL, false"),
+        ),
+        (
+            "complete_ok",
+            "tid[], bigint[], int[], timestamptz[], jsonb[], text".to_string(),
+            "'{}', '{}', '{}', '{}', '{}', 'w'".to_string(),
+        ),
+    ];
+    let states = [
+        ("never analysed, empty", "SELECT 1"),
+        ("analysed empty", "ANALYZE remuda.jobs"),
+        (
+            "analysed with five jobs",
+            "INSERT INTO remuda.jobs (kind) SELECT 'noop' FROM generate_series(1, 5); ANALYZE remuda.jobs",
+        ),
+    ];
+    for (i, (state, setup)) in states.iter().enumerate() {
+        conn.batch_execute(setup).await.expect("table state");
+        for (name, types, args) in &cases {
+            let plan_settings = remuda::sql::PLANS
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("{name} has no planner settings"))
+                .1;
+            let text = remuda::sql::ALL
+                .iter()
+                .find(|(n, _)| n == name)
+                .unwrap_or_else(|| panic!("no statement {name}"))
+                .1;
+            conn.batch_execute(&format!("BEGIN; {plan_settings}"))
+                .await
+                .expect("settings");
+            let plan = generic_plan(&conn, &format!("{name}_{i}"), types, text, args).await;
+            conn.batch_execute("COMMIT").await.expect("commit");
+            assert!(
+                !plan.contains("Seq Scan on jobs"),
+                "{name}, table {state}: a scan of the table:\n{plan}"
+            );
+            if *name == "complete_ok" {
+                assert!(
+                    plan.contains("TID Cond: (ctid = u.tid)") && !plan.contains("ANY ($1)"),
+                    "{name}, table {state}: not one TID lookup per outcome:\n{plan}"
+                );
+            }
+        }
+    }
+}
+
 /// A newer schema may add job states; this build's counts per queue keep working, and count
 /// the states it knows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

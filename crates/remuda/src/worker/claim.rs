@@ -31,7 +31,8 @@ pub(crate) async fn release_orphans(shared: &Shared) -> Result<i64> {
     Ok(row.try_get("released")?)
 }
 
-/// A claim under the queue's limits (`claim_lock.sql` then, in one transaction,
+/// A claim under the queue's limits (`claim_lock.sql` then, in one transaction under the
+/// claims' planner settings,
 /// `claim_capped.sql`, or `claim_limited.sql` when `keyed`: the queue has a key limit or a
 /// rate per kind or key; `keyed` gives the cursor and whether to look for jobs without a key
 /// through the whole queue, see `claim_limited.sql`). Returns the jobs and the concurrency key served last in turn (the
@@ -46,7 +47,14 @@ pub(crate) async fn claim_limited(
 ) -> Result<(Vec<Claimed>, Option<String>)> {
     let mut conn = shared.db.conn().await?;
     let tx = conn.transaction().await?;
-    tx.query(sql::CLAIM_LOCK, &[&queue]).await?;
+    // the claims' planner settings for the transaction, pipelined with the lock (see sql::CLAIM_PLAN)
+    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
+    let (planned, locked) = tokio::join!(
+        tx.batch_execute(sql::CLAIM_PLAN),
+        tx.query(sql::CLAIM_LOCK, &lock_params)
+    );
+    planned?;
+    locked?;
     let id: &str = &shared.worker_id;
     let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
     let rows = match &keyed {
