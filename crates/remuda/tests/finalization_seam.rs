@@ -315,8 +315,9 @@ enum Cut {
     /// Before the next `COMMIT` reaches the server, whose session is kept open as a network
     /// partition would leave it (idle in its transaction, holding its locks).
     BeforeCommit,
-    /// After the next lean write of successes (`complete_ok.sql`, an autocommit statement)
-    /// reached the server, before its answer comes back.
+    /// After letting the COMMIT of the next lean write of successes through
+    /// (`complete_ok.sql`, sent in a transaction of its own with its planner settings),
+    /// before its answer comes back: the write happened, the client cannot know it.
     AfterLeanWrite,
 }
 
@@ -350,10 +351,13 @@ impl CommitEater {
                     let mut client_read = client_read;
                     // the startup message has no type byte; every message after it has one
                     let mut typed = false;
-                    // the name of the lean statement on this connection, and whether it was
-                    // just bound (its Sync ends the request)
+                    // the names of the lean statement and of the general lane's first
+                    // statement (transaction_id.sql) on this connection, and which of them the
+                    // open transaction ran: only their COMMITs are cut (claims send one too)
                     let mut lean: Option<Vec<u8>> = None;
+                    let mut general: Option<Vec<u8>> = None;
                     let mut lean_bound = false;
+                    let mut general_bound = false;
                     loop {
                         let Some(message) = read_message(&mut client_read, typed).await else {
                             break;
@@ -368,19 +372,29 @@ impl CommitEater {
                             {
                                 lean = Some(name)
                             }
+                            Some(b'P')
+                                if String::from_utf8_lossy(body)
+                                    .contains("The id of the current transaction") =>
+                            {
+                                general = Some(name)
+                            }
                             Some(b'B') => {
                                 let statement = body.split(|b| *b == 0).nth(1).unwrap_or_default();
-                                lean_bound = lean.as_deref() == Some(statement);
+                                lean_bound |= lean.as_deref() == Some(statement);
+                                general_bound |= general.as_deref() == Some(statement);
                             }
                             _ => {}
                         }
-                        let trigger = match at {
-                            Cut::AfterLeanWrite => message.first() == Some(&b'S') && lean_bound,
-                            _ => {
-                                message.first() == Some(&b'Q')
-                                    && message.get(5..11) == Some(b"COMMIT".as_slice())
-                            }
-                        };
+                        let commit = message.first() == Some(&b'Q')
+                            && message.get(5..11) == Some(b"COMMIT".as_slice());
+                        let trigger = commit
+                            && match at {
+                                Cut::AfterLeanWrite => lean_bound,
+                                _ => general_bound,
+                            };
+                        if commit {
+                            (lean_bound, general_bound) = (false, false);
+                        }
                         let cut_here = trigger && armed.swap(false, Ordering::SeqCst);
                         if cut_here && at == Cut::BeforeCommit {
                             // the server never hears of it; its session stays open
@@ -520,8 +534,9 @@ async fn a_commit_that_never_arrived_is_ended_on_the_server_and_written_again() 
     complete_through_a_cut(Cut::BeforeCommit).await;
 }
 
-/// The answer of a lean write (plain successes, no transaction of its own) is lost: the
-/// completer finds the rows that write completed before writing again, and counts them once.
+/// The answer of a lean write's COMMIT (plain successes, no transaction id kept) is lost:
+/// the completer finds the rows that write completed before writing again, and counts them
+/// once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lean_write_whose_answer_was_lost_is_counted_once_not_as_stale() {
     complete_through_a_cut(Cut::AfterLeanWrite).await;

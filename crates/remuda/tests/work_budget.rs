@@ -27,11 +27,11 @@ const JOBS: i64 = 20_000;
 
 /// The budgets, per job, for every state of the statistics, and the figures that set them
 /// (20 000 jobs, debug build, the states never analysed / analysed with the backlog / analysed
-/// empty with the worker first):
+/// empty with the worker first; statements without BEGIN, SET and COMMIT):
 ///
 /// | measure                 | this build            | budget | what it catches                         |
 /// |-------------------------|-----------------------|--------|-----------------------------------------|
-/// | statements              | 0.022–0.048           | 0.1    | a statement per job (1.0)               |
+/// | statements              | 0.0058–0.0065         | 0.02   | a statement per job (1.0), smaller batches |
 /// | rows                    | 2.00                  | 2.5    | a row per job more                      |
 /// | shared buffers          | 17.8–17.9             | 19     | an index entry per job more (~2)        |
 /// | rows read by plan nodes | 11.04–11.05           | 13     | plans made on the empty table: 38       |
@@ -46,7 +46,7 @@ struct Budget {
 }
 
 const BUDGET: Budget = Budget {
-    statements: 0.1,
+    statements: 0.02,
     rows: 2.5,
     buffers: 19.0,
     examined: 13.0,
@@ -86,6 +86,9 @@ struct Work {
     /// Plan nodes run more than once per statement with an array parameter in a condition:
     /// the statement's text and the condition.
     array_searches: Vec<String>,
+    /// Plans logged of claims and of lean completions: none would mean nothing was measured.
+    claims: usize,
+    lean_writes: usize,
 }
 
 /// Statements of the test itself carry this comment and are not counted.
@@ -95,10 +98,12 @@ const OWN: &str = "/* work budget test */";
 async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() {
     let options = ClusterOptions {
         extra_settings: "shared_preload_libraries = 'pg_stat_statements, auto_explain'\n\
-             pg_stat_statements.track = top\ntrack_io_timing = off\nautovacuum = off\n\
+             pg_stat_statements.track = top\npg_stat_statements.track_utility = off\n\
+             track_io_timing = off\nautovacuum = off\n\
              auto_explain.log_analyze = on\nauto_explain.log_timing = off\n\
              auto_explain.log_format = json\nlogging_collector = on\n\
-             log_destination = 'jsonlog'\nlog_directory = 'log'\n"
+             log_destination = 'jsonlog'\nlog_directory = 'log'\n\
+             log_rotation_size = 0\nlog_rotation_age = 0\n"
             .into(),
         ..ClusterOptions::default()
     };
@@ -137,6 +142,11 @@ async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() 
             work.examined,
             BUDGET.examined,
         ));
+        if work.statements == 0.0 || work.claims == 0 || work.lean_writes == 0 {
+            failures.push(format!(
+                "{statistics:?}: nothing measured (statements, claims and lean writes seen: {work:?})"
+            ));
+        }
         failures.extend(work.array_searches.iter().map(|s| {
             format!("{statistics:?}: a batch array searched once per row (the statement's work grows with the square of its batch): {s}")
         }));
@@ -159,6 +169,7 @@ async fn drain(
     let url = cluster
         .conninfo()
         .replace("dbname='remuda'", &format!("dbname='{dbname}'"));
+    assert!(url.contains(dbname), "no database name to replace in {url}");
     let pool = remuda::Database::new(&url, 2).expect("pool");
     remuda::migrate::run(&pool).await.expect("migrate");
     let setup = Client::connect(&url).await.expect("client");
@@ -219,8 +230,10 @@ async fn drain(
         statements: counted.0 / JOBS as f64,
         rows: counted.1 / JOBS as f64,
         buffers: counted.2 / JOBS as f64,
-        examined: plans.0 / JOBS as f64,
-        array_searches: plans.1,
+        examined: plans.examined / JOBS as f64,
+        array_searches: plans.searches,
+        claims: plans.claims,
+        lean_writes: plans.lean_writes,
     }
 }
 
@@ -255,15 +268,22 @@ async fn counted(admin: &remuda::db::Conn, dbname: &str) -> (f64, f64, f64) {
     (row.get(0), row.get(1), row.get(2))
 }
 
-/// The plans `auto_explain` logged in `dbname`: the rows their nodes read in all, and the
-/// nodes that search an array parameter once per row. A marker statement, logged last, says
-/// when the collector has written everything before it.
-async fn plans(
-    admin: &remuda::db::Conn,
-    conn: &remuda::db::Conn,
-    dbname: &str,
-) -> (f64, Vec<String>) {
-    // a new session of the database: its plans are logged
+/// What the plans `auto_explain` logged in one database show.
+#[derive(Default)]
+struct Plans {
+    /// Rows their nodes read, in all.
+    examined: f64,
+    /// Nodes that search an array parameter once per row.
+    searches: Vec<String>,
+    /// Plans of claims, and of lean completions.
+    claims: usize,
+    lean_writes: usize,
+}
+
+/// The plans `auto_explain` logged in `dbname` (see [`Plans`]). A marker statement, logged
+/// last, says when the collector has written everything before it.
+async fn plans(admin: &remuda::db::Conn, conn: &remuda::db::Conn, dbname: &str) -> Plans {
+    // a session of the database opened before its plans were logged, told to log them
     let marker = format!("work budget marker {dbname}");
     conn.batch_execute(&format!(
         "SET auto_explain.log_min_duration = 0; SELECT '{marker}'"
@@ -279,15 +299,17 @@ async fn plans(
             )
             .await
             .expect("read the server log");
-        let log: String = row.get(0);
+        let log: String = row
+            .try_get::<_, Option<String>>(0)
+            .expect("the log's text")
+            .unwrap_or_default();
         if log.contains(&marker) {
             break log;
         }
         assert!(Instant::now() < deadline, "the plans were never logged");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
-    let mut examined = 0.0;
-    let mut searches = Vec::new();
+    let mut found = Plans::default();
     for line in log.lines() {
         let Ok(record) = serde_json::from_str::<Value>(line) else {
             continue;
@@ -306,6 +328,9 @@ async fn plans(
         if text.contains("work budget") {
             continue;
         }
+        found.claims += usize::from(text.contains("-- Claim up to"));
+        found.lean_writes += usize::from(text.contains("-- Write many successful outcomes"));
+        let (examined, searches) = (&mut found.examined, &mut found.searches);
         walk(&plan["Plan"], &mut |node| {
             let loops = node["Actual Loops"].as_f64().unwrap_or(0.0);
             let read: f64 = [
@@ -317,7 +342,7 @@ async fn plans(
             .iter()
             .map(|k| node[*k].as_f64().unwrap_or(0.0))
             .sum();
-            examined += loops * read;
+            *examined += loops * read;
             if loops > 1.0 {
                 for key in [
                     "Filter",
@@ -337,7 +362,7 @@ async fn plans(
             }
         });
     }
-    (examined, searches)
+    found
 }
 
 /// Calls `visit` on `node` and every node below it.

@@ -215,6 +215,7 @@ impl Conn {
                 let statement = self.object.prepare_cached(sql.text).await?;
                 pinned(
                     &self.object,
+                    false,
                     sql.plan,
                     self.object.query(&statement, params),
                 )
@@ -225,6 +226,7 @@ impl Conn {
                 let params = typed(params, &types);
                 pinned(
                     &self.object,
+                    true,
                     sql.plan,
                     self.object.query_typed(sql.text, &params),
                 )
@@ -245,6 +247,7 @@ impl Conn {
                 let statement = self.object.prepare_cached(sql.text).await?;
                 pinned(
                     &self.object,
+                    false,
                     sql.plan,
                     self.object.execute(&statement, params),
                 )
@@ -260,7 +263,7 @@ impl Conn {
                     )
                     .await
                 };
-                pinned(&self.object, sql.plan, run).await
+                pinned(&self.object, true, sql.plan, run).await
             }
         }
     }
@@ -282,20 +285,34 @@ pub(crate) struct Pinned {
     pub(crate) plan: &'static str,
 }
 
-/// Runs `statement` in a transaction of its own that first takes the planner settings `plan`
-/// (and, behind a pooler, remuda's session settings: see [`planned`]): BEGIN with the
-/// settings, the statement and COMMIT are sent together, pipelined, one round trip. Each is
-/// sent when first polled, so all three reach the server even if the caller stops waiting.
+/// Runs a [`Pinned`] statement's `run` in a transaction of its own that first takes its
+/// planner settings, and behind a pooler remuda's session settings too (`pooled`: a pooled
+/// server connection has none of its own, see [`planned`]).
 async fn pinned<C: GenericClient, T>(
     client: &C,
+    pooled: bool,
     plan: &str,
+    run: impl Future<Output = Result<T, Error>>,
+) -> Result<T, Error> {
+    match pooled {
+        true => in_transaction(client, &format!("{}; {plan}", super::LOCAL_SETTINGS), run).await,
+        false => in_transaction(client, plan, run).await,
+    }
+}
+
+/// Runs `statement` in a transaction of its own whose first statements are `settings`
+/// (`SET LOCAL` statements): BEGIN with the settings, the statement and COMMIT are sent
+/// together, pipelined, one round trip. Each is sent when first polled, in this order
+/// (`biased`), so all three reach the server even if the caller stops waiting: the
+/// connection never goes back to the pool inside the transaction.
+async fn in_transaction<C: GenericClient, T>(
+    client: &C,
+    settings: &str,
     statement: impl Future<Output = Result<T, Error>>,
 ) -> Result<T, Error> {
-    let begin = match plan {
-        "" => format!("BEGIN; {}", super::LOCAL_SETTINGS),
-        plan => format!("BEGIN; {}; {plan}", super::LOCAL_SETTINGS),
-    };
+    let begin = format!("BEGIN; {settings}");
     let (begun, done, committed) = tokio::join!(
+        biased;
         client.batch_execute(&begin),
         statement,
         client.batch_execute("COMMIT")
@@ -528,7 +545,7 @@ async fn planned<C: GenericClient, T>(
     if !own_transaction {
         return statement.await;
     }
-    pinned(client, "", statement).await
+    in_transaction(client, super::LOCAL_SETTINGS, statement).await
 }
 
 fn typed<'a>(params: Params<'a>, types: &[Type]) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
