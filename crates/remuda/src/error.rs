@@ -35,6 +35,13 @@ pub enum Error {
         /// Version this build knows.
         expected: i32,
     },
+    /// The schema's functions are not this build's (a function file changed and `remuda
+    /// migrate` has not run since).
+    #[error("the remuda schema's functions are older than this build ({}): run `remuda migrate`", files.join(", "))]
+    FunctionsOutdated {
+        /// The function files (`workflow/wf_decide`) that differ.
+        files: Vec<String>,
+    },
     /// A query failed: the server's own words (severity, message, SQLSTATE, detail, hint,
     /// where) when it answered, the connection's otherwise.
     #[error("database error: {}", describe_db_error(.0))]
@@ -213,6 +220,7 @@ impl Error {
                 | Error::SchemaMissing
                 | Error::SchemaTooOld { .. }
                 | Error::SchemaTooNew { .. }
+                | Error::FunctionsOutdated { .. }
                 | Error::Pool(_)
                 | Error::Setup(_)
         ) || matches!(self, Error::Db(e) if e.is_closed() || e.code().is_none())

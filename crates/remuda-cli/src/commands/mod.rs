@@ -30,9 +30,12 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
             if flags.json {
                 print_json(&serde_json::json!({
                     "from": report.from, "to": report.to, "applied": report.applied,
-                    "resumed": report.resumed
+                    "resumed": report.resumed, "functions": report.functions
                 }));
             } else if report.applied.is_empty() && report.resumed.is_empty() {
+                if !report.functions.is_empty() {
+                    crate::out!("functions updated: {}", report.functions.join(", "));
+                }
                 crate::out!("schema is up to date (version {})", report.to);
             } else {
                 if !report.resumed.is_empty() {

@@ -54,17 +54,7 @@ CREATE INDEX jobs_scheduled_idx ON remuda.jobs (run_at) WHERE state = 'scheduled
 -- (3 of the 8 index insertions a job made; dropping it took the 100 000-job drain from 44 000 to 53 000 jobs/s).
 -- Operators' listings by state scan the table; retention will add its own partial index.
 
--- One notification per insert statement and queue (not per row): workers LISTEN on
--- `remuda_insert` and claim from the named queue. A transition table keeps it one call per
--- statement for COPY and multi-row inserts alike.
-CREATE FUNCTION remuda.notify_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('remuda_insert', q.queue)
-    FROM (SELECT DISTINCT n.queue FROM new_jobs n WHERE n.state = 'available') q;
-    RETURN NULL;
-END
-$$;
-
+-- (its function: schema/jobs/notify_insert.sql, applied before this migration)
 CREATE TRIGGER jobs_notify_insert
     AFTER INSERT ON remuda.jobs
     REFERENCING NEW TABLE AS new_jobs

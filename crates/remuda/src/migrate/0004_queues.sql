@@ -30,36 +30,6 @@ CREATE TABLE remuda.cluster (
 );
 INSERT INTO remuda.cluster DEFAULT VALUES;
 
--- Admission control rides on the insert trigger (one call per statement, COPY included): a
--- queue with max_depth is counted under a lock that serialises its enqueues, new rows
--- included, and the statement fails with SQLSTATE RQ001 when it would go over. Queues without
--- a row pay one primary-key probe of remuda.queues per statement.
-CREATE OR REPLACE FUNCTION remuda.notify_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE
-    q record;
-    depth bigint;
-BEGIN
-    FOR q IN
-        SELECT s.name, s.max_depth
-        FROM remuda.queues s
-        WHERE s.max_depth IS NOT NULL AND s.name IN (SELECT DISTINCT n.queue FROM new_jobs n)
-        ORDER BY s.name  -- one lock order for every statement: no deadlock between two
-    LOOP
-        PERFORM pg_advisory_xact_lock(hashtextextended('remuda.depth:' || q.name, 0));
-        SELECT count(*) INTO depth FROM remuda.jobs j
-        WHERE j.queue = q.name AND j.state IN ('available', 'scheduled');
-        IF depth > q.max_depth THEN
-            RAISE EXCEPTION 'queue % is full: % jobs would be waiting, over its max_depth of %', q.name, depth, q.max_depth
-                USING ERRCODE = 'RQ001',
-                      HINT = 'retry later, or raise the limit with: remuda queue set ' || q.name || ' --max-depth N';
-        END IF;
-    END LOOP;
-    PERFORM pg_notify('remuda_insert', d.queue)
-    FROM (SELECT DISTINCT n.queue FROM new_jobs n WHERE n.state = 'available') d;
-    RETURN NULL;
-END
-$$;
-
 -- Limits are enforced at claim time by claim_limited.sql, which counts the running jobs it
 -- claimed itself: those rows are flagged `counted` and found through this index. Jobs claimed
 -- by the plain claim (queues without limits) are not in it, so they pay nothing for it.

@@ -21,10 +21,3 @@ CREATE INDEX queue_minutes_minute_idx ON remuda.queue_minutes (minute);
 
 -- The audit log is pruned by age too (the retention's `audit`, 90 days).
 CREATE INDEX audit_at_idx ON remuda.audit (at);
-
--- Two histograms added bucket by bucket (the longer one's extra buckets kept).
-CREATE FUNCTION remuda.add_counts(a bigint[], b bigint[]) RETURNS bigint[]
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT coalesce(array_agg(coalesce(x, 0) + coalesce(y, 0) ORDER BY i), '{}')
-    FROM unnest(a, b) WITH ORDINALITY AS t(x, y, i)
-$$;

@@ -2,7 +2,7 @@
 //! migration is applied in its transaction, or outside one statement by statement, and a
 //! migration an earlier run left half-done is finished first.
 
-use super::{Migration, Mode};
+use super::{functions, Migration, Mode};
 use crate::{Database, Error, Result};
 use deadpool_postgres::Object;
 
@@ -21,6 +21,8 @@ pub struct Report {
     /// Names of the migrations an earlier run started and did not finish (it crashed or was
     /// stopped half-way), finished now.
     pub resumed: Vec<String>,
+    /// The function files (`workflow/wf_decide`) applied now: new, or changed since.
+    pub functions: Vec<String>,
 }
 
 /// The migration table, created on first use; `finished` marks a migration run outside a
@@ -95,6 +97,7 @@ impl Drop for Session {
 async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report> {
     let latest = migrations.last().map_or(0, |m| m.version);
     conn.batch_execute(BOOTSTRAP).await?;
+    conn.batch_execute(functions::BOOTSTRAP).await?;
     let rows = conn
         .query(
             "SELECT version, finished FROM remuda.schema_migrations ORDER BY version",
@@ -129,6 +132,7 @@ async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report>
         to: from,
         applied: Vec::new(),
         resumed: Vec::new(),
+        functions: Vec::new(),
     };
     for m in migrations
         .iter()
@@ -143,6 +147,11 @@ async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report>
         .iter()
         .filter(|m| m.version > from && !unfinished.contains(&m.version))
     {
+        // the functions this migration may use (its version's tables and types exist)
+        let version = m.version;
+        report
+            .functions
+            .extend(functions::apply(conn, |f| f.since < version).await?);
         match m.mode {
             Mode::Transaction => run_in_transaction(conn, m).await?,
             Mode::Outside => {
@@ -157,6 +166,9 @@ async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report>
         report.applied.push(label(m));
         report.to = m.version;
     }
+    report
+        .functions
+        .extend(functions::apply(conn, |_| true).await?);
     Ok(report)
 }
 

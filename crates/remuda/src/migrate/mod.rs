@@ -12,6 +12,7 @@
 //! the end of a line (no `$$` bodies: those belong in a transactional migration).
 
 mod apply;
+mod functions;
 
 use crate::{Database, Error, Result};
 pub use apply::Report;
@@ -138,10 +139,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0017_sql_enqueue.sql"),
     },
+    Migration {
+        version: 18,
+        name: "functions",
+        mode: Mode::Transaction,
+        sql: include_str!("0018_functions.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 17;
+pub const LATEST: i32 = 18;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.
@@ -200,9 +207,21 @@ pub async fn current_version(db: &Database) -> Result<i32> {
     Ok(conn.query_one(query, &[]).await?.try_get(0)?)
 }
 
-/// Fails unless the schema is exactly at [`LATEST`], saying what to do.
+/// Fails unless the schema is exactly at [`LATEST`] with this build's functions, saying what
+/// to do.
 pub async fn check(db: &Database) -> Result<()> {
-    match current_version(db).await? {
+    let version = current_version(db).await?;
+    if version == LATEST {
+        let conn = db.conn().await?;
+        let all: Vec<&functions::Function> = functions::FUNCTIONS.iter().collect();
+        let stale = functions::stale(&conn, &all).await?;
+        if !stale.is_empty() {
+            return Err(Error::FunctionsOutdated {
+                files: stale.iter().map(|f| f.name.to_string()).collect(),
+            });
+        }
+    }
+    match version {
         0 => Err(Error::SchemaMissing),
         v if v < LATEST => Err(Error::SchemaTooOld {
             found: v,
@@ -216,12 +235,13 @@ pub async fn check(db: &Database) -> Result<()> {
     }
 }
 
-/// A fingerprint of every migration's text, for naming test templates.
+/// A fingerprint of every migration's and function's text, for naming test templates.
 pub fn fingerprint() -> u64 {
     // FNV-1a: stable across builds and platforms, unlike std's hasher.
     let mut hash: u64 = 0xcbf29ce484222325;
-    for m in MIGRATIONS {
-        for byte in m.sql.bytes() {
+    let texts = MIGRATIONS.iter().map(|m| m.sql);
+    for text in texts.chain(functions::FUNCTIONS.iter().map(|f| f.sql)) {
+        for byte in text.bytes() {
             hash ^= u64::from(byte);
             hash = hash.wrapping_mul(0x100000001b3);
         }

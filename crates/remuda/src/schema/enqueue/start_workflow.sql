@@ -1,0 +1,36 @@
+-- Starts a run of a compiled workflow definition (what `remuda workflow compile SPEC` prints:
+-- the spec checked whole, nodes in order with their edges) with input args, and returns its
+-- id. With an idempotency key, a second start returns the first run; one with another
+-- definition is refused (SQLSTATE 23505). Usable in any transaction and from triggers, as
+-- remuda.enqueue is.
+CREATE OR REPLACE FUNCTION remuda.start_workflow(definition jsonb, args jsonb DEFAULT 'null', key text DEFAULT NULL)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    hint CONSTANT text := 'pass what `remuda workflow compile SPEC` prints for the spec file (TOML or JSON)';
+    started record;
+BEGIN
+    IF jsonb_typeof(definition) IS DISTINCT FROM 'object' OR jsonb_typeof(definition -> 'name') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION 'the workflow definition must be a JSON object with a name'
+            USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
+    IF jsonb_typeof(definition -> 'nodes') IS DISTINCT FROM 'array' OR jsonb_array_length(definition -> 'nodes') = 0
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(definition -> 'nodes') n
+                  WHERE jsonb_typeof(n -> 'id') IS DISTINCT FROM 'string'
+                     OR jsonb_typeof(n -> 'type') IS DISTINCT FROM 'string'
+                     OR jsonb_typeof(n -> 'deps') IS DISTINCT FROM 'array'
+                     OR jsonb_typeof(n -> 'dependents') IS DISTINCT FROM 'array') THEN
+        RAISE EXCEPTION 'workflow %: the definition is not compiled (its nodes must be a list, each with id, type, deps and dependents)',
+            definition ->> 'name' USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
+    IF key = '' THEN
+        RAISE EXCEPTION 'workflow %: the idempotency key is empty', definition ->> 'name'
+            USING ERRCODE = 'invalid_parameter_value', HINT = 'give a key, or NULL for none';
+    END IF;
+    started := remuda.workflow_start(definition, args, key);
+    IF started.drift THEN
+        RAISE EXCEPTION 'workflow %: run % was started with key % and another definition', definition ->> 'name', started.id, quote_literal(key)
+            USING ERRCODE = 'unique_violation', HINT = 'use a new key, or the definition that run was started with';
+    END IF;
+    RETURN started.id;
+END
+$$;

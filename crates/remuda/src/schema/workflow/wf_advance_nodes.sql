@@ -1,0 +1,50 @@
+-- Decide the pending nodes `candidates` of run `wf` and start those that run. Returns the
+-- nodes that ended at once (skipped, or done as they started).
+CREATE OR REPLACE FUNCTION remuda.wf_advance_nodes(wf remuda.workflows, candidates text[])
+RETURNS remuda.wf_done[] LANGUAGE plpgsql AS $$
+DECLARE
+    n remuda.workflow_nodes;
+    decision text;
+    ended remuda.wf_done[] := '{}';
+    tasks text[] := '{}';
+    nested boolean := false;
+BEGIN
+    FOR n IN SELECT * FROM remuda.workflow_nodes x
+             WHERE x.workflow_id = wf.id AND x.node = ANY(candidates) AND x.state = 'pending'
+             ORDER BY x.position
+    LOOP
+        -- a sub-workflow that ended as it started has advanced this run already: the rows
+        -- read before it may be stale
+        IF nested THEN
+            SELECT * INTO n FROM remuda.workflow_nodes x
+            WHERE x.workflow_id = wf.id AND x.node = n.node AND x.state = 'pending';
+            CONTINUE WHEN NOT FOUND;
+        END IF;
+        decision := remuda.wf_decide(n);
+        IF decision = 'wait' THEN
+            CONTINUE;
+        ELSIF decision LIKE 'skip:%' THEN
+            ended := ended || ROW(n.node, NULL, 'skipped', NULL, NULL, substr(decision, 6))::remuda.wf_done;
+        ELSIF n.type = 'task' THEN
+            tasks := tasks || n.node;
+        ELSE
+            BEGIN
+                ended := ended || remuda.wf_start_other(wf, n);
+            EXCEPTION WHEN SQLSTATE 'RQ001' THEN
+                ended := ended || remuda.wf_queue_full(ARRAY[n.node], SQLERRM);
+            END;
+            nested := nested OR n.type = 'workflow';
+        END IF;
+    END LOOP;
+    IF cardinality(tasks) > 0 THEN
+        -- a node whose queue is full fails (QUEUE_FULL, to retry with the run) rather than
+        -- the completion that started it, which would be refused for ever
+        BEGIN
+            PERFORM remuda.wf_start_tasks(wf, tasks);
+        EXCEPTION WHEN SQLSTATE 'RQ001' THEN
+            ended := ended || remuda.wf_queue_full(tasks, SQLERRM);
+        END;
+    END IF;
+    RETURN ended;
+END
+$$;

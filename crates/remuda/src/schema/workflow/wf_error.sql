@@ -1,0 +1,7 @@
+-- The error of a node's result: its own, or a map's first failed element's.
+CREATE OR REPLACE FUNCTION remuda.wf_error(result jsonb)
+RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN jsonb_typeof(result) = 'array'
+                THEN (SELECT e -> 'err' FROM jsonb_array_elements(result) e WHERE e ? 'err' LIMIT 1)
+                ELSE result -> 'err' END
+$$;

@@ -1,0 +1,27 @@
+-- Start the task nodes `nodes` of run `wf` (pending, decided to run): one job each, in one
+-- statement.
+CREATE OR REPLACE FUNCTION remuda.wf_start_tasks(wf remuda.workflows, nodes text[])
+RETURNS void LANGUAGE sql AS $$
+    WITH started AS (
+        UPDATE remuda.workflow_nodes n
+        SET state = 'running', attempt = n.attempt + 1, started_at = now(), finished_at = NULL,
+            result = NULL, reason = NULL,
+            job_id = nextval(pg_get_serial_sequence('remuda.jobs', 'id'))
+        WHERE n.workflow_id = wf.id AND n.node = ANY(nodes) AND n.state = 'pending'
+        RETURNING n.node, n.spec, n.job_id
+    )
+    INSERT INTO remuda.jobs (id, queue, kind, priority, max_attempts, timeout_ms, expires_at,
+                             args, flags, workflow_id, workflow)
+    SELECT s.job_id, COALESCE(s.spec ->> 'queue', 'default'), s.spec ->> 'kind',
+           COALESCE((s.spec ->> 'priority')::integer, 0), (s.spec ->> 'max_attempts')::integer,
+           (s.spec ->> 'timeout_ms')::bigint,
+           now() + (s.spec ->> 'deadline_ms')::bigint * interval '1 millisecond',
+           -- (the calls only for the nodes that take args or context: most take none)
+           CASE WHEN s.spec ? 'args_from' THEN remuda.wf_args(wf.id, wf.input, s.spec)
+                ELSE COALESCE(s.spec -> 'args', '{}'::jsonb) END,
+           2, wf.id,
+           jsonb_build_object('id', wf.id, 'node', s.node, 'context',
+               CASE WHEN s.spec ? 'context_from' THEN remuda.wf_context(wf.id, s.spec)
+                    ELSE '{}'::jsonb END)
+    FROM started s
+$$;

@@ -1,0 +1,52 @@
+-- The seam's hook: the node jobs that reached a final state advance their runs, each run
+-- locked in id order. A map element counts on its node, which ends with its last element.
+CREATE OR REPLACE FUNCTION remuda.workflow_advance(changed remuda.transition[])
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    w record;
+    ended remuda.wf_done[];
+BEGIN
+    FOR w IN
+        -- the rows by primary key from an id array (their new state is the row's own):
+        -- joined to the array, with the run's order wanted, the planner may walk every
+        -- node job of jobs_workflow_idx for each row (measured: 5 s for 2 000 rows)
+        SELECT x.workflow_id AS id, x.done
+        FROM (SELECT j.workflow_id,
+                     array_agg(ROW(j.workflow ->> 'node', (j.workflow ->> 'index')::integer,
+                                   remuda.wf_node_state(j.state),
+                                   remuda.wf_job_result(j.state, j.result, j.errors), j.id, NULL)::remuda.wf_done) AS done
+              FROM remuda.jobs j
+              WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
+                                     WHERE c.flags & 2 <> 0 AND remuda.is_final(c.new_state)))
+              GROUP BY j.workflow_id) x
+        WHERE x.workflow_id IS NOT NULL
+        ORDER BY x.workflow_id
+    LOOP
+        PERFORM 1 FROM remuda.workflows WHERE id = w.id AND state IN ('running', 'paused') FOR UPDATE;
+        CONTINUE WHEN NOT FOUND;
+        -- a task node ends with its current job: wf_settle passes over an end whose job is
+        -- not the node's
+        ended := ARRAY(SELECT d FROM unnest(w.done) d WHERE d.idx IS NULL);
+        -- map elements
+        WITH counted AS (
+            UPDATE remuda.workflow_nodes n
+            SET children_done = n.children_done + x.done, children_ok = n.children_ok + x.ok
+            FROM (SELECT d.node, count(*) AS done, count(*) FILTER (WHERE d.state = 'completed') AS ok
+                  FROM unnest(w.done) d WHERE d.idx IS NOT NULL GROUP BY d.node) x
+            WHERE n.workflow_id = w.id AND n.node = x.node AND n.state = 'running' AND n.type = 'map'
+            RETURNING n.node, n.children_done, n.children_ok, n.children_total
+        )
+        SELECT ended || COALESCE(array_agg(ROW(c.node, NULL,
+                   CASE WHEN c.children_ok >= c.children_total THEN 'completed' ELSE 'failed' END,
+                   NULL, NULL, NULL)::remuda.wf_done), '{}')
+        INTO ended
+        FROM counted c WHERE c.children_done >= c.children_total;
+        -- a map's result: its elements', read once they are all written
+        SELECT array_agg(CASE WHEN d.result IS NULL AND d.idx IS NULL AND d.job_id IS NULL
+                              THEN ROW(d.node, NULL, d.state, remuda.wf_map_result(w.id, d.node), NULL, NULL)::remuda.wf_done
+                              ELSE d END)
+        INTO ended FROM unnest(ended) d;
+        PERFORM remuda.wf_settle(w.id, COALESCE(ended, '{}'), '{}');
+    END LOOP;
+END
+$$;

@@ -1,0 +1,110 @@
+//! The schema's functions live in files applied on every migrate: each recorded by its hash,
+//! applied again only when its text changed, never replaced by an older remuda, and a
+//! client of this build refuses a database whose functions are not its own.
+
+use remuda::testing::TestDatabase;
+use remuda::{Database, Error};
+
+async fn one<T: for<'a> tokio_postgres::types::FromSql<'a>>(db: &Database, query: &str) -> T {
+    let conn = db.conn().await.expect("connection");
+    conn.query_one(query, &[]).await.expect(query).get(0)
+}
+
+async fn run(db: &Database, sql: &str) {
+    let conn = db.conn().await.expect("connection");
+    conn.batch_execute(sql).await.expect(sql);
+}
+
+/// `remuda.is_final` replaced by a wrong body, as a database of an older build would have it.
+const WRONG_IS_FINAL: &str = "
+    CREATE OR REPLACE FUNCTION remuda.is_final(state remuda.job_state)
+    RETURNS boolean LANGUAGE sql IMMUTABLE AS $$ SELECT false /* older */ $$;";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_function_file_is_applied_again_and_nothing_else_is() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let files: i64 = one(&db, "SELECT count(*) FROM remuda.schema_functions").await;
+    assert!(files >= 40, "every function file is recorded: {files}");
+    let again = remuda::migrate::run(&db).await.expect("migrate");
+    assert!(again.functions.is_empty(), "{again:?}");
+
+    run(&db, WRONG_IS_FINAL).await;
+    run(
+        &db,
+        "UPDATE remuda.schema_functions SET hash = 'older' WHERE name = 'jobs/is_final'",
+    )
+    .await;
+    match test.client().await {
+        Err(Error::FunctionsOutdated { files }) => assert_eq!(files, vec!["jobs/is_final"]),
+        other => panic!(
+            "a client of this build must refuse older functions: {:?}",
+            other.err()
+        ),
+    }
+    let report = remuda::migrate::run(&db).await.expect("migrate");
+    assert_eq!(report.functions, vec!["jobs/is_final"]);
+    assert!(one::<bool>(&db, "SELECT remuda.is_final('completed')").await);
+    test.client()
+        .await
+        .expect("the functions are this build's again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn functions_a_newer_remuda_applied_are_left_alone() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    run(&db, &WRONG_IS_FINAL.replace("older", "newer")).await;
+    run(
+        &db,
+        "UPDATE remuda.schema_functions SET hash = 'newer', remuda_version = '999.0.0'
+         WHERE name = 'jobs/is_final'",
+    )
+    .await;
+    let report = remuda::migrate::run(&db).await.expect("migrate");
+    assert!(report.functions.is_empty(), "{report:?}");
+    let body: String = one(
+        &db,
+        "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.is_final'::regproc",
+    )
+    .await;
+    assert!(body.contains("newer"), "{body}");
+    test.client()
+        .await
+        .expect("a newer remuda's functions do not stop this build");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    // as a database of the build before: no record of functions, version 17
+    run(
+        &db,
+        "DROP TABLE remuda.schema_functions;
+         DELETE FROM remuda.schema_migrations WHERE version = 18;",
+    )
+    .await;
+    let report = remuda::migrate::run(&db).await.expect("migrate");
+    assert_eq!(report.applied, vec!["0018_functions"]);
+    assert!(report.functions.len() >= 40, "{report:?}");
+    let hooks: Vec<String> = {
+        let conn = db.conn().await.expect("connection");
+        conn.query(
+            "SELECT name || ' ' || function::text FROM remuda.transition_hooks ORDER BY name",
+            &[],
+        )
+        .await
+        .expect("hooks")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+    };
+    assert_eq!(
+        hooks,
+        vec![
+            "notify remuda.notify_outbox(remuda.transition[])",
+            "workflow remuda.workflow_advance(remuda.transition[])"
+        ]
+    );
+}
