@@ -542,3 +542,124 @@ command = ["sh", "-c", "cat"]
         jobs.get::<_, i64>("rerun")
     );
 }
+
+/// A compiled node for the poison test: a task of kind `kind`, with `extra` fields.
+fn node(id: &str, deps: &[&str], dependents: &[&str], extra: Value) -> Value {
+    let mut n = serde_json::json!({
+        "id": id, "type": "task", "kind": "hang", "args": {}, "join": "all",
+        "deps": deps, "dependents": dependents,
+    });
+    if let (Some(n), Some(extra)) = (n.as_object_mut(), extra.as_object()) {
+        n.extend(extra.clone());
+    }
+    n
+}
+
+/// Runs whose next node cannot start (its queue is empty: a definition from before the
+/// checks at compile and at `remuda.start_workflow`) fail that node with NODE_START_FAILED,
+/// never the upstream's end, and hold back nothing else: the upstream dies with its worker
+/// (SIGKILL) in the same rescue as a plain job, which is still rescued within
+/// `rescue_after`; a poisoned sleep wakes in the same timer batch as a healthy run's sleep,
+/// which still completes its run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_cannot_start_fails_alone_and_stalls_no_rescue_or_timer() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = |name: &str, queue: &str| {
+        dir.write(
+            &format!("{name}.toml"),
+            &format!(
+                r#"
+[worker]
+name = "{name}"
+heartbeat_interval = "200ms"
+rescue_after = "1s"
+maintenance_interval = "200ms"
+promote_interval = "100ms"
+
+[tasks.hang]
+queue = "{queue}"
+command = ["sh", "-c", "cat >/dev/null; sleep 60"]
+"#
+            ),
+        )
+    };
+    let (victim_config, leader_config) = (config("victim", "default"), config("leader", "calm"));
+    let leader = WorkerProcess::start(&db, &leader_config);
+    let victim = WorkerProcess::start(&db, &victim_config);
+    let client = db.client().await.expect("client");
+    let conn = client.database().conn().await.expect("conn");
+    let start = |nodes: Value| {
+        let def = serde_json::json!({"name": "poison", "on_error": "fail", "nodes": nodes});
+        let conn = &conn;
+        async move {
+            // the unchecked entry point: a run stored before the checks existed
+            let row = conn
+                .query_one(
+                    "SELECT id FROM remuda.workflow_start($1, 'null', NULL)",
+                    &[&def],
+                )
+                .await
+                .expect("start");
+            row.get::<_, i64>(0).to_string()
+        }
+    };
+    let bad_queue = serde_json::json!({"queue": "", "allow_failed_deps": true});
+    let rescued_run = start(serde_json::json!([
+        node("a", &[], &["b"], serde_json::json!({"max_attempts": 1})),
+        node("b", &["a"], &[], bad_queue.clone()),
+    ]))
+    .await;
+    let sleep = |id: &str, dependents: &[&str]| {
+        serde_json::json!({"id": id, "type": "sleep", "sleep_ms": 1500, "deps": [],
+                           "dependents": dependents, "join": "all"})
+    };
+    let timed_run = start(serde_json::json!([
+        sleep("s", &["c"]),
+        node("c", &["s"], &[], bad_queue),
+    ]))
+    .await;
+    let healthy_run = start(serde_json::json!([sleep("t", &[])])).await;
+    let plain = enqueue(&db, &["hang", "--max-attempts", "3"]).await;
+    // the upstream and the plain job run on the victim, which then dies with both
+    wait_for_state(&db, plain, &["running"], Duration::from_secs(20)).await;
+    until("the upstream runs", Duration::from_secs(20), async || {
+        node_state(&db, &rescued_run, "a").await == "running"
+    })
+    .await;
+    victim.kill().await;
+    let job = wait_for_state(&db, plain, &["available"], Duration::from_secs(10)).await;
+    assert_eq!(job["errors"][0]["code"], "WORKER_LOST", "{job}");
+    let status = |id: String| {
+        let db = &db;
+        async move { json(&remuda(db, &["workflow", "status", &id, "--json"]).await) }
+    };
+    until(
+        "the poisoned runs end",
+        Duration::from_secs(20),
+        async || {
+            status(rescued_run.clone()).await["state"] == "failed"
+                && status(timed_run.clone()).await["state"] == "failed"
+        },
+    )
+    .await;
+    let rescued = status(rescued_run).await;
+    assert_eq!(rescued["nodes"]["a"]["state"], "failed", "{rescued}");
+    assert_eq!(
+        rescued["nodes"]["a"]["result"]["err"]["code"], "WORKER_LOST",
+        "{rescued}"
+    );
+    assert_eq!(
+        rescued["nodes"]["b"]["result"]["err"]["code"], "NODE_START_FAILED",
+        "{rescued}"
+    );
+    let timed = status(timed_run).await;
+    assert_eq!(timed["nodes"]["s"]["state"], "completed", "{timed}");
+    assert_eq!(
+        timed["nodes"]["c"]["result"]["err"]["code"], "NODE_START_FAILED",
+        "{timed}"
+    );
+    let healthy = status(healthy_run).await;
+    assert_eq!(healthy["state"], "completed", "{healthy}");
+    assert!(leader.stop().await.success());
+}

@@ -218,75 +218,82 @@ async fn every_transition_reaches_the_registered_hook_in_its_own_transaction() {
     );
 }
 
-/// A hook that fails takes the state change down with it: a cancel is refused and leaves the
-/// job as it was, and the completer keeps the job's outcome until the hook lets it through,
-/// without the rows the failing hook wrote before it failed, while plain jobs' successes
-/// (which the hook never sees) go on being written.
+/// A hook that fails for a reason of its data is set aside: the state change stands, the
+/// rows the hook wrote before it failed are rolled back with it, the failure is recorded in
+/// `remuda.failures`, and the other rows of the statement get the hook's work. A hook that
+/// fails for a conflict (a lock not available) takes the state change down with it, to be
+/// tried again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failing_hook_rolls_back_the_transition_and_its_own_rows() {
+async fn a_hook_failing_for_one_row_is_set_aside_and_holds_back_no_other() {
     let (_db, client) = setup().await;
     sql(
         &client,
         "CREATE TABLE attempts (id bigint);
-         CREATE TABLE refusing (active boolean);
-         INSERT INTO refusing VALUES (true);
+         CREATE TABLE refusing (id bigint, code text);
          CREATE FUNCTION refuse(changed remuda.transition[]) RETURNS void LANGUAGE plpgsql AS $$
+         DECLARE
+             code text;
          BEGIN
              INSERT INTO attempts SELECT c.id FROM unnest(changed) c;
-             IF (SELECT bool_or(active) FROM refusing) THEN
-                 RAISE EXCEPTION 'the hook refuses' USING ERRCODE = 'RH001';
+             SELECT r.code INTO code FROM refusing r JOIN unnest(changed) c ON c.id = r.id LIMIT 1;
+             IF code IS NOT NULL THEN
+                 RAISE EXCEPTION 'the hook refuses' USING ERRCODE = code;
              END IF;
          END $$;
          INSERT INTO remuda.transition_hooks (name, function)
          VALUES ('refuse', 'refuse(remuda.transition[])');",
     )
     .await;
-    let parked = client
-        .insert(
-            NewJob::new("script", &Step::Ok)
-                .expect("job")
-                .queue("parked"),
-        )
+    let parked = |n: i64| NewJob::new("script", &n).expect("job").queue("parked");
+    let ids = client
+        .insert_many(&[parked(1), parked(2), parked(3)])
         .await
         .expect("enqueue");
-    let refused = client.cancel(parked).await.expect_err("the hook refuses");
-    assert!(
-        refused.to_string().contains("the hook refuses"),
-        "{refused}"
-    );
-    let job = client.job(parked).await.expect("job").expect("exists");
-    assert_eq!(job.state, JobState::Available, "the cancel was rolled back");
-
-    let failing = client
-        .enqueue::<Script>(&Step::Fail)
-        .await
-        .expect("enqueue");
-    let running = start(worker(&client));
-    wait_until_state(&client, failing, JobState::Running).await;
-    // the completer tries and is refused, again and again: the job stays running
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    assert_eq!(state(&client, failing).await, JobState::Running);
-    // a plain job's success is not held back by the refused outcome
-    let plain = client.enqueue::<Script>(&Step::Ok).await.expect("enqueue");
-    wait_until_state(&client, plain, JobState::Completed).await;
-    assert_eq!(
-        state(&client, failing).await,
-        JobState::Running,
-        "still refused"
-    );
-    sql(&client, "UPDATE refusing SET active = false").await;
-    wait_until_state(&client, failing, JobState::Failed).await;
-    running.shutdown().await;
+    let in_parked = remuda::JobFilter {
+        queue: Some("parked".into()),
+        ..Default::default()
+    };
+    let cancel = || client.act_on_matching(&in_parked, remuda::BulkAction::Cancel, None, false);
+    let (bad, good) = (ids[1], [ids[0], ids[2]]);
+    // a conflict: the cancel is refused and the job stays as it was
+    sql(
+        &client,
+        &format!("INSERT INTO refusing VALUES ({bad}, '55P03')"),
+    )
+    .await;
+    cancel().await.expect_err("a conflict is raised on");
+    assert_eq!(state(&client, bad).await, JobState::Available);
+    // bad data: the three are cancelled, the bad one's hook work set aside
+    sql(
+        &client,
+        &format!("UPDATE refusing SET code = 'RH001' WHERE id = {bad}"),
+    )
+    .await;
+    assert_eq!(cancel().await.expect("cancel").changed, 3);
+    for id in ids.iter() {
+        assert_eq!(state(&client, *id).await, JobState::Cancelled);
+    }
     let conn = client.database().conn().await.expect("connection");
-    let rows: Vec<i64> = conn
+    let mut rows: Vec<i64> = conn
         .query("SELECT id FROM attempts", &[])
         .await
         .expect("attempts")
         .iter()
         .map(|r| r.get(0))
         .collect();
-    // only the two accepted transitions (the retry and the failure) left rows behind
-    assert_eq!(rows, vec![failing, failing], "{rows:?}");
+    rows.sort_unstable();
+    assert_eq!(rows, good.to_vec(), "only the others' hook work stays");
+    let failure = conn
+        .query_one(
+            "SELECT source, subject, sqlstate, message FROM remuda.failures",
+            &[],
+        )
+        .await
+        .expect("one failure recorded");
+    assert_eq!(failure.get::<_, String>(0), "refuse");
+    assert_eq!(failure.get::<_, String>(1), format!("job {bad}"));
+    assert_eq!(failure.get::<_, String>(2), "RH001");
+    assert_eq!(failure.get::<_, String>(3), "the hook refuses");
 }
 
 /// A [`Gate`] whose job fails for good, once let go, when its number is negative.

@@ -82,11 +82,12 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
     run(
         &db,
         "DROP TABLE remuda.schema_functions;
-         DELETE FROM remuda.schema_migrations WHERE version = 18;",
+         DROP TABLE remuda.failures;
+         DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
     let report = remuda::migrate::run(&db).await.expect("migrate");
-    assert_eq!(report.applied, vec!["0018_functions"]);
+    assert_eq!(report.applied, vec!["0018_functions", "0019_failures"]);
     assert!(report.functions.len() >= 40, "{report:?}");
     let hooks: Vec<String> = {
         let conn = db.conn().await.expect("connection");

@@ -929,3 +929,213 @@ async fn a_run_past_its_deadline_fails_and_a_retry_gets_the_whole_deadline_again
     assert_eq!(done.state, WorkflowState::Completed, "{:?}", done.error);
     running.shutdown().await;
 }
+
+/// Ends the job of `node` of run `id` by hand, as the completer would: `state` with
+/// `result`, through the finalization seam. Forces the order in which nodes end.
+async fn end_node(client: &Client, id: i64, node: &str, state: &str, result: Value) {
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "WITH done AS (
+             UPDATE remuda.jobs SET state = $3::text::remuda.job_state, finished_at = now(), result = $4
+             WHERE workflow_id = $1 AND workflow ->> 'node' = $2 AND state IN ('available', 'running')
+             RETURNING id, queue, kind, flags, counted, attempt)
+         SELECT remuda.transitioned(array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted,
+                    'available', $3::text::remuda.job_state, d.attempt)::remuda.transition))
+         FROM done d",
+        &[&id, &node, &state, &result],
+    )
+    .await
+    .expect("end the node's job");
+}
+
+/// The args of the current job of `node` of run `id`, if it has one.
+async fn job_args(client: &Client, id: i64, node: &str) -> Option<Value> {
+    let status = client.workflow(id).await.expect("status").expect("run");
+    let job = status.nodes[node].job_id?;
+    Some(client.job(job).await.expect("job").expect("exists").args)
+}
+
+/// `join = "any"` decides a node only once every node it reads has ended: with b ending
+/// first, c (run_if on a) and d (args from a) wait for a, whichever way a then ends; with
+/// a ending first they are decided at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_any_waits_for_the_nodes_it_reads_in_either_completion_order() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("reads");
+    wf.node("a", node(json!({})));
+    wf.node("b", node(json!({})));
+    let mut c = node(json!({}));
+    c.waits_for("a")
+        .waits_for("b")
+        .join_any()
+        .run_if(Condition::state("a", "completed"));
+    wf.node("c", c);
+    let mut d = node(json!({}));
+    d.waits_for("a")
+        .waits_for("b")
+        .join_any()
+        .args_from("x", "a");
+    wf.node("d", d);
+    for (first, a_ends) in [("b", "completed"), ("b", "failed"), ("a", "completed")] {
+        let run = client
+            .start_workflow(&wf, &json!(null))
+            .await
+            .expect("start")
+            .id;
+        let a_result = if a_ends == "completed" {
+            json!({"ok": "from a"})
+        } else {
+            json!({"err": {"code": "NOPE", "message": "no", "data": null}})
+        };
+        let (first_result, second) = if first == "a" {
+            (a_result.clone(), "b")
+        } else {
+            (json!({"ok": "from b"}), "a")
+        };
+        end_node(&client, run, first, "completed", first_result).await;
+        let status = client.workflow(run).await.expect("status").expect("run");
+        if first == "b" {
+            for n in ["c", "d"] {
+                assert_eq!(
+                    status.nodes[n].state,
+                    NodeState::Pending,
+                    "{n} waits for a: {status:?}"
+                );
+            }
+            end_node(&client, run, second, a_ends, a_result.clone()).await;
+        }
+        let status = client.workflow(run).await.expect("status").expect("run");
+        let c_state = if a_ends == "completed" {
+            NodeState::Running
+        } else {
+            NodeState::Skipped
+        };
+        assert_eq!(
+            status.nodes["c"].state, c_state,
+            "after {first} first: {status:?}"
+        );
+        assert_eq!(status.nodes["d"].state, NodeState::Running, "{status:?}");
+        let args = job_args(&client, run, "d").await.expect("d has a job");
+        assert_eq!(args["x"], a_result, "d took a's end, not a null");
+    }
+}
+
+/// A run that a duty cannot advance (here a trigger of the operator's refuses it) is set
+/// aside: it fails with ADVANCE_FAILED, the failure is recorded, and the other runs of the
+/// same timer batch go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_the_timers_cannot_advance_is_set_aside_and_the_others_wake() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("naps");
+    let nap = NodeSpec {
+        sleep: Some("200ms".into()),
+        ..NodeSpec::default()
+    };
+    wf.node("nap", nap);
+    let stuck = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let woken = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let conn = client.database().conn().await.expect("conn");
+    conn.batch_execute(&format!(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'run {stuck} refused' USING ERRCODE = 'RH002'; END $$;
+         CREATE TRIGGER refuse BEFORE UPDATE ON remuda.workflow_nodes FOR EACH ROW
+             WHEN (NEW.workflow_id = {stuck} AND NEW.state = 'completed') EXECUTE FUNCTION refuse();"
+    ))
+    .await
+    .expect("trigger");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let ended: i32 = conn
+        .query_one("SELECT remuda.workflow_timers(100)", &[])
+        .await
+        .expect("timers run")
+        .get(0);
+    assert!(ended >= 1, "{ended}");
+    let woken = client.workflow(woken).await.expect("status").expect("run");
+    assert_eq!(woken.state, WorkflowState::Completed, "{woken:?}");
+    let stuck_run = client.workflow(stuck).await.expect("status").expect("run");
+    assert_eq!(stuck_run.state, WorkflowState::Failed, "{stuck_run:?}");
+    assert_eq!(
+        stuck_run.error.as_ref().expect("error")["code"],
+        "ADVANCE_FAILED"
+    );
+    let recorded: String = conn
+        .query_one(
+            "SELECT message FROM remuda.failures WHERE source = 'workflow_timers' AND subject = $1",
+            &[&format!("run {stuck}")],
+        )
+        .await
+        .expect("recorded")
+        .get(0);
+    assert!(recorded.contains("refused"), "{recorded}");
+}
+
+/// A definition that could not run as written is refused where it comes in: at compile (a
+/// node's queue), and by `remuda.start_workflow` for what reaches it from any language
+/// (unknown deps, a cycle, dependents that do not match, a bad queue or notify target).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_workflow() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("checked");
+    let mut bad = node(json!({}));
+    bad.queue = Some(String::new());
+    wf.node("bad", bad);
+    let Err(refused) = client.start_workflow(&wf, &json!(null)).await else {
+        panic!("a node with an empty queue must be refused");
+    };
+    assert!(
+        refused
+            .to_string()
+            .contains("node bad: the queue name is empty"),
+        "{refused}"
+    );
+
+    let mut good = Workflow::new("checked");
+    good.node("a", node(json!({})));
+    let mut b = node(json!({}));
+    b.waits_for("a");
+    good.node("b", b);
+    let compiled = remuda::workflow::compile(good.spec()).expect("compiles");
+    let conn = client.database().conn().await.expect("conn");
+    let start = |def: Value| {
+        let conn = &conn;
+        async move {
+            conn.query_one("SELECT remuda.start_workflow($1)", &[&def])
+                .await
+                .map(|_| ())
+                .map_err(|e| remuda::Error::Db(e).to_string())
+        }
+    };
+    start(compiled.clone())
+        .await
+        .expect("the compiled definition starts");
+    let with = |pointer: &str, value: Value| {
+        let mut def = compiled.clone();
+        *def.pointer_mut(pointer).expect(pointer) = value;
+        def
+    };
+    let mut swapped = compiled.clone();
+    swapped["nodes"].as_array_mut().expect("nodes").reverse();
+    let mut notify = compiled.clone();
+    notify["notify"] = json!({"webhook": "", "on": ["failed"]});
+    let mut queue = compiled.clone();
+    queue["nodes"][1]["queue"] = json!("");
+    let cases = [
+        (with("/nodes/1/deps", json!(["a", "zzz"])), "node b: deps [\"a\", \"zzz\"] name a node that does not exist"),
+        (swapped, "node b: deps [\"a\"] name a node that does not exist or does not come before it (a cycle)"),
+        (with("/nodes/0/dependents", json!([])), "node a: dependents [] are not the nodes that depend on it"),
+        (queue, "the queue name is empty"),
+        (notify, "notify"),
+    ];
+    for (def, says) in cases {
+        let err = start(def).await.expect_err(says);
+        assert!(err.contains(says), "{says:?} in {err}");
+    }
+}

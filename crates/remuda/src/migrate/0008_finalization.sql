@@ -44,8 +44,9 @@ CREATE TYPE remuda.transition AS (
 
 -- Work registered to run in the seam: each function is called once per statement, as
 -- `function(remuda.transition[])`, with the rows that statement changed, in name order,
--- inside the transaction of the change. An error it raises rolls the change back (the
--- completer retries the write with backoff and reports it; a cancel or retry fails).
+-- inside the transaction of the change. What an error it raises does is the seam's to say
+-- (schema/jobs/transitioned.sql: from version 19, a conflict rolls the change back and any
+-- other error is set aside for the rows it concerns).
 CREATE TABLE remuda.transition_hooks (
     name      text PRIMARY KEY CHECK (length(name) > 0),
     function  regprocedure NOT NULL,

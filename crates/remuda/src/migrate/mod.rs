@@ -145,10 +145,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0018_functions.sql"),
     },
+    Migration {
+        version: 19,
+        name: "failures",
+        mode: Mode::Transaction,
+        sql: include_str!("0019_failures.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 18;
+pub const LATEST: i32 = 19;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -226,8 +226,11 @@ fn check_node(
     if let Err(e) = node_type(node) {
         say(format!("node {id}: {e}"));
     }
-    if node.kind.as_deref().is_some_and(|k| k.trim().is_empty()) {
-        say(format!("node {id}: kind is empty"));
+    // the rules a job's names follow: a node's job that broke them could not be started
+    for (what, name) in [("kind", &node.kind), ("queue", &node.queue)] {
+        if let Some(Err(e)) = name.as_deref().map(|n| crate::client::check_name(what, n)) {
+            say(format!("node {id}: {e}"));
+        }
     }
     let mut refer = |what: &str, name: &str| {
         if name == id {

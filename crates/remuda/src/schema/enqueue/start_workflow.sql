@@ -2,7 +2,8 @@
 -- the spec checked whole, nodes in order with their edges) with input args, and returns its
 -- id. With an idempotency key, a second start returns the first run; one with another
 -- definition is refused (SQLSTATE 23505). Usable in any transaction and from triggers, as
--- remuda.enqueue is.
+-- remuda.enqueue is. A definition that could not run as written is refused, saying why
+-- (remuda.wf_check).
 CREATE OR REPLACE FUNCTION remuda.start_workflow(definition jsonb, args jsonb DEFAULT 'null', key text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -22,6 +23,7 @@ BEGIN
         RAISE EXCEPTION 'workflow %: the definition is not compiled (its nodes must be a list, each with id, type, deps and dependents)',
             definition ->> 'name' USING ERRCODE = 'invalid_parameter_value', HINT = hint;
     END IF;
+    PERFORM remuda.wf_check(definition, '');
     IF key = '' THEN
         RAISE EXCEPTION 'workflow %: the idempotency key is empty', definition ->> 'name'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a key, or NULL for none';

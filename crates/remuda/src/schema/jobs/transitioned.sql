@@ -2,7 +2,11 @@
 -- * waiters of awaited jobs that reached a final state hear `remuda_done` (the job id);
 -- * workers hear `remuda_insert` (the queue) for jobs that became available, and for
 --   counted jobs that stopped running (room freed in a limited queue);
--- * each registered hook runs with the rows.
+-- * each registered hook runs with the rows. A hook that fails for a reason that is not a
+--   conflict (remuda.is_transient) runs again row by row, each in a subtransaction: the rows
+--   it fails for are recorded in remuda.failures and the others go on, so one job's bad
+--   extra work (a workflow node that cannot start) never holds back the statement's other
+--   jobs, nor the jobs of the statements after it.
 -- PostgreSQL sends each distinct (channel, payload) once per transaction. Returns how many
 -- rows it was given. Strict: a statement that changed nothing calls it with NULL and it does
 -- nothing.
@@ -10,6 +14,9 @@ CREATE OR REPLACE FUNCTION remuda.transitioned(changed remuda.transition[])
 RETURNS integer LANGUAGE plpgsql STRICT AS $$
 DECLARE
     hook regprocedure;
+    one remuda.transition;
+    err_state text;
+    err_message text;
 BEGIN
     PERFORM pg_notify('remuda_done', c.id::text)
     FROM unnest(changed) c
@@ -24,7 +31,27 @@ BEGIN
             RAISE WARNING 'remuda: transition hook function % no longer exists; skipped (delete it from remuda.transition_hooks)', hook::oid;
             CONTINUE;
         END IF;
-        EXECUTE format('SELECT %s($1)', hook::regproc) USING changed;
+        BEGIN
+            EXECUTE format('SELECT %s($1)', hook::regproc) USING changed;
+        EXCEPTION WHEN OTHERS THEN
+            GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_message = MESSAGE_TEXT;
+            IF remuda.is_transient(err_state) THEN RAISE; END IF;
+            -- one row's extra work failed: each row on its own, so that it holds back no
+            -- other (its state change stands; what its hook would have added is set aside)
+            IF cardinality(changed) = 1 THEN
+                PERFORM remuda.record_failure(hook::regproc::text, 'job ' || changed[1].id, err_state, err_message);
+            ELSE
+                FOR one IN SELECT * FROM unnest(changed) c ORDER BY c.id LOOP
+                    BEGIN
+                        EXECUTE format('SELECT %s($1)', hook::regproc) USING ARRAY[one];
+                    EXCEPTION WHEN OTHERS THEN
+                        GET STACKED DIAGNOSTICS err_state = RETURNED_SQLSTATE, err_message = MESSAGE_TEXT;
+                        IF remuda.is_transient(err_state) THEN RAISE; END IF;
+                        PERFORM remuda.record_failure(hook::regproc::text, 'job ' || one.id, err_state, err_message);
+                    END;
+                END LOOP;
+            END IF;
+        END;
     END LOOP;
     RETURN cardinality(changed);
 END

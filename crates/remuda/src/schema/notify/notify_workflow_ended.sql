@@ -15,7 +15,7 @@ BEGIN
                    'created_at', remuda.notify_time(NEW.created_at),
                    'finished_at', remuda.notify_time(COALESCE(NEW.finished_at, now()))))
     FROM (VALUES ('webhook', n ->> 'webhook'), ('email', n ->> 'email')) t(channel, target)
-    WHERE t.target IS NOT NULL AND n -> 'on' ? NEW.state::text
+    WHERE length(t.target) > 0 AND n -> 'on' ? NEW.state::text
     ORDER BY t.channel;
     IF FOUND THEN
         PERFORM pg_notify('remuda_outbox', '');

@@ -1,5 +1,6 @@
 -- Decide the pending nodes `candidates` of run `wf` and start those that run. Returns the
--- nodes that ended at once (skipped, or done as they started).
+-- nodes that ended at once (skipped, done as they started, or failed to start: QUEUE_FULL,
+-- NODE_START_FAILED). A node that cannot start fails alone, never the end that decided it.
 CREATE OR REPLACE FUNCTION remuda.wf_advance_nodes(wf remuda.workflows, candidates text[])
 RETURNS remuda.wf_done[] LANGUAGE plpgsql AS $$
 DECLARE
@@ -8,6 +9,7 @@ DECLARE
     ended remuda.wf_done[] := '{}';
     tasks text[] := '{}';
     nested boolean := false;
+    one text;
 BEGIN
     FOR n IN SELECT * FROM remuda.workflow_nodes x
              WHERE x.workflow_id = wf.id AND x.node = ANY(candidates) AND x.state = 'pending'
@@ -32,6 +34,9 @@ BEGIN
                 ended := ended || remuda.wf_start_other(wf, n);
             EXCEPTION WHEN SQLSTATE 'RQ001' THEN
                 ended := ended || remuda.wf_queue_full(ARRAY[n.node], SQLERRM);
+            WHEN OTHERS THEN
+                IF remuda.is_transient(SQLSTATE) THEN RAISE; END IF;
+                ended := ended || remuda.wf_start_failed(n.node, SQLERRM);
             END;
             nested := nested OR n.type = 'workflow';
         END IF;
@@ -43,6 +48,20 @@ BEGIN
             PERFORM remuda.wf_start_tasks(wf, tasks);
         EXCEPTION WHEN SQLSTATE 'RQ001' THEN
             ended := ended || remuda.wf_queue_full(tasks, SQLERRM);
+        WHEN OTHERS THEN
+            IF remuda.is_transient(SQLSTATE) THEN RAISE; END IF;
+            -- one node's job was refused (bad data in its spec or its args): each on its
+            -- own, so that only the nodes at fault fail, with NODE_START_FAILED
+            FOREACH one IN ARRAY tasks LOOP
+                BEGIN
+                    PERFORM remuda.wf_start_tasks(wf, ARRAY[one]);
+                EXCEPTION WHEN SQLSTATE 'RQ001' THEN
+                    ended := ended || remuda.wf_queue_full(ARRAY[one], SQLERRM);
+                WHEN OTHERS THEN
+                    IF remuda.is_transient(SQLSTATE) THEN RAISE; END IF;
+                    ended := ended || remuda.wf_start_failed(one, SQLERRM);
+                END;
+            END LOOP;
         END;
     END IF;
     RETURN ended;

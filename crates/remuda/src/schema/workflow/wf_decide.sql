@@ -3,7 +3,8 @@
 -- failed one skips it at once). any / quorum count the nodes of `join_on` (its waits_for):
 -- it runs as soon as 1 / min_success of them completed, and skips once that cannot happen
 -- (or, with allow_failed_deps, runs once all are final); its other dependencies (the nodes
--- it takes args or context from and does not wait for) must be final first, as for all.
+-- it takes args or context from and does not wait for) must be final first, as for all, and
+-- so must every node it reads (wf_reads) before it runs or is skipped by a condition.
 CREATE OR REPLACE FUNCTION remuda.wf_decide(n remuda.workflow_nodes)
 RETURNS text LANGUAGE plpgsql STABLE AS $$
 DECLARE
@@ -38,6 +39,13 @@ BEGIN
             IF done_on < cardinality(join_on) THEN RETURN 'wait'; END IF;
         END IF;
         IF req_done < total - cardinality(join_on) THEN RETURN 'wait'; END IF;
+        -- enough of join_on completed, but what the node reads (its conditions, args,
+        -- context, map) is decided only once each of those nodes has ended
+        IF EXISTS (SELECT 1 FROM remuda.workflow_nodes d
+                   WHERE d.workflow_id = n.workflow_id AND d.node = ANY(remuda.wf_reads(n.spec))
+                     AND (d.state IN ('pending', 'running') OR d.held)) THEN
+            RETURN 'wait';
+        END IF;
     END IF;
     IF n.spec ? 'run_if' AND NOT remuda.wf_condition(n.workflow_id, n.spec -> 'run_if') THEN
         RETURN 'skip:condition';

@@ -2,7 +2,8 @@
 -- job ended, or vanished, without the seam: the hook was missing, a row deleted by hand).
 -- A running task node whose job is final ends with it (JOB_LOST when it is gone); a map
 -- whose elements are all final ends with them; a run with nothing left ends. Returns how
--- many it repaired.
+-- many it repaired. Each run in a subtransaction: one that cannot advance is set aside
+-- (wf_settle_isolated) and the others go on.
 CREATE OR REPLACE FUNCTION remuda.workflow_repair(max_runs integer)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -27,7 +28,7 @@ BEGIN
             FROM remuda.workflow_nodes n LEFT JOIN remuda.jobs j ON j.id = n.job_id
             WHERE n.workflow_id = w_id AND n.state = 'running' AND n.type = 'task'
               AND (j.id IS NULL OR remuda.is_final(j.state)));
-        PERFORM remuda.wf_settle(w_id, lost, '{}');
+        PERFORM remuda.wf_settle_isolated('workflow_repair', w_id, lost, '{}');
         repaired := repaired + cardinality(lost);
     END LOOP;
     FOR w_id IN SELECT DISTINCT n.workflow_id FROM remuda.workflow_nodes n
@@ -51,7 +52,7 @@ BEGIN
                           AND j.state <> 'completed') AS failed) r
             WHERE n.workflow_id = w_id AND n.state = 'running' AND n.type = 'map'
               AND n.children_total > 0);
-        PERFORM remuda.wf_settle(w_id, lost, '{}');
+        PERFORM remuda.wf_settle_isolated('workflow_repair', w_id, lost, '{}');
         repaired := repaired + cardinality(lost);
     END LOOP;
     FOR w_id IN SELECT w.id FROM remuda.workflows w
@@ -59,7 +60,7 @@ BEGIN
                 ORDER BY w.id LIMIT max_runs
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w_id FOR UPDATE;
-        PERFORM remuda.wf_settle(w_id, '{}', '{}');
+        PERFORM remuda.wf_settle_isolated('workflow_repair', w_id, '{}', '{}');
         repaired := repaired + 1;
     END LOOP;
     RETURN repaired;

@@ -1,6 +1,7 @@
 -- The timer duty's step, for up to `max_runs` runs: sleeps that are due complete, signals
 -- that timed out fail with SIGNAL_TIMEOUT, runs past their deadline fail with
--- DEADLINE_EXCEEDED. Returns how many nodes and runs it ended.
+-- DEADLINE_EXCEEDED. Each run in a subtransaction: one that cannot advance is set aside
+-- (wf_settle_isolated) and the others go on. Returns how many nodes and runs it ended.
 CREATE OR REPLACE FUNCTION remuda.workflow_timers(max_runs integer)
 RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
@@ -25,15 +26,20 @@ BEGIN
                        NULL, NULL)::remuda.wf_done
             FROM remuda.workflow_nodes n
             WHERE n.workflow_id = w_id AND n.state = 'running' AND n.wake_at <= now());
-        PERFORM remuda.wf_settle(w_id, due, '{}');
+        PERFORM remuda.wf_settle_isolated('workflow_timers', w_id, due, '{}');
         ended := ended + cardinality(due);
     END LOOP;
     FOR w_id IN SELECT w.id FROM remuda.workflows w
                 WHERE w.deadline_at IS NOT NULL AND w.state IN ('running', 'paused') AND w.deadline_at <= now()
                 ORDER BY w.deadline_at LIMIT max_runs
     LOOP
-        PERFORM remuda.wf_stop(w_id, 'failed', jsonb_build_object('code', 'DEADLINE_EXCEEDED',
-            'message', 'the workflow did not finish before its deadline'));
+        BEGIN
+            PERFORM remuda.wf_stop(w_id, 'failed', jsonb_build_object('code', 'DEADLINE_EXCEEDED',
+                'message', 'the workflow did not finish before its deadline'));
+        EXCEPTION WHEN OTHERS THEN
+            IF remuda.is_transient(SQLSTATE) THEN RAISE; END IF;
+            PERFORM remuda.record_failure('workflow_timers', 'run ' || w_id, SQLSTATE, SQLERRM);
+        END;
         ended := ended + 1;
     END LOOP;
     RETURN ended;
