@@ -186,9 +186,6 @@ pub(crate) const WORKFLOW_REPAIR: &str = include_str!("sql/workflow_repair.sql")
 /// Delete up to $4 finished workflow runs past their age: completed runs after $1 ms, failed …
 pub(crate) const WORKFLOW_PRUNE: &str = include_str!("sql/workflow_prune.sql");
 
-/// The workflow run and node of job $1 (no row: a plain job, or no such job).
-pub(crate) const JOB_WORKFLOW: &str = include_str!("sql/job_workflow.sql");
-
 /// Claim up to $1 due notifications for dispatcher $3 with a lease of $2 ms …
 pub(crate) const NOTIFICATION_CLAIM: &str = include_str!("sql/notification_claim.sql");
 
@@ -320,7 +317,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("schedule_trigger", SCHEDULE_TRIGGER),
     ("schedule_upsert", SCHEDULE_UPSERT),
     ("workflow_start", WORKFLOW_START),
-    ("job_workflow", JOB_WORKFLOW),
     ("workflow_prune", WORKFLOW_PRUNE),
     ("workflow_get", WORKFLOW_GET),
     ("workflow_nodes", WORKFLOW_NODES),

@@ -319,9 +319,14 @@ async fn a_paused_run_starts_nothing_until_resumed() {
         client.pause_workflow(run.id).await.expect("pause"),
         WorkflowState::Running
     );
+    // first's job was waiting for a worker: held, it does not run either
     let running = worker(&client, &step);
-    node_reaches(&client, run.id, "first", NodeState::Completed).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        step.runs.load(Ordering::SeqCst),
+        0,
+        "no job of a paused run runs"
+    );
     let paused = client
         .workflow(run.id)
         .await
@@ -339,11 +344,163 @@ async fn a_paused_run_starts_nothing_until_resumed() {
     );
     let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
     assert_eq!(done.state, WorkflowState::Completed);
+    assert_eq!(step.runs.load(Ordering::SeqCst), 2);
     assert!(matches!(
         client.resume_workflow(run.id).await,
         Err(Error::WorkflowWrongState { .. })
     ));
     running.shutdown().await;
+}
+
+/// The jobs of map `each` of run `id`, by state.
+async fn elements(client: &Client, id: i64) -> std::collections::BTreeMap<String, i64> {
+    let conn = client.database().conn().await.expect("conn");
+    conn.query(
+        "SELECT CASE WHEN workflow ? 'held_run_at' THEN 'held' ELSE state::text END, count(*)
+         FROM remuda.jobs WHERE workflow_id = $1 AND workflow ? 'index' GROUP BY 1",
+        &[&id],
+    )
+    .await
+    .expect("elements")
+    .iter()
+    .map(|r| (r.get(0), r.get(1)))
+    .collect()
+}
+
+/// A map of 10 000 elements paused half-way starts no element more: those its worker had
+/// claimed finish, the others are held until resume, and every element runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_map_paused_half_way_starts_nothing_more_until_resumed() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let mut wf = Workflow::new("big map");
+    wf.node(
+        "list",
+        node(json!({"items": (0..10_000).collect::<Vec<_>>()})),
+    );
+    let mut each = node(json!({}));
+    each.map = Some(remuda::workflow::MapSpec {
+        over: "list".into(),
+        pointer: "/args/items".into(),
+    });
+    wf.node("each", each);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start");
+    let running = worker(&client, &step);
+    common::until(WAIT, || async {
+        elements(&client, run.id)
+            .await
+            .get("completed")
+            .copied()
+            .unwrap_or(0)
+            >= 5_000
+    })
+    .await;
+    client.pause_workflow(run.id).await.expect("pause");
+    // what was claimed before the pause ends; then nothing moves
+    common::until(WAIT, || async {
+        !elements(&client, run.id).await.contains_key("running")
+    })
+    .await;
+    let at_pause = elements(&client, run.id).await;
+    let started = at_pause.get("completed").copied().unwrap_or(0);
+    assert!(started < 10_000, "{at_pause:?}");
+    assert_eq!(
+        at_pause.get("held").copied().unwrap_or(0),
+        10_000 - started,
+        "{at_pause:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        elements(&client, run.id).await,
+        at_pause,
+        "nothing started while paused"
+    );
+    client.resume_workflow(run.id).await.expect("resume");
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed);
+    assert_eq!(
+        step.runs.load(Ordering::SeqCst),
+        10_001,
+        "each element ran once"
+    );
+    running.shutdown().await;
+}
+
+/// A pause racing a claim, both ways: a claim that locked an element first makes the pause
+/// wait for it, and that element runs; a pause first leaves the claim nothing to take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_racing_a_claim_holds_all_but_the_element_claimed_first() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("race");
+    let mut each = node(json!({}));
+    each.map = Some(remuda::workflow::MapSpec {
+        over: "list".into(),
+        pointer: "/args/items".into(),
+    });
+    wf.node("list", node(json!({"items": [1, 2, 3]})));
+    wf.node("each", each);
+    const CLAIM_ONE: &str = "UPDATE remuda.jobs SET state = 'running', started_at = now(),
+                                 attempt = attempt + 1
+                             WHERE id = (SELECT id FROM remuda.jobs
+                                         WHERE workflow_id = $1 AND state = 'available'
+                                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)";
+    for claim_first in [true, false] {
+        let run = client
+            .start_workflow(&wf, &json!(null))
+            .await
+            .expect("start")
+            .id;
+        end_node(
+            &client,
+            run,
+            "list",
+            "completed",
+            json!({"ok": {"args": {"items": [1, 2, 3]}}}),
+        )
+        .await;
+        let mut claimer = client.database().conn().await.expect("conn");
+        let tx = claimer.transaction().await.expect("begin");
+        let pause = |client: Client| tokio::spawn(async move { client.pause_workflow(run).await });
+        let claimed = if claim_first {
+            let claimed = tx.execute(CLAIM_ONE, &[&run]).await.expect("claim");
+            let pausing = pause(client.clone());
+            // the pause waits for the claim's lock on the element
+            common::until(WAIT, || async {
+                let conn = client.database().conn().await.expect("conn");
+                let waiting: i64 = conn
+                    .query_one(
+                        "SELECT count(*) FROM pg_stat_activity
+                         WHERE wait_event_type = 'Lock' AND query LIKE '%workflow_pause%'",
+                        &[],
+                    )
+                    .await
+                    .expect("activity")
+                    .get(0);
+                waiting > 0
+            })
+            .await;
+            tx.commit().await.expect("commit the claim");
+            pausing.await.expect("join").expect("pause");
+            claimed
+        } else {
+            pause(client.clone()).await.expect("join").expect("pause");
+            let claimed = tx.execute(CLAIM_ONE, &[&run]).await.expect("claim");
+            tx.commit().await.expect("commit");
+            claimed
+        };
+        let held = elements(&client, run).await;
+        let expected: std::collections::BTreeMap<String, i64> = if claim_first {
+            assert_eq!(claimed, 1);
+            [("held".to_string(), 2), ("running".to_string(), 1)].into()
+        } else {
+            assert_eq!(claimed, 0, "nothing left to claim");
+            [("held".to_string(), 3)].into()
+        };
+        assert_eq!(held, expected, "claim first: {claim_first}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1138,4 +1295,246 @@ async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_work
         let err = start(def).await.expect_err(says);
         assert!(err.contains(says), "{says:?} in {err}");
     }
+}
+
+/// The backend pids that block session `pid`, polled until they are `blockers`.
+async fn blocked_by(client: &Client, pid: i32, blockers: &[i32]) {
+    let deadline = std::time::Instant::now() + WAIT;
+    let conn = client.database().conn().await.expect("conn");
+    loop {
+        let row = conn
+            .query_one(
+                "SELECT pg_blocking_pids($1), (SELECT state || ' ' || COALESCE(wait_event, '') || ' ' || query
+                                               FROM pg_stat_activity WHERE pid = $1)",
+                &[&pid],
+            )
+            .await
+            .expect("pg_blocking_pids");
+        let now: Vec<i32> = row.get(0);
+        if now == blockers {
+            return;
+        }
+        let doing: Option<String> = row.get(1);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "session {pid} is blocked by {now:?}, not {blockers:?}: {doing:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A run's cancel reads each job's state under the job's lock: a map element started by a
+/// completion that committed while the cancel waited, and claimed by a worker while the
+/// cancel waited again, is cancelled as the running job it is, so its worker is told
+/// (the seam sees it leave `running`). The interleaving is forced with row locks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancel_sees_a_job_claimed_while_it_waited_as_running() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("claimed");
+    wf.node("list", node(json!({})));
+    let mut each = node(json!({}));
+    each.map = Some(remuda::workflow::MapSpec {
+        over: "list".into(),
+        pointer: "/items".into(),
+    });
+    wf.node("each", each);
+    let mut later = node(json!({}));
+    later.waits_for("each");
+    wf.node("later", later);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let setup = client.database().conn().await.expect("conn");
+    setup
+        .batch_execute(
+            "CREATE TABLE seen (id bigint, old_state text, new_state text);
+             CREATE FUNCTION see(changed remuda.transition[]) RETURNS void LANGUAGE sql AS $$
+                 INSERT INTO seen SELECT c.id, c.old_state, c.new_state FROM unnest(changed) c $$;
+             INSERT INTO remuda.transition_hooks (name, function) VALUES ('see', 'see(remuda.transition[])');",
+        )
+        .await
+        .expect("hook");
+    let session = || async {
+        let conn = client.database().conn().await.expect("conn");
+        let pid: i32 = conn
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .expect("pid")
+            .get(0);
+        conn.batch_execute("BEGIN").await.expect("begin");
+        (conn, pid)
+    };
+    // D: holds node `later`, which the cancel updates and the completion does not touch
+    let (holder, d_pid) = session().await;
+    holder
+        .execute(
+            "SELECT 1 FROM remuda.workflow_nodes WHERE workflow_id = $1 AND node = 'later' FOR UPDATE",
+            &[&run],
+        )
+        .await
+        .expect("lock a node");
+    // C: the list node ends, its map's three elements start; not committed yet
+    let (completion, c_pid) = session().await;
+    completion
+        .execute(
+            "WITH done AS (
+                 UPDATE remuda.jobs SET state = 'completed', finished_at = now(),
+                     result = '{\"ok\": {\"items\": [1, 2, 3]}}'
+                 WHERE workflow_id = $1 RETURNING id, queue, kind, flags, counted, attempt)
+             SELECT remuda.transitioned(array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted,
+                        'available', 'completed', d.attempt)::remuda.transition)) FROM done d",
+            &[&run],
+        )
+        .await
+        .expect("complete the list");
+    // S: the cancel, waiting for C; then, past its first lock, for D
+    let (stop, s_pid) = session().await;
+    let cancel = tokio::spawn(async move {
+        let result = stop
+            .execute("SELECT remuda.workflow_cancel($1)", &[&run])
+            .await;
+        stop.batch_execute("COMMIT")
+            .await
+            .expect("commit the cancel");
+        result
+    });
+    blocked_by(&client, s_pid, &[c_pid]).await;
+    completion
+        .batch_execute("COMMIT")
+        .await
+        .expect("commit the completion");
+    blocked_by(&client, s_pid, &[d_pid]).await;
+    // K: a worker claims the first element while S waits
+    let (claim, k_pid) = session().await;
+    let claimed: i64 = claim
+        .query_one(
+            "UPDATE remuda.jobs SET state = 'running', started_at = now(), attempt = 1,
+                 worker_id = 'w-1'
+             WHERE id = (SELECT min(id) FROM remuda.jobs WHERE workflow_id = $1 AND workflow ? 'index')
+             RETURNING id",
+            &[&run],
+        )
+        .await
+        .expect("claim")
+        .get(0);
+    holder
+        .batch_execute("COMMIT")
+        .await
+        .expect("release the node");
+    blocked_by(&client, s_pid, &[k_pid]).await;
+    claim
+        .batch_execute("COMMIT")
+        .await
+        .expect("commit the claim");
+    cancel.await.expect("join").expect("cancel");
+    let old: String = setup
+        .query_one(
+            "SELECT old_state FROM seen WHERE id = $1 AND new_state = 'cancelled'",
+            &[&claimed],
+        )
+        .await
+        .expect("the claimed element was cancelled through the seam")
+        .get(0);
+    assert_eq!(
+        old, "running",
+        "its worker is told only if it is seen running"
+    );
+    let status = client.workflow(run).await.expect("status").expect("run");
+    assert_eq!(status.state, WorkflowState::Cancelled);
+}
+
+/// A workflow's job belongs to its run, for one job and many alike: an operator's cancel or
+/// retry of it is refused, naming the run, and leaves it as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflows_job_is_cancelled_and_retried_only_through_its_run() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("owned");
+    wf.node("only", node(json!({})));
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let status = client.workflow(run).await.expect("status").expect("run");
+    let job = status.nodes["only"].job_id.expect("a job");
+    for refused in [client.cancel(job).await, client.retry(job).await] {
+        let err = refused.expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains(&format!("belongs to workflow run {run}")),
+            "{err}"
+        );
+    }
+    let all = remuda::JobFilter::default();
+    let bulk = client
+        .act_on_matching(&all, remuda::BulkAction::Cancel, None, false)
+        .await
+        .expect("bulk cancel");
+    assert_eq!((bulk.matched, bulk.changed), (1, 0));
+    let still = client.job(job).await.expect("job").expect("exists");
+    assert_eq!(still.state, remuda::JobState::Available);
+    client
+        .cancel_workflow(run)
+        .await
+        .expect("the run cancels it");
+    let gone = client.job(job).await.expect("job").expect("exists");
+    assert_eq!(gone.state, remuda::JobState::Cancelled);
+}
+
+/// Pruning keeps a finished run while a sub-workflow under it, retried on its own, still
+/// runs; once that ends, both go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_finished_run_is_kept_while_a_sub_workflow_retried_alone_runs() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut child = Workflow::new("child");
+    child.node("broken", node(json!({"fail": "CHILD_BROKE"})));
+    let mut parent = Workflow::new("parent");
+    parent.sub_workflow("child", &child, |_| {});
+    let run = run_to_end(&client, &parent, json!(null)).await;
+    assert_eq!(run.state, WorkflowState::Failed);
+    running.shutdown().await;
+    let child_id = run.nodes["child"].workflow_id.expect("the child's run");
+    // retried alone with no worker up: it stays running
+    client
+        .retry_workflow(child_id)
+        .await
+        .expect("retry the child");
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.workflows SET finished_at = now() - interval '40 days' WHERE id = $1",
+        &[&run.id],
+    )
+    .await
+    .expect("age the parent");
+    let retention = remuda::maintenance::Retention::default();
+    let pruned = client.prune(&retention, false).await.expect("prune");
+    assert_eq!(pruned.workflows, 0, "the parent stays while its child runs");
+    let child_run = client
+        .workflow(child_id)
+        .await
+        .expect("read")
+        .expect("the child is kept");
+    assert_eq!(child_run.state, WorkflowState::Running);
+    step.fixed.store(true, Ordering::SeqCst);
+    let running = worker(&client, &step);
+    let ended = client
+        .wait_workflow(child_id, WAIT)
+        .await
+        .expect("the child ends");
+    assert_eq!(ended.state, WorkflowState::Completed);
+    running.shutdown().await;
+    // (the worker's own retention may have pruned them already)
+    client.prune(&retention, false).await.expect("prune");
+    assert!(
+        client.workflow(run.id).await.expect("read").is_none(),
+        "then the parent goes"
+    );
+    assert!(
+        client.workflow(child_id).await.expect("read").is_none(),
+        "and its child with it"
+    );
 }

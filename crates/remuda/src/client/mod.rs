@@ -402,7 +402,6 @@ impl Client {
     /// attempt if it had used them all. Returns the state it was in. A completed job is
     /// refused (its result would be lost): [`Client::rerun`] runs one again on purpose.
     pub async fn retry(&self, id: i64) -> Result<JobState> {
-        self.refuse_workflow_job(id).await?;
         self.manual_transition(sql::JOB_RETRY, &[&id, &false], id, "retry")
             .await
             .map_err(|e| match e {
@@ -418,26 +417,8 @@ impl Client {
     /// Like [`Client::retry`], but also runs a completed job again (its result is dropped;
     /// its error history is kept).
     pub async fn rerun(&self, id: i64) -> Result<JobState> {
-        self.refuse_workflow_job(id).await?;
         self.manual_transition(sql::JOB_RETRY, &[&id, &true], id, "retry")
             .await
-    }
-
-    /// A workflow node's job runs again only through its run's retry, which advances the
-    /// node: retried alone, its end would be counted twice.
-    async fn refuse_workflow_job(&self, id: i64) -> Result<()> {
-        let conn = self.inner.db.conn().await?;
-        match conn.query_opt(sql::JOB_WORKFLOW, &[&id]).await? {
-            None => Ok(()),
-            Some(row) => {
-                let run: i64 = row.try_get("workflow_id")?;
-                let node: Option<String> = row.try_get("node")?;
-                Err(Error::InvalidInput(format!(
-                    "job {id} is node {} of workflow run {run}: retry the run instead (`remuda workflow retry {run}`), which runs again what did not complete",
-                    node.unwrap_or_default()
-                )))
-            }
-        }
     }
 
     /// Redrive: makes every job in `state` (failed, cancelled or expired; completed jobs are
@@ -492,6 +473,12 @@ impl Client {
             .ok_or(Error::NotFound(id))?;
         let old: String = row.try_get("old_state")?;
         let changed: i64 = row.try_get("changed")?;
+        // a workflow's job is acted on through its run, which advances its node
+        if let Some(run) = row.try_get::<_, Option<i64>>("run_refused")? {
+            return Err(Error::InvalidInput(format!(
+                "job {id} belongs to workflow run {run}: {action} the run instead (`remuda workflow {action} {run}`), which advances its node"
+            )));
+        }
         if changed == 0 {
             return Err(Error::WrongState {
                 id,

@@ -8,7 +8,7 @@ WITH target AS (
     SELECT x.id, x.state AS old_state FROM remuda.jobs x
     WHERE x.id = ANY($1::bigint[]) AND x.state IN ('failed', 'cancelled', 'expired')
       -- a workflow node's job is run again by its run's retry, which advances the node
-      AND x.workflow_id IS NULL
+      AND remuda.of_run(x.workflow_id, NULL)
       AND (x.unique_key IS NULL OR NOT EXISTS (
           SELECT 1 FROM remuda.jobs h
           WHERE h.unique_key = x.unique_key AND h.kind = x.kind

@@ -8,8 +8,6 @@ DECLARE
     old remuda.workflow_state;
     children bigint[];
     c bigint;
-    told bigint;
-    seam integer;
 BEGIN
     PERFORM 1 FROM remuda.jobs j
     WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available', 'running')
@@ -27,23 +25,11 @@ BEGIN
     FOREACH c IN ARRAY children LOOP
         PERFORM remuda.wf_stop(c, final, error);
     END LOOP;
-    WITH target AS (
-        SELECT j.id, j.state AS old_state, j.worker_id FROM remuda.jobs j
-        WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available', 'running')
-    ), cancelled AS (
-        UPDATE remuda.jobs j
-        SET state = 'cancelled', finished_at = now(),
-            result = jsonb_build_object('err', jsonb_build_object(
-                'code', 'CANCELLED', 'message', 'the job was cancelled with its workflow', 'data', NULL))
-        FROM target t WHERE j.id = t.id
-        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.old_state, t.worker_id, j.attempt
-    )
-    SELECT count(pg_notify('remuda_cancel', x.worker_id || ':' || x.id))
-               FILTER (WHERE x.old_state = 'running' AND x.worker_id IS NOT NULL),
-           remuda.transitioned(array_agg(ROW(x.id, x.queue, x.kind, x.flags, x.counted,
-                                             x.old_state, 'cancelled', x.attempt)::remuda.transition))
-    INTO told, seam
-    FROM cancelled x;
+    -- read again under their locks: a job started since the first lock (a map's elements)
+    -- is found too, and a job a worker claimed meanwhile is seen running, its worker told
+    PERFORM remuda.cancel_jobs(ARRAY(SELECT j.id FROM remuda.jobs j
+                                     WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available', 'running')),
+                               w_id, false, 'the job was cancelled with its workflow');
     UPDATE remuda.workflows SET nodes_left = 0 WHERE id = w_id;
     PERFORM remuda.wf_finish(w_id, jsonb_build_object('state', final, 'error', error));
     RETURN old::text;

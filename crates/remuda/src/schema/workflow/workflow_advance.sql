@@ -1,11 +1,19 @@
 -- The seam's hook: the node jobs that reached a final state advance their runs, each run
 -- locked in id order. A map element counts on its node, which ends with its last element.
+-- A node job given back to wait (a retry, a snooze, a rescue) while its run is paused is
+-- held with the run's others (wf_hold).
 CREATE OR REPLACE FUNCTION remuda.workflow_advance(changed remuda.transition[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     w record;
     ended remuda.wf_done[];
 BEGIN
+    PERFORM remuda.wf_hold(r.id)
+    FROM remuda.workflows r
+    WHERE r.state = 'paused' AND r.id IN (
+        SELECT j.workflow_id FROM remuda.jobs j
+        WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
+                               WHERE c.flags & 2 <> 0 AND c.new_state IN ('available', 'scheduled'))));
     FOR w IN
         -- the rows by primary key from an id array (their new state is the row's own):
         -- joined to the array, with the run's order wanted, the planner may walk every

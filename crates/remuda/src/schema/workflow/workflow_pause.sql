@@ -1,17 +1,24 @@
--- Pause a run and its running sub-workflows: no node starts until it is resumed; running
--- nodes finish. Returns the state it had (NULL: no such run).
+-- Pause a run and its running sub-workflows: no node starts and no job of theirs that has
+-- not started (a map's elements, a node's job waiting for a worker or a retry) is taken
+-- until it is resumed (wf_hold); running jobs finish. The run's jobs are locked before the
+-- run, in the order of the statements that lock both. Returns the state it had (NULL: no
+-- such run).
 CREATE OR REPLACE FUNCTION remuda.workflow_pause(w_id bigint)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
     old remuda.workflow_state;
     c bigint;
 BEGIN
+    PERFORM 1 FROM remuda.jobs j
+    WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available')
+    ORDER BY j.id FOR UPDATE;
     SELECT state INTO old FROM remuda.workflows WHERE id = w_id FOR UPDATE;
     IF NOT FOUND THEN RETURN NULL; END IF;
     IF old = 'running' THEN
         UPDATE remuda.workflows SET state = 'paused' WHERE id = w_id;
     END IF;
     IF old IN ('running', 'paused') THEN
+        PERFORM remuda.wf_hold(w_id);
         FOR c IN SELECT remuda.wf_children(w_id) LOOP
             PERFORM remuda.workflow_pause(c);
         END LOOP;

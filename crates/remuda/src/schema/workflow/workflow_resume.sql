@@ -1,5 +1,6 @@
--- Resume a paused run and its sub-workflows: a failure that paused it (on_error = pause)
--- runs again, and every pending node is decided. Returns the state it had.
+-- Resume a paused run and its sub-workflows: the jobs pause held are due again
+-- (wf_release), a failure that paused it (on_error = pause) runs again, and every pending
+-- node is decided. Returns the state it had.
 CREATE OR REPLACE FUNCTION remuda.workflow_resume(w_id bigint)
 RETURNS text LANGUAGE plpgsql AS $$
 DECLARE
@@ -10,6 +11,7 @@ BEGIN
     IF NOT FOUND THEN RETURN NULL; END IF;
     IF old <> 'paused' THEN RETURN old::text; END IF;
     UPDATE remuda.workflows SET state = 'running' WHERE id = w_id;
+    PERFORM remuda.wf_release(w_id);
     FOR c IN SELECT remuda.wf_children(w_id) LOOP
         PERFORM remuda.workflow_resume(c);
     END LOOP;

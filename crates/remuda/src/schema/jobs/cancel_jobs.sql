@@ -1,0 +1,57 @@
+-- Cancel: the one transition of a job that has not finished (scheduled, available,
+-- running) to `cancelled`, for an operator's cancel of one job or many and for a run's
+-- stop. Each of the jobs `ids` is locked in id order (with `skip_locked`, one another
+-- transaction holds is passed over) and its state read under the lock, so a job a worker
+-- claimed a moment ago is seen running and its worker told (`remuda_cancel`,
+-- "worker_id:job_id"); its completion is then rejected by the running guard. The result
+-- is `message` (CANCELLED), written through the finalization seam.
+--
+-- A workflow run's job belongs to its run: it is cancelled only when `of_run` is that run
+-- (its stop), and a plain job only when `of_run` is NULL. Returns each job found: its
+-- state before, whether it was cancelled now, and the run it was left to (`left_to_run`:
+-- a job that could have been cancelled but belongs to a run other than `of_run`).
+CREATE OR REPLACE FUNCTION remuda.cancel_jobs(ids bigint[], of_run bigint, skip_locked boolean, message text)
+RETURNS TABLE (id bigint, old_state remuda.job_state, cancelled boolean, left_to_run bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    found remuda.jobs[];
+    changed remuda.transition[];
+    told text[];
+BEGIN
+    IF skip_locked THEN
+        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
+                       ORDER BY x.id FOR UPDATE SKIP LOCKED);
+    ELSE
+        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
+                       ORDER BY x.id FOR UPDATE);
+    END IF;
+    WITH target AS (
+        SELECT f.* FROM unnest(found) f
+        WHERE f.state IN ('scheduled', 'available', 'running')
+          AND remuda.of_run(f.workflow_id, of_run)
+    ), done AS (
+        UPDATE remuda.jobs j
+        SET state = 'cancelled', finished_at = now(),
+            result = jsonb_build_object('err', jsonb_build_object(
+                'code', 'CANCELLED', 'message', message, 'data', NULL))
+        FROM target t
+        WHERE j.id = t.id
+        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.state AS old_state, j.attempt,
+                  t.worker_id
+    )
+    SELECT array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted, d.old_state, 'cancelled',
+                         d.attempt)::remuda.transition ORDER BY d.id),
+           array_agg(d.worker_id || ':' || d.id)
+               FILTER (WHERE d.old_state = 'running' AND d.worker_id IS NOT NULL)
+    INTO changed, told
+    FROM done d;
+    PERFORM pg_notify('remuda_cancel', t) FROM unnest(told) t;
+    PERFORM remuda.transitioned(changed);
+    RETURN QUERY
+    SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),
+           CASE WHEN f.state IN ('scheduled', 'available', 'running')
+                 AND NOT remuda.of_run(f.workflow_id, of_run) THEN f.workflow_id END
+    FROM unnest(found) f ORDER BY f.id;
+END
+$$;
