@@ -11,7 +11,8 @@
 //!   cancelled ◄──(cancel: from scheduled, available or running)
 //!   expired   ◄──(expirer: expires_at passed before the job started)
 //! ```
-//! Each arrow is one guarded SQL statement in `src/sql/`.
+//! Each arrow is one guarded SQL statement in `src/sql/` or one function in `src/schema/`:
+//! `docs/architecture.md` names the file of each.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

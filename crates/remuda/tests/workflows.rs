@@ -68,6 +68,14 @@ fn node(args: Value) -> NodeSpec {
     NodeSpec::task("step", args)
 }
 
+/// A map over the list at `pointer` in node `over`'s result.
+fn map_over(over: &str, pointer: &str) -> remuda::workflow::MapSpec {
+    remuda::workflow::MapSpec {
+        over: over.into(),
+        pointer: pointer.into(),
+    }
+}
+
 async fn run_to_end(client: &Client, wf: &Workflow, input: Value) -> WorkflowStatus {
     let run = client.start_workflow(wf, &input).await.expect("started");
     client
@@ -253,10 +261,7 @@ async fn a_map_of_a_thousand_with_a_failing_element_is_retried_element_only() {
         node(json!({"items": (0..1000).collect::<Vec<_>>()})),
     );
     let mut each = node(json!({"fail_item": 500}));
-    each.map = Some(remuda::workflow::MapSpec {
-        over: "list".into(),
-        pointer: "/args/items".into(),
-    });
+    each.map = Some(map_over("list", "/args/items"));
     wf.node("each", each);
     let mut gather = node(json!({}));
     gather.args_from("all", "each");
@@ -379,10 +384,7 @@ async fn a_map_paused_half_way_starts_nothing_more_until_resumed() {
         node(json!({"items": (0..10_000).collect::<Vec<_>>()})),
     );
     let mut each = node(json!({}));
-    each.map = Some(remuda::workflow::MapSpec {
-        over: "list".into(),
-        pointer: "/args/items".into(),
-    });
+    each.map = Some(map_over("list", "/args/items"));
     wf.node("each", each);
     let run = client
         .start_workflow(&wf, &json!(null))
@@ -436,10 +438,7 @@ async fn a_pause_racing_a_claim_holds_all_but_the_element_claimed_first() {
     let (_db, client) = setup().await;
     let mut wf = Workflow::new("race");
     let mut each = node(json!({}));
-    each.map = Some(remuda::workflow::MapSpec {
-        over: "list".into(),
-        pointer: "/args/items".into(),
-    });
+    each.map = Some(map_over("list", "/args/items"));
     wf.node("list", node(json!({"items": [1, 2, 3]})));
     wf.node("each", each);
     const CLAIM_ONE: &str = "UPDATE remuda.jobs SET state = 'running', started_at = now(),
@@ -869,10 +868,7 @@ async fn a_sub_workflow_that_ends_as_it_starts_leaves_each_sibling_started_once(
     });
     let mut x = node(json!({}));
     x.waits_for("a").waits_for("s").join_any();
-    x.map = Some(remuda::workflow::MapSpec {
-        over: "a".into(),
-        pointer: "/args/items".into(),
-    });
+    x.map = Some(map_over("a", "/args/items"));
     wf.node("x", x);
     let run = run_to_end(&client, &wf, json!(null)).await;
     assert_eq!(run.state, WorkflowState::Completed, "{:?}", run.error);
@@ -896,10 +892,7 @@ async fn retrying_a_parent_whose_child_fails_again_at_once_is_counted_right() {
     let mut child = Workflow::new("child");
     child.node("u", node(json!({})));
     let mut m = node(json!({}));
-    m.map = Some(remuda::workflow::MapSpec {
-        over: "u".into(),
-        pointer: "/not_there".into(),
-    });
+    m.map = Some(map_over("u", "/not_there"));
     child.node("m", m);
     let mut wf = Workflow::new("parent");
     wf.sub_workflow("c", &child, |_| {});
@@ -929,10 +922,7 @@ async fn a_map_cancelled_mid_run_then_retried_completes_every_element_once() {
         node(json!({"items": [{"v": 1}, {"hold": true}, {"hold": true}]})),
     );
     let mut each = node(json!({}));
-    each.map = Some(remuda::workflow::MapSpec {
-        over: "list".into(),
-        pointer: "/args/items".into(),
-    });
+    each.map = Some(map_over("list", "/args/items"));
     wf.node("each", each);
     let run = client
         .start_workflow(&wf, &json!(null))
@@ -1333,10 +1323,7 @@ async fn a_cancel_sees_a_job_claimed_while_it_waited_as_running() {
     let mut wf = Workflow::new("claimed");
     wf.node("list", node(json!({})));
     let mut each = node(json!({}));
-    each.map = Some(remuda::workflow::MapSpec {
-        over: "list".into(),
-        pointer: "/items".into(),
-    });
+    each.map = Some(map_over("list", "/items"));
     wf.node("each", each);
     let mut later = node(json!({}));
     later.waits_for("each");

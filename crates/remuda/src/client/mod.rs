@@ -459,15 +459,18 @@ impl Client {
         id: i64,
         action: &'static str,
     ) -> Result<JobState> {
+        let key_taken = || {
+            Error::UniqueConflict(format!(
+                "cannot {action} job {id}: another job holds its unique key now (the retry would be a duplicate)"
+            ))
+        };
         let conn = self.inner.db.conn().await?;
         let row = conn
             .query_opt(statement, params)
             .await
             .map_err(|e| match e.as_db_error() {
-                // retrying a unique job whose key another job took meanwhile
-                Some(db) if db.constraint() == Some("jobs_unique_scope_idx") => Error::UniqueConflict(format!(
-                    "cannot {action} job {id}: another job holds its unique key now (the retry would be a duplicate)"
-                )),
+                // a key another job took between the check and the write
+                Some(db) if db.constraint() == Some("jobs_unique_scope_idx") => key_taken(),
                 _ => Error::from(e),
             })?
             .ok_or(Error::NotFound(id))?;
@@ -478,6 +481,9 @@ impl Client {
             return Err(Error::InvalidInput(format!(
                 "job {id} belongs to workflow run {run}: {action} the run instead (`remuda workflow {action} {run}`), which advances its node"
             )));
+        }
+        if row.try_get::<_, bool>("key_taken")? {
+            return Err(key_taken());
         }
         if changed == 0 {
             return Err(Error::WrongState {

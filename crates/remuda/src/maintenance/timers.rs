@@ -9,8 +9,11 @@ use crate::{sql, Result};
 use chrono::{DateTime, Utc};
 use std::time::Instant;
 
-/// Runs advanced per transaction.
-const BATCH: i32 = 100;
+/// Runs advanced per transaction. Each run is settled in a subtransaction of its own (one
+/// that fails is set aside, see `wf_settle_isolated.sql`), and a transaction with more than
+/// 64 subtransactions makes every other session's snapshot look them up in `pg_subtrans`
+/// while it runs: 30 runs keep a batch under that with room for a node start's own.
+const BATCH: i32 = 30;
 
 /// Ends every due timer; returns how many nodes and runs it ended, and when the next timer
 /// falls due.

@@ -49,6 +49,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "retention_ms", 9),
     function!("jobs", "of_run", 11),
     function!("jobs", "cancel_jobs", 11),
+    function!("jobs", "revive_jobs", 11),
     function!("workflow", "wf_node_state", 11),
     function!("workflow", "wf_job_result", 11),
     function!("workflow", "wf_error", 11),

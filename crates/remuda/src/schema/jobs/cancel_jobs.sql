@@ -9,7 +9,7 @@
 -- A workflow run's job belongs to its run: it is cancelled only when `of_run` is that run
 -- (its stop), and a plain job only when `of_run` is NULL. Returns each job found: its
 -- state before, whether it was cancelled now, and the run it was left to (`left_to_run`:
--- a job that could have been cancelled but belongs to a run other than `of_run`).
+-- the run of a job that belongs to a run other than `of_run`).
 CREATE OR REPLACE FUNCTION remuda.cancel_jobs(ids bigint[], of_run bigint, skip_locked boolean, message text)
 RETURNS TABLE (id bigint, old_state remuda.job_state, cancelled boolean, left_to_run bigint)
 LANGUAGE plpgsql AS $$
@@ -50,8 +50,7 @@ BEGIN
     PERFORM remuda.transitioned(changed);
     RETURN QUERY
     SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),
-           CASE WHEN f.state IN ('scheduled', 'available', 'running')
-                 AND NOT remuda.of_run(f.workflow_id, of_run) THEN f.workflow_id END
+           CASE WHEN NOT remuda.of_run(f.workflow_id, of_run) THEN f.workflow_id END
     FROM unnest(found) f ORDER BY f.id;
 END
 $$;

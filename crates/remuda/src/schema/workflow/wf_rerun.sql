@@ -9,7 +9,6 @@ DECLARE
     r remuda.workflow_nodes;
     children bigint[] := '{}';
     c bigint;
-    seam integer;
 BEGIN
     FOR r IN SELECT * FROM remuda.workflow_nodes x
              WHERE x.workflow_id = w_id AND x.node = ANY(nodes)
@@ -17,23 +16,11 @@ BEGIN
              ORDER BY x.position
     LOOP
         IF r.type = 'map' AND r.children_total > 0 THEN
-            WITH target AS (
-                SELECT j.id, j.state AS old_state FROM remuda.jobs j
-                WHERE j.workflow_id = w_id AND j.workflow ->> 'node' = r.node AND j.workflow ? 'index'
-                  AND j.state IN ('failed', 'cancelled', 'expired')
-                ORDER BY j.id FOR UPDATE
-            ), again AS (
-                UPDATE remuda.jobs j
-                SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL,
-                    result = NULL, worker_id = NULL, lost_streak = 0,
-                    expires_at = now() + (r.spec ->> 'deadline_ms')::bigint * interval '1 millisecond',
-                    max_attempts = j.attempt + COALESCE(j.max_attempts, 1)
-                FROM target t WHERE j.id = t.id
-                RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.old_state, j.attempt
-            )
-            SELECT remuda.transitioned(array_agg(ROW(a.id, a.queue, a.kind, a.flags, a.counted,
-                       a.old_state, 'available', a.attempt)::remuda.transition))
-            INTO seam FROM again a;
+            PERFORM remuda.revive_jobs(
+                ARRAY(SELECT j.id FROM remuda.jobs j
+                      WHERE j.workflow_id = w_id AND j.workflow ->> 'node' = r.node AND j.workflow ? 'index'
+                        AND j.state IN ('failed', 'cancelled', 'expired')),
+                w_id, '{failed,cancelled,expired}', false, (r.spec ->> 'deadline_ms')::bigint, true);
             -- the elements' counts from their jobs (those cancelled with the run were never
             -- counted)
             UPDATE remuda.workflow_nodes n SET state = 'running', result = NULL, reason = NULL,

@@ -7,13 +7,17 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     w record;
     ended remuda.wf_done[];
+    given_back bigint[];
 BEGIN
-    PERFORM remuda.wf_hold(r.id)
-    FROM remuda.workflows r
-    WHERE r.state = 'paused' AND r.id IN (
-        SELECT j.workflow_id FROM remuda.jobs j
-        WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
-                               WHERE c.flags & 2 <> 0 AND c.new_state IN ('available', 'scheduled'))));
+    -- (the runs looked up only when such a job is among the rows: most statements have none)
+    given_back := ARRAY(SELECT DISTINCT j.workflow_id FROM remuda.jobs j
+                        WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
+                                               WHERE c.flags & 2 <> 0
+                                                 AND c.new_state IN ('available', 'scheduled'))));
+    IF cardinality(given_back) > 0 THEN
+        PERFORM remuda.wf_hold(r.id) FROM remuda.workflows r
+        WHERE r.id = ANY(given_back) AND r.state = 'paused';
+    END IF;
     FOR w IN
         -- the rows by primary key from an id array (their new state is the row's own):
         -- joined to the array, with the run's order wanted, the planner may walk every

@@ -1,0 +1,68 @@
+-- Revive: the one transition that runs a job that is not running or waiting to run again,
+-- now — an operator's retry of one job or many, and a run's retry of its map's elements.
+-- Each of the jobs `ids` in one of `from_states` is locked in id order (with
+-- `skip_locked`, one another transaction holds is passed over) and made available at once,
+-- through the finalization seam (which wakes its queue): its error history kept, its last
+-- start, worker and result cleared. Attempts: with `attempts_anew`, as many again as it had
+-- (a run's retry of an element); otherwise one more if it used them all (a job never claimed
+-- keeps max_attempts NULL, the worker's default). Its start deadline: `deadline_ms` from
+-- now, or lifted when NULL (an expired job would expire again).
+--
+-- A unique job whose key another job holds now is left as it is (it would be a duplicate),
+-- and a workflow's job is left to its run (remuda.of_run). Returns each job found: its state
+-- before, whether it was revived now, the run it was left to, and whether its key is taken.
+CREATE OR REPLACE FUNCTION remuda.revive_jobs(ids bigint[], of_run bigint,
+                                              from_states remuda.job_state[], skip_locked boolean,
+                                              deadline_ms bigint, attempts_anew boolean)
+RETURNS TABLE (id bigint, old_state remuda.job_state, revived boolean, left_to_run bigint,
+               key_taken boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    found remuda.jobs[];
+    taken bigint[];
+    changed remuda.transition[];
+BEGIN
+    IF skip_locked THEN
+        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
+                       ORDER BY x.id FOR UPDATE SKIP LOCKED);
+    ELSE
+        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
+                       ORDER BY x.id FOR UPDATE);
+    END IF;
+    taken := ARRAY(
+        SELECT f.id FROM unnest(found) f
+        WHERE f.unique_key IS NOT NULL AND EXISTS (
+            SELECT 1 FROM remuda.jobs h
+            WHERE h.unique_key = f.unique_key AND h.kind = f.kind
+              AND COALESCE(h.unique_queue, '') = COALESCE(f.unique_queue, '')
+              AND h.id <> f.id AND h.state = ANY (h.unique_states)));
+    WITH target AS (
+        SELECT f.* FROM unnest(found) f
+        WHERE f.state = ANY(from_states) AND remuda.of_run(f.workflow_id, of_run)
+          AND f.id <> ALL(taken)
+    ), done AS (
+        UPDATE remuda.jobs j
+        SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL,
+            result = NULL, worker_id = NULL, lost_streak = 0,
+            expires_at = now() + deadline_ms * interval '1 millisecond',
+            max_attempts = CASE WHEN attempts_anew THEN j.attempt + COALESCE(j.max_attempts, 1)
+                                WHEN j.max_attempts IS NULL THEN NULL
+                                ELSE GREATEST(j.max_attempts, j.attempt + 1) END
+        FROM target t
+        WHERE j.id = t.id
+        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.state AS old_state, j.attempt
+    )
+    SELECT array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted, d.old_state, 'available',
+                         d.attempt)::remuda.transition ORDER BY d.id)
+    INTO changed
+    FROM done d;
+    PERFORM remuda.transitioned(changed);
+    RETURN QUERY
+    SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),
+           CASE WHEN NOT remuda.of_run(f.workflow_id, of_run)
+                THEN f.workflow_id END,
+           f.state = ANY(from_states) AND f.id = ANY(taken)
+    FROM unnest(found) f ORDER BY f.id;
+END
+$$;
