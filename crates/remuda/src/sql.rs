@@ -1,215 +1,217 @@
-//! Every SQL statement remuda runs, one `.sql` file each under `src/sql/`, so each database
-//! operation is written once and `tests/sql_statements.rs` can prepare them all against a
-//! migrated database. Each constant's doc is the first line of its file; the file says more.
+//! Every SQL statement remuda runs, one `.sql` file each under `src/sql/`, grouped by what it
+//! works on (`jobs/`, `workers/`, `queues/`, `maintenance/`, `schedule/`, `notify/`,
+//! `workflow/`), so each database operation is written once and `tests/sql_statements.rs`
+//! can prepare them all against a migrated database. Each constant's doc is the first line of its file; the file says more.
 
 use crate::db::Pinned;
 
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
-pub(crate) const CLAIM: &str = include_str!("sql/claim.sql");
+pub(crate) const CLAIM: &str = include_str!("sql/jobs/claim.sql");
 /// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5 …
-pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/claim_limited.sql");
+pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/jobs/claim_limited.sql");
 /// Claim from queue $1 within a cap on running jobs (the queue's max_running, the cluster's) …
-pub(crate) const CLAIM_CAPPED: &str = include_str!("sql/claim_capped.sql");
+pub(crate) const CLAIM_CAPPED: &str = include_str!("sql/jobs/claim_capped.sql");
 /// Serialise limited claims: the lock of queue $1 and, when the cluster has a cap, first the …
-pub(crate) const CLAIM_LOCK: &str = include_str!("sql/claim_lock.sql");
+pub(crate) const CLAIM_LOCK: &str = include_str!("sql/jobs/claim_lock.sql");
 /// The cluster-wide settings (one row).
-pub(crate) const CLUSTER_GET: &str = include_str!("sql/cluster_get.sql");
+pub(crate) const CLUSTER_GET: &str = include_str!("sql/queues/cluster_get.sql");
 /// Set the cluster-wide cap on running jobs ($1, NULL for none) and tell the workers.
-pub(crate) const CLUSTER_SET: &str = include_str!("sql/cluster_set.sql");
+pub(crate) const CLUSTER_SET: &str = include_str!("sql/queues/cluster_set.sql");
 /// How many of the successes $1 (attempts $2, claim times $3) of worker $4 are written …
-pub(crate) const COMPLETED_IN_RUN: &str = include_str!("sql/completed_in_run.sql");
+pub(crate) const COMPLETED_IN_RUN: &str = include_str!("sql/jobs/completed_in_run.sql");
 /// Write the outcomes of many attempts at once: completed, failed, or retried (scheduled, or …
-pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/complete_jobs.sql");
+pub(crate) const COMPLETE_JOBS: &str = include_str!("sql/jobs/complete_jobs.sql");
 /// Write many successful outcomes at once: the common case of complete_jobs.sql, without its …
-pub(crate) const COMPLETE_OK: &str = include_str!("sql/complete_ok.sql");
+pub(crate) const COMPLETE_OK: &str = include_str!("sql/jobs/complete_ok.sql");
 /// Bulk insert of jobs due now in PostgreSQL's binary COPY format (the fastest path in: no …
-pub(crate) const COPY_JOBS: &str = include_str!("sql/copy_jobs.sql");
+pub(crate) const COPY_JOBS: &str = include_str!("sql/jobs/copy_jobs.sql");
 /// Move jobs whose start deadline passed before they started to `expired`, with a …
-pub(crate) const EXPIRE: &str = include_str!("sql/expire.sql");
+pub(crate) const EXPIRE: &str = include_str!("sql/jobs/expire.sql");
 /// Insert any number of jobs in one statement from parallel arrays (one element per job). …
-pub(crate) const INSERT_JOBS: &str = include_str!("sql/insert_jobs.sql");
+pub(crate) const INSERT_JOBS: &str = include_str!("sql/jobs/insert_jobs.sql");
 /// Insert jobs of which some are unique, in one statement: a job whose unique key ($12) is held …
-pub(crate) const INSERT_UNIQUE_JOBS: &str = include_str!("sql/insert_unique_jobs.sql");
+pub(crate) const INSERT_UNIQUE_JOBS: &str = include_str!("sql/jobs/insert_unique_jobs.sql");
 /// Cancel a job that has not finished. A running job's worker is told on `remuda_cancel` …
-pub(crate) const JOB_CANCEL: &str = include_str!("sql/job_cancel.sql");
+pub(crate) const JOB_CANCEL: &str = include_str!("sql/jobs/job_cancel.sql");
 /// One job, every column the CLI and the API show.
-pub(crate) const JOB_GET: &str = include_str!("sql/job_get.sql");
+pub(crate) const JOB_GET: &str = include_str!("sql/jobs/job_get.sql");
 /// A page of the jobs in final state $1, latest finished first, after the cursor ($2 finished_at, …
-pub(crate) const JOB_PAGE_FINISHED: &str = include_str!("sql/job_page_finished.sql");
+pub(crate) const JOB_PAGE_FINISHED: &str = include_str!("sql/jobs/job_page_finished.sql");
 /// A page of the available jobs, in the order they run (priority, run_at, id), after the cursor …
-pub(crate) const JOB_PAGE_AVAILABLE: &str = include_str!("sql/job_page_available.sql");
+pub(crate) const JOB_PAGE_AVAILABLE: &str = include_str!("sql/jobs/job_page_available.sql");
 /// A page of the scheduled jobs, soonest first (run_at, id), after the cursor ($1 run_at, $2 id; …
-pub(crate) const JOB_PAGE_SCHEDULED: &str = include_str!("sql/job_page_scheduled.sql");
+pub(crate) const JOB_PAGE_SCHEDULED: &str = include_str!("sql/jobs/job_page_scheduled.sql");
 /// A page of the running jobs, newest first, below id $1 (NULL for the first page), of queue $2, …
-pub(crate) const JOB_PAGE_RUNNING: &str = include_str!("sql/job_page_running.sql");
+pub(crate) const JOB_PAGE_RUNNING: &str = include_str!("sql/jobs/job_page_running.sql");
 /// A page of jobs in any state, newest first, below id $1 (NULL for the first page), of queue $2, …
-pub(crate) const JOB_PAGE_ANY: &str = include_str!("sql/job_page_any.sql");
+pub(crate) const JOB_PAGE_ANY: &str = include_str!("sql/jobs/job_page_any.sql");
 /// Cancel each of the jobs $1 that has not finished, through the finalization seam, as …
-pub(crate) const JOB_CANCEL_MANY: &str = include_str!("sql/job_cancel_many.sql");
+pub(crate) const JOB_CANCEL_MANY: &str = include_str!("sql/jobs/job_cancel_many.sql");
 /// Delete each of the jobs $1 that is not running (a running job is cancelled first, so its …
-pub(crate) const JOB_DELETE: &str = include_str!("sql/job_delete.sql");
+pub(crate) const JOB_DELETE: &str = include_str!("sql/jobs/job_delete.sql");
 /// Run a job that is not running again, now: a final job gets one more attempt if it used them …
-pub(crate) const JOB_RETRY: &str = include_str!("sql/job_retry.sql");
+pub(crate) const JOB_RETRY: &str = include_str!("sql/jobs/job_retry.sql");
 /// Redrive: run again, now, through the finalization seam, each of the jobs $1 that is failed, …
-pub(crate) const JOB_RETRY_MANY: &str = include_str!("sql/job_retry_many.sql");
+pub(crate) const JOB_RETRY_MANY: &str = include_str!("sql/jobs/job_retry_many.sql");
 /// Take or renew the leader lease for $2 seconds: succeeds (returns a row) when the lease is …
-pub(crate) const LEADER_ELECT: &str = include_str!("sql/leader_elect.sql");
+pub(crate) const LEADER_ELECT: &str = include_str!("sql/maintenance/leader_elect.sql");
 /// Give up the lease (graceful shutdown) so another worker takes over without waiting for expiry.
-pub(crate) const LEADER_RESIGN: &str = include_str!("sql/leader_resign.sql");
+pub(crate) const LEADER_RESIGN: &str = include_str!("sql/maintenance/leader_resign.sql");
 /// Declare dead the workers silent for longer than their own rescue_after (or already marked: …
-pub(crate) const MARK_DEAD: &str = include_str!("sql/mark_dead.sql");
+pub(crate) const MARK_DEAD: &str = include_str!("sql/workers/mark_dead.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
-pub(crate) const PROMOTE: &str = include_str!("sql/promote.sql");
+pub(crate) const PROMOTE: &str = include_str!("sql/jobs/promote.sql");
 /// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
-pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/prune_workers.sql");
+pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/workers/prune_workers.sql");
 /// Number of jobs per queue and state, each state counted in its own index rather than the …
-pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queue_counts.sql");
+pub(crate) const QUEUE_COUNTS: &str = include_str!("sql/queues/queue_counts.sql");
 /// The settings of the queues $1 (rows only for queues that have settings), for workers and …
-pub(crate) const QUEUE_GET: &str = include_str!("sql/queue_get.sql");
+pub(crate) const QUEUE_GET: &str = include_str!("sql/queues/queue_get.sql");
 /// The settings of every queue that has some (for `remuda queues`, which also lists the …
-pub(crate) const QUEUE_ALL: &str = include_str!("sql/queue_all.sql");
+pub(crate) const QUEUE_ALL: &str = include_str!("sql/queues/queue_all.sql");
 /// The scheduled jobs of queues $1 and kinds $2: how many, and when the first retry (a job …
-pub(crate) const SCHEDULED_LEFT: &str = include_str!("sql/scheduled_left.sql");
+pub(crate) const SCHEDULED_LEFT: &str = include_str!("sql/queues/scheduled_left.sql");
 /// The test databases (remuda_t_*) whose ownership lock no session holds: their test run is …
-pub(crate) const TEST_DATABASES_ABANDONED: &str = include_str!("sql/test_databases_abandoned.sql");
+pub(crate) const TEST_DATABASES_ABANDONED: &str =
+    include_str!("sql/maintenance/test_databases_abandoned.sql");
 /// Whether a live worker runs kind $1 in queue $2 (for the warning of `remuda enqueue` about a …
-pub(crate) const KIND_SERVED: &str = include_str!("sql/kind_served.sql");
+pub(crate) const KIND_SERVED: &str = include_str!("sql/queues/kind_served.sql");
 /// Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a …
-pub(crate) const QUEUE_SET: &str = include_str!("sql/queue_set.sql");
+pub(crate) const QUEUE_SET: &str = include_str!("sql/queues/queue_set.sql");
 /// Give running jobs back without burning an attempt (graceful shutdown past its timeout): …
-pub(crate) const RELEASE_JOBS: &str = include_str!("sql/release_jobs.sql");
+pub(crate) const RELEASE_JOBS: &str = include_str!("sql/jobs/release_jobs.sql");
 /// Give back the jobs running for worker $1 that it does not know it runs (ids other than $2): …
-pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/release_orphans.sql");
+pub(crate) const RELEASE_ORPHANS: &str = include_str!("sql/jobs/release_orphans.sql");
 /// Rescue the running jobs of the dead workers $1 (from mark_dead.sql, with their crash-loop …
-pub(crate) const RESCUE: &str = include_str!("sql/rescue.sql");
+pub(crate) const RESCUE: &str = include_str!("sql/jobs/rescue.sql");
 /// Per queue, the jobs that completed and failed within the last $1 milliseconds: each …
-pub(crate) const THROUGHPUT: &str = include_str!("sql/throughput.sql");
+pub(crate) const THROUGHPUT: &str = include_str!("sql/queues/throughput.sql");
 /// Add a worker's tally of one queue and minute to `remuda.queue_minutes` …
-pub(crate) const ACTIVITY_ADD: &str = include_str!("sql/activity_add.sql");
+pub(crate) const ACTIVITY_ADD: &str = include_str!("sql/workers/activity_add.sql");
 /// Every queue's minutes of activity within the last $1 minutes …
-pub(crate) const ACTIVITY_READ: &str = include_str!("sql/activity_read.sql");
+pub(crate) const ACTIVITY_READ: &str = include_str!("sql/workers/activity_read.sql");
 /// Delete minutes of activity past their age …
-pub(crate) const ACTIVITY_PRUNE: &str = include_str!("sql/activity_prune.sql");
+pub(crate) const ACTIVITY_PRUNE: &str = include_str!("sql/workers/activity_prune.sql");
 /// Delete audit entries past their age …
-pub(crate) const AUDIT_PRUNE: &str = include_str!("sql/audit_prune.sql");
+pub(crate) const AUDIT_PRUNE: &str = include_str!("sql/maintenance/audit_prune.sql");
 /// The id of the current transaction (assigning one), kept by the completer to ask later …
-pub(crate) const TRANSACTION_ID: &str = include_str!("sql/transaction_id.sql");
+pub(crate) const TRANSACTION_ID: &str = include_str!("sql/jobs/transaction_id.sql");
 /// Whether transaction $1 (from transaction_id.sql) committed: 'committed', 'aborted' or …
-pub(crate) const TRANSACTION_STATUS: &str = include_str!("sql/transaction_status.sql");
+pub(crate) const TRANSACTION_STATUS: &str = include_str!("sql/jobs/transaction_status.sql");
 /// Which of the jobs $1 this worker ($2) runs are no longer its own: cancelled, rescued, or …
-pub(crate) const RUNNING_LOST: &str = include_str!("sql/running_lost.sql");
+pub(crate) const RUNNING_LOST: &str = include_str!("sql/jobs/running_lost.sql");
 /// Unique keys for "unique by args": the kind and the md5 of the args as jsonb (which orders …
-pub(crate) const UNIQUE_ARGS_KEYS: &str = include_str!("sql/unique_args_keys.sql");
+pub(crate) const UNIQUE_ARGS_KEYS: &str = include_str!("sql/jobs/unique_args_keys.sql");
 /// The jobs that hold the unique keys $1 (in their unique states): the existing jobs a …
-pub(crate) const UNIQUE_LOOKUP: &str = include_str!("sql/unique_lookup.sql");
+pub(crate) const UNIQUE_LOOKUP: &str = include_str!("sql/jobs/unique_lookup.sql");
 /// Per queue, the available jobs that no live worker can take: none serving the queue and the …
-pub(crate) const UNROUTABLE: &str = include_str!("sql/unroutable.sql");
+pub(crate) const UNROUTABLE: &str = include_str!("sql/queues/unroutable.sql");
 /// Ask for a completion notification for one unfinished job (only awaited jobs pay for it): …
-pub(crate) const WAIT_MARK: &str = include_str!("sql/wait_mark.sql");
+pub(crate) const WAIT_MARK: &str = include_str!("sql/jobs/wait_mark.sql");
 /// A stopping worker leaves the registry, unless it still holds running jobs (its outcomes could …
-pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/worker_deregister.sql");
+pub(crate) const WORKER_DEREGISTER: &str = include_str!("sql/workers/worker_deregister.sql");
 /// One heartbeat for the whole worker (not one per job): its running jobs live as long as it …
-pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/worker_heartbeat.sql");
+pub(crate) const WORKER_HEARTBEAT: &str = include_str!("sql/workers/worker_heartbeat.sql");
 /// Registered workers with what each reported at its last heartbeat (jobs running, attempts …
-pub(crate) const WORKER_LIST: &str = include_str!("sql/worker_list.sql");
+pub(crate) const WORKER_LIST: &str = include_str!("sql/workers/worker_list.sql");
 /// Register a worker, or bring its row back after it was declared dead or forgotten (its old …
-pub(crate) const WORKER_REGISTER: &str = include_str!("sql/worker_register.sql");
+pub(crate) const WORKER_REGISTER: &str = include_str!("sql/workers/worker_register.sql");
 
 /// The database's clock: every fire time is computed on it, whichever host computes it.
-pub(crate) const CLOCK: &str = include_str!("sql/clock.sql");
+pub(crate) const CLOCK: &str = include_str!("sql/schedule/clock.sql");
 /// Hold the leader lease of $1 at term $2 for the rest of the transaction (no row: not the …
-pub(crate) const LEASE_HOLD: &str = include_str!("sql/lease_hold.sql");
+pub(crate) const LEASE_HOLD: &str = include_str!("sql/maintenance/lease_hold.sql");
 /// Delete schedule $1 (the jobs it fired stay).
-pub(crate) const SCHEDULE_DELETE: &str = include_str!("sql/schedule_delete.sql");
+pub(crate) const SCHEDULE_DELETE: &str = include_str!("sql/schedule/schedule_delete.sql");
 /// Lock up to $1 schedules due now (oldest first), for the firer's transaction, with what it …
-pub(crate) const SCHEDULE_DUE: &str = include_str!("sql/schedule_due.sql");
+pub(crate) const SCHEDULE_DUE: &str = include_str!("sql/schedule/schedule_due.sql");
 /// Fire locked schedules: insert a job per fire time ($5 schedule names, $6 fire times; …
-pub(crate) const SCHEDULE_FIRE: &str = include_str!("sql/schedule_fire.sql");
+pub(crate) const SCHEDULE_FIRE: &str = include_str!("sql/schedule/schedule_fire.sql");
 /// Every schedule ($1 NULL), or the one named $1, with all it shows.
-pub(crate) const SCHEDULE_LIST: &str = include_str!("sql/schedule_list.sql");
+pub(crate) const SCHEDULE_LIST: &str = include_str!("sql/schedule/schedule_list.sql");
 /// When the next schedule falls due (NULL: none), and the database's clock.
-pub(crate) const SCHEDULE_NEXT_DUE: &str = include_str!("sql/schedule_next_due.sql");
+pub(crate) const SCHEDULE_NEXT_DUE: &str = include_str!("sql/schedule/schedule_next_due.sql");
 /// Pause ($2 true) or resume ($2 false) schedule $1. A resumed schedule fires next at $3 (its …
-pub(crate) const SCHEDULE_PAUSE: &str = include_str!("sql/schedule_pause.sql");
+pub(crate) const SCHEDULE_PAUSE: &str = include_str!("sql/schedule/schedule_pause.sql");
 /// Fire schedule $1 now, outside its pattern: a job with fire_at = now(), counted as a run; …
-pub(crate) const SCHEDULE_TRIGGER: &str = include_str!("sql/schedule_trigger.sql");
+pub(crate) const SCHEDULE_TRIGGER: &str = include_str!("sql/schedule/schedule_trigger.sql");
 /// Create or replace schedule $1 (kind $2, args $3, queue $4, priority $5, max_attempts $6, …
-pub(crate) const SCHEDULE_UPSERT: &str = include_str!("sql/schedule_upsert.sql");
+pub(crate) const SCHEDULE_UPSERT: &str = include_str!("sql/schedule/schedule_upsert.sql");
 
 /// Delete up to $3 jobs in final state $1 that are past their age: their queue's own …
-pub(crate) const PRUNE: &str = include_str!("sql/prune.sql");
+pub(crate) const PRUNE: &str = include_str!("sql/jobs/prune.sql");
 /// How many jobs in final state $1 prune.sql would delete with default age $2 ms (a dry run).
-pub(crate) const PRUNE_COUNT: &str = include_str!("sql/prune_count.sql");
+pub(crate) const PRUNE_COUNT: &str = include_str!("sql/jobs/prune_count.sql");
 
 /// Delete the rate-limit token buckets that are full again (not refreshed for a whole period …
-pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/rate_buckets_prune.sql");
+pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/queues/rate_buckets_prune.sql");
 /// Record the latest runs of the duties $1 (started $2, lasting $3 ms, ok $4, what they did …
-pub(crate) const MAINTENANCE_RECORD: &str = include_str!("sql/maintenance_record.sql");
+pub(crate) const MAINTENANCE_RECORD: &str = include_str!("sql/maintenance/maintenance_record.sql");
 /// Who leads maintenance (no row: nobody ever did), since when, at which term, and whether …
-pub(crate) const MAINTENANCE_STATUS: &str = include_str!("sql/maintenance_status.sql");
+pub(crate) const MAINTENANCE_STATUS: &str = include_str!("sql/maintenance/maintenance_status.sql");
 /// Each duty's latest run, by duty.
-pub(crate) const MAINTENANCE_RUNS: &str = include_str!("sql/maintenance_runs.sql");
+pub(crate) const MAINTENANCE_RUNS: &str = include_str!("sql/maintenance/maintenance_runs.sql");
 
 /// The indexes of remuda.jobs worth rebuilding: valid, at least $1 bytes, and more than $2 …
-pub(crate) const REINDEX_CANDIDATES: &str = include_str!("sql/reindex_candidates.sql");
+pub(crate) const REINDEX_CANDIDATES: &str = include_str!("sql/maintenance/reindex_candidates.sql");
 /// What an interrupted `REINDEX … CONCURRENTLY` leaves in the remuda schema: invalid copies …
-pub(crate) const REINDEX_LEFTOVERS: &str = include_str!("sql/reindex_leftovers.sql");
+pub(crate) const REINDEX_LEFTOVERS: &str = include_str!("sql/maintenance/reindex_leftovers.sql");
 
 /// The remuda tables whose dead rows are past twice the threshold autovacuum was given for …
-pub(crate) const VACUUM_DUE: &str = include_str!("sql/vacuum_due.sql");
+pub(crate) const VACUUM_DUE: &str = include_str!("sql/maintenance/vacuum_due.sql");
 
 /// Start a run of compiled definition $1 with input $2, or find the one started with
-pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow_start.sql");
+pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow/workflow_start.sql");
 /// The compiled definition run $1 was started with (to start a new run of it).
-pub(crate) const WORKFLOW_DEFINITION: &str = include_str!("sql/workflow_definition.sql");
+pub(crate) const WORKFLOW_DEFINITION: &str = include_str!("sql/workflow/workflow_definition.sql");
 /// One run: what `remuda workflow status` shows besides its nodes.
-pub(crate) const WORKFLOW_GET: &str = include_str!("sql/workflow_get.sql");
+pub(crate) const WORKFLOW_GET: &str = include_str!("sql/workflow/workflow_get.sql");
 /// The nodes of run $1 in topological order, with their error and, for a map, its elements'
-pub(crate) const WORKFLOW_NODES: &str = include_str!("sql/workflow_nodes.sql");
+pub(crate) const WORKFLOW_NODES: &str = include_str!("sql/workflow/workflow_nodes.sql");
 /// Runs in state $1 and of definition $2 (each NULL for all), newest first, up to $3, with
-pub(crate) const WORKFLOW_LIST: &str = include_str!("sql/workflow_list.sql");
+pub(crate) const WORKFLOW_LIST: &str = include_str!("sql/workflow/workflow_list.sql");
 /// Pause run $1 (see remuda.workflow_pause): the state it had, NULL when there is no such r …
-pub(crate) const WORKFLOW_PAUSE: &str = include_str!("sql/workflow_pause.sql");
+pub(crate) const WORKFLOW_PAUSE: &str = include_str!("sql/workflow/workflow_pause.sql");
 /// Resume run $1 (see remuda.workflow_resume): the state it had, NULL when there is no such …
-pub(crate) const WORKFLOW_RESUME: &str = include_str!("sql/workflow_resume.sql");
+pub(crate) const WORKFLOW_RESUME: &str = include_str!("sql/workflow/workflow_resume.sql");
 /// Cancel run $1 (see remuda.workflow_cancel): the state it had, NULL when there is no such …
-pub(crate) const WORKFLOW_CANCEL: &str = include_str!("sql/workflow_cancel.sql");
+pub(crate) const WORKFLOW_CANCEL: &str = include_str!("sql/workflow/workflow_cancel.sql");
 /// Retry run $1 (see remuda.workflow_retry): the state it had, NULL when there is no such r …
-pub(crate) const WORKFLOW_RETRY: &str = include_str!("sql/workflow_retry.sql");
+pub(crate) const WORKFLOW_RETRY: &str = include_str!("sql/workflow/workflow_retry.sql");
 /// Deliver signal $2 with payload $3 to run $1: the nodes it completed, -1 when the run has
-pub(crate) const WORKFLOW_SIGNAL: &str = include_str!("sql/workflow_signal.sql");
+pub(crate) const WORKFLOW_SIGNAL: &str = include_str!("sql/workflow/workflow_signal.sql");
 /// The timer duty's step for up to $1 runs (due sleeps, signal timeouts, run deadlines), and
-pub(crate) const WORKFLOW_TIMERS: &str = include_str!("sql/workflow_timers.sql");
+pub(crate) const WORKFLOW_TIMERS: &str = include_str!("sql/workflow/workflow_timers.sql");
 /// The recovery step for up to $1 runs: advancement that was not written (see
-pub(crate) const WORKFLOW_REPAIR: &str = include_str!("sql/workflow_repair.sql");
+pub(crate) const WORKFLOW_REPAIR: &str = include_str!("sql/workflow/workflow_repair.sql");
 
 /// Delete up to $4 finished workflow runs past their age: completed runs after $1 ms, failed …
-pub(crate) const WORKFLOW_PRUNE: &str = include_str!("sql/workflow_prune.sql");
+pub(crate) const WORKFLOW_PRUNE: &str = include_str!("sql/workflow/workflow_prune.sql");
 
 /// Claim up to $1 due notifications for dispatcher $3 with a lease of $2 ms …
-pub(crate) const NOTIFICATION_CLAIM: &str = include_str!("sql/notification_claim.sql");
+pub(crate) const NOTIFICATION_CLAIM: &str = include_str!("sql/notify/notification_claim.sql");
 
 /// Mark notifications $1 delivered; returns each one's delivery latency …
-pub(crate) const NOTIFICATION_SENT: &str = include_str!("sql/notification_sent.sql");
+pub(crate) const NOTIFICATION_SENT: &str = include_str!("sql/notify/notification_sent.sql");
 
 /// Record failed attempts: due again after a delay, or dead …
-pub(crate) const NOTIFICATION_FAILED: &str = include_str!("sql/notification_failed.sql");
+pub(crate) const NOTIFICATION_FAILED: &str = include_str!("sql/notify/notification_failed.sql");
 
 /// Milliseconds until the next pending notification is due …
-pub(crate) const NOTIFICATION_NEXT_DUE: &str = include_str!("sql/notification_next_due.sql");
+pub(crate) const NOTIFICATION_NEXT_DUE: &str = include_str!("sql/notify/notification_next_due.sql");
 
 /// Notifications, newest first, by state, job and workflow run …
-pub(crate) const NOTIFICATION_LIST: &str = include_str!("sql/notification_list.sql");
+pub(crate) const NOTIFICATION_LIST: &str = include_str!("sql/notify/notification_list.sql");
 
 /// Make dead notification $1 due now, its attempts anew …
-pub(crate) const NOTIFICATION_RETRY: &str = include_str!("sql/notification_retry.sql");
+pub(crate) const NOTIFICATION_RETRY: &str = include_str!("sql/notify/notification_retry.sql");
 
 /// A worker's notification defaults for its kinds …
 pub(crate) const NOTIFICATION_DEFAULTS_SET: &str =
-    include_str!("sql/notification_defaults_set.sql");
+    include_str!("sql/notify/notification_defaults_set.sql");
 
 /// Delete up to $3 sent and dead notifications past their age …
-pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notification_prune.sql");
+pub(crate) const NOTIFICATION_PRUNE: &str = include_str!("sql/notify/notification_prune.sql");
 
 /// The claims' planner settings (claim.sql, and claim_capped.sql or claim_limited.sql in their
 /// transaction): the locked rows are found again by place (a TID scan) and the running and

@@ -48,6 +48,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "transitioned", 8),
     function!("jobs", "retention_ms", 9),
     function!("jobs", "of_run", 11),
+    function!("jobs", "lock_jobs", 11),
     function!("jobs", "cancel_jobs", 11),
     function!("jobs", "revive_jobs", 11),
     function!("workflow", "wf_node_state", 11),

@@ -19,13 +19,7 @@ DECLARE
     changed remuda.transition[];
     told text[];
 BEGIN
-    IF skip_locked THEN
-        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
-                       ORDER BY x.id FOR UPDATE SKIP LOCKED);
-    ELSE
-        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
-                       ORDER BY x.id FOR UPDATE);
-    END IF;
+    found := remuda.lock_jobs(ids, skip_locked);
     WITH target AS (
         SELECT f.* FROM unnest(found) f
         WHERE f.state IN ('scheduled', 'available', 'running')

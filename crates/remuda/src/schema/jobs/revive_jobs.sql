@@ -23,13 +23,7 @@ DECLARE
     taken bigint[];
     changed remuda.transition[];
 BEGIN
-    IF skip_locked THEN
-        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
-                       ORDER BY x.id FOR UPDATE SKIP LOCKED);
-    ELSE
-        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
-                       ORDER BY x.id FOR UPDATE);
-    END IF;
+    found := remuda.lock_jobs(ids, skip_locked);
     taken := ARRAY(
         SELECT f.id FROM unnest(found) f
         WHERE f.unique_key IS NOT NULL AND EXISTS (
