@@ -34,6 +34,7 @@
 //! ```
 
 pub mod client;
+mod config;
 pub mod db;
 pub mod duration;
 mod error;
@@ -41,8 +42,10 @@ pub mod job;
 pub mod maintenance;
 pub mod metrics;
 pub mod migrate;
+mod names;
 pub mod notify;
 pub mod retry;
+mod runtime;
 pub mod schedule;
 pub mod sql;
 pub mod task;

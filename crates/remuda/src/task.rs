@@ -249,8 +249,8 @@ impl TaskOptions {
     /// would violate a constraint) and would stall its queue.
     pub fn validate(&self, kind: &str) -> crate::Result<()> {
         let bad = |what: String| Err(crate::Error::InvalidInput(format!("task {kind}: {what}")));
-        crate::client::check_name("kind", kind)?;
-        if let Err(e) = crate::client::check_name("queue", &self.queue) {
+        crate::names::check_name("kind", kind)?;
+        if let Err(e) = crate::names::check_name("queue", &self.queue) {
             return bad(e.to_string());
         }
         if self.max_attempts < 1 {

@@ -15,13 +15,14 @@ mod activity;
 mod bulk;
 mod insert;
 mod list;
+mod maintenance;
 mod queues;
 mod throughput;
 pub(crate) mod wait;
 
+pub use crate::names::{check_name, MAX_NAME};
 pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
-pub use insert::{check_name, MAX_NAME};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use list::{JobPage, DEFAULT_PAGE, MAX_PAGE};
 pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};

@@ -26,12 +26,12 @@ pub(crate) struct Journal {
 impl Journal {
     /// Records a run of `duty` (replacing an earlier one not written yet).
     pub fn record(&self, duty: &'static str, entry: Entry) {
-        crate::worker::lock(&self.pending).insert(duty, entry);
+        crate::runtime::lock(&self.pending).insert(duty, entry);
     }
 
     /// Writes the pending runs under `lease`; on failure they are kept for the next round.
     pub async fn flush(&self, db: &Database, lease: &Lease) -> Result<()> {
-        let pending = std::mem::take(&mut *crate::worker::lock(&self.pending));
+        let pending = std::mem::take(&mut *crate::runtime::lock(&self.pending));
         if pending.is_empty() {
             return Ok(());
         }
@@ -68,7 +68,7 @@ impl Journal {
         };
         let result: Result<()> = written.await;
         if result.is_err() {
-            let mut now = crate::worker::lock(&self.pending);
+            let mut now = crate::runtime::lock(&self.pending);
             for (duty, entry) in pending {
                 now.entry(duty).or_insert(entry);
             }
@@ -118,38 +118,4 @@ pub struct DutyRun {
     pub ok: bool,
     /// What it did, or its error.
     pub result: String,
-}
-
-impl crate::Client {
-    /// Who leads maintenance and what each duty did last.
-    pub async fn maintenance_status(&self) -> Result<MaintenanceStatus> {
-        let conn = self.database().conn().await?;
-        let leader = match conn.query_opt(sql::MAINTENANCE_STATUS, &[]).await? {
-            Some(row) => Some(LeaderInfo {
-                worker: row.try_get("leader_id")?,
-                since: row.try_get("elected_at")?,
-                term: row.try_get("term")?,
-                expires_at: row.try_get("expires_at")?,
-                current: row.try_get("current")?,
-            }),
-            None => None,
-        };
-        let duties = conn
-            .query(sql::MAINTENANCE_RUNS, &[])
-            .await?
-            .iter()
-            .map(|row| {
-                Ok(DutyRun {
-                    duty: row.try_get("duty")?,
-                    worker: row.try_get("leader_id")?,
-                    term: row.try_get("term")?,
-                    started_at: row.try_get("started_at")?,
-                    duration_ms: row.try_get("duration_ms")?,
-                    ok: row.try_get("ok")?,
-                    result: row.try_get("result")?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(MaintenanceStatus { leader, duties })
-    }
 }

@@ -24,13 +24,13 @@ mod retention;
 mod timers;
 
 pub use journal::{DutyRun, LeaderInfo, MaintenanceStatus};
+pub(crate) use retention::prune;
 pub use retention::{Keep, Pruned, Retention};
 
 pub(crate) use leader::resign;
 
 use crate::db::Database;
-use crate::worker::supervise::{self, Failures};
-use crate::worker::WorkerConfig;
+use crate::runtime::supervise::{self, Failures};
 use journal::Journal;
 use leader::Lease;
 use std::sync::Arc;
@@ -48,20 +48,6 @@ pub(crate) struct Settings {
     pub retention: Retention,
     /// Where the rescues are counted.
     pub metrics: crate::metrics::Metrics,
-}
-
-impl Settings {
-    /// The settings of `c`, counting into `metrics`.
-    pub fn new(c: &WorkerConfig, metrics: crate::metrics::Metrics) -> Self {
-        Settings {
-            interval: c.maintenance_interval,
-            promote_interval: c.promote_interval,
-            prune_interval: c.prune_interval,
-            reindex_interval: c.reindex_interval,
-            retention: c.retention,
-            metrics,
-        }
-    }
 }
 
 /// Connections maintenance may hold at once: the election and each duty.
@@ -114,7 +100,7 @@ async fn elect_until(
 ) {
     let lease = interval * 3;
     loop {
-        crate::worker::supervise::fault_point("maintenance");
+        crate::runtime::supervise::fault_point("maintenance");
         let next_round = Instant::now() + interval;
         let held = match leader::elect(db, worker_id, lease).await {
             Ok(elected) => elected,
@@ -198,7 +184,7 @@ fn spawn_duty(
             }
         }
     };
-    crate::worker::supervise::spawn(name, task, supervise::until(stop), failures.clone())
+    crate::runtime::supervise::spawn(name, task, supervise::until(stop), failures.clone())
 }
 
 /// Sleeps until `at`, or for ever when there is nothing to wait for.

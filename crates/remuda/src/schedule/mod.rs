@@ -169,10 +169,10 @@ impl Schedule {
 
     /// Checks the definition: names, pattern, limits in range. The error names the field.
     pub fn validate(&self) -> Result<()> {
-        crate::client::check_name("schedule name", &self.name)?;
-        crate::client::check_name("kind", &self.kind)
+        crate::names::check_name("schedule name", &self.name)?;
+        crate::names::check_name("kind", &self.kind)
             .map_err(|e| Error::InvalidInput(format!("schedule {}: {e}", self.name)))?;
-        crate::client::check_name("queue", &self.queue)
+        crate::names::check_name("queue", &self.queue)
             .map_err(|e| Error::InvalidInput(format!("schedule {}: {e}", self.name)))?;
         self.pattern
             .rule()

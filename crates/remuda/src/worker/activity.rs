@@ -5,9 +5,9 @@
 //! Recording is a lock and a few additions per attempt; a tally that cannot be written
 //! (the database is away) is kept and added with the next heartbeat.
 
-use super::lock;
 use crate::db::Database;
 use crate::metrics::BUCKETS;
+use crate::runtime::lock;
 use crate::{sql, Result};
 use chrono::{DateTime, Utc};
 use std::collections::HashMap;

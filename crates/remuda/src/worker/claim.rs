@@ -4,7 +4,8 @@
 //! a statement whose answer was lost (`release_orphans.sql`). The producer decides when.
 
 use super::executor::Claimed;
-use super::{lock, Shared};
+use super::Shared;
+use crate::runtime::lock;
 use crate::{sql, Result};
 
 /// After a failed claim: releases the jobs the database says this worker runs but that it

@@ -77,7 +77,7 @@ pub(crate) async fn run(
             }
         }
     });
-    let general_task = super::supervise::AbortOnDrop(general_task);
+    let general_task = crate::runtime::supervise::AbortOnDrop(general_task);
     let mut batch = Batch::default();
     loop {
         let Some(first) = rx.recv().await else { return };

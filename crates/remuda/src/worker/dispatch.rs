@@ -1,8 +1,9 @@
 //! The notification dispatcher of a worker: new jobs wake the producer, cancels stop running
 //! jobs, and a periodic check stops jobs that are no longer the worker's own.
 
-use super::{lock, Shared};
+use super::Shared;
 use crate::db::listener::Event;
+use crate::runtime::lock;
 use crate::Error;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ pub(crate) async fn run(
     let mut reconcile_every = tokio::time::interval(shared.config.heartbeat_interval);
     reconcile_every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        super::supervise::fault_point("dispatch");
+        crate::runtime::supervise::fault_point("dispatch");
         let event = tokio::select! {
             _ = stop.cancelled() => return,
             _ = reconcile_every.tick() => {

@@ -14,8 +14,9 @@
 //! Whatever a fenced worker still writes about those jobs is rejected by the (worker,
 //! attempt) guard of every write and counted in [`WorkerStats::rejected`](super::WorkerStats).
 
-use super::{lock, Shared};
+use super::Shared;
 use crate::db::Database;
+use crate::runtime::lock;
 use crate::{sql, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -171,7 +172,7 @@ async fn beat_until(
     let mut last_ok = registered;
     let mut cpu = super::usage::CpuMeter::new();
     loop {
-        super::supervise::fault_point("heartbeat");
+        crate::runtime::supervise::fault_point("heartbeat");
         let fence_at = tokio::time::Instant::from_std(last_ok + fence_after);
         let fenced = shared.fenced.load(Ordering::SeqCst);
         tokio::select! {

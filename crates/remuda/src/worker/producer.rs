@@ -8,7 +8,8 @@
 
 use super::claim::{claim, claim_limited, release_orphans};
 use super::executor::{self, Claimed};
-use super::{lock, Running, Shared};
+use super::{Running, Shared};
+use crate::runtime::lock;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,7 +66,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         if stop.is_cancelled() {
             return;
         }
-        super::supervise::fault_point("producer");
+        crate::runtime::supervise::fault_point("producer");
         // fenced: claim nothing until the heartbeat gets through (it wakes us)
         if shared.fenced.load(Ordering::SeqCst) {
             tokio::select! {

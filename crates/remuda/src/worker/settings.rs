@@ -3,8 +3,9 @@
 //! cluster-wide within a second. Limits themselves are enforced by the database at claim
 //! time (`claim_limited.sql`), never by this cache alone.
 
-use super::{lock, Shared};
+use super::Shared;
 use crate::client::QueueSettings;
+use crate::runtime::lock;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -82,7 +83,7 @@ pub(crate) async fn refresh(shared: &Shared) {
 /// Refreshes every second and on notifications, until `stop`.
 pub(crate) async fn run(shared: std::sync::Arc<Shared>, stop: CancellationToken) {
     loop {
-        super::supervise::fault_point("settings");
+        crate::runtime::supervise::fault_point("settings");
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(REFRESH) => {}

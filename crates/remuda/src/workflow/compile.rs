@@ -228,7 +228,7 @@ fn check_node(
     }
     // the rules a job's names follow: a node's job that broke them could not be started
     for (what, name) in [("kind", &node.kind), ("queue", &node.queue)] {
-        if let Some(Err(e)) = name.as_deref().map(|n| crate::client::check_name(what, n)) {
+        if let Some(Err(e)) = name.as_deref().map(|n| crate::names::check_name(what, n)) {
             say(format!("node {id}: {e}"));
         }
     }

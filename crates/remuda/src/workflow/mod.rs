@@ -11,7 +11,7 @@
 //! A definition ([`WorkflowSpec`], from a spec file or the [`Workflow`] builder) is checked
 //! whole and compiled ([`compile()`]); each run stores the compiled snapshot and its hash.
 //! Node kinds: tasks (one job), maps (one job per element of an upstream list), sleeps
-//! (durable timers), signals (wait for [`Client::signal_workflow`]) and sub-workflows.
+//! (durable timers), signals (wait for [`Client::signal_workflow`](crate::Client::signal_workflow)) and sub-workflows.
 
 mod builder;
 mod compile;
@@ -28,9 +28,6 @@ pub use status::{
     NodeState, NodeStatus, WorkflowContext, WorkflowState, WorkflowStatus, WorkflowSummary,
 };
 pub use store::{Started, WorkflowFilter, WorkflowHandle};
-
-#[allow(unused_imports)]
-use crate::client::Client;
 
 /// The flag bit of a workflow node's job (see migration 8): its ends go through the seam.
 pub const NODE_FLAG: i32 = 2;
