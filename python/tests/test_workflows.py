@@ -83,7 +83,7 @@ def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app, start_worker):
     handle = app.workflow("everything", [numbers, squares, pause, skipped, child], output=squares).start()
     result = handle.get(timeout=60)
     assert result.is_ok(), (result, handle.status())
-    assert result.unwrap() == [{"ok": 1}, {"ok": 4}, {"ok": 9}, {"ok": 16}], "a map's result lists its elements' results"
+    assert result.unwrap() == [1, 4, 9, 16], "a map's output lists its elements' values"
     nodes = handle.status()["nodes"]
     assert nodes["skipped"]["state"] == "skipped"
     assert nodes["child"]["state"] == "completed"

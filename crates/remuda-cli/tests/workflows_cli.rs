@@ -178,12 +178,13 @@ async fn a_spec_file_runs_every_node_type_with_command_tasks_and_a_cli_signal() 
         report["workflow"]["context"]["extract"]["ok"]["args"]["params"]["day"],
         "mon"
     );
-    let each = report["args"]["each"]
+    // a map's result is tagged as every node's: its elements' values, in order
+    let each = report["args"]["each"]["ok"]
         .as_array()
         .unwrap_or_else(|| panic!("the map's list: {status:#}"));
-    let items: Vec<&Value> = each.iter().map(|r| &r["ok"]["args"]["item"]).collect();
+    let items: Vec<&Value> = each.iter().map(|r| &r["args"]["item"]).collect();
     assert_eq!(items, ["a", "b", "c"]);
-    assert_eq!(each[1]["ok"]["args"]["index"], 1);
+    assert_eq!(each[1]["args"]["index"], 1);
     assert_eq!(report["args"]["approval"]["ok"]["by"], "ann");
     assert_eq!(nodes["child"]["result"]["ok"]["state"], "completed");
     assert_eq!(

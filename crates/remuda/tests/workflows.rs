@@ -274,10 +274,22 @@ async fn a_map_of_a_thousand_with_a_failing_element_is_retried_element_only() {
     let children = each.children.as_ref().expect("a map counts its elements");
     assert_eq!(children.get("completed"), Some(&999));
     assert_eq!(children.get("failed"), Some(&1));
-    assert_eq!(
-        each.error.as_ref().expect("the element's error")["code"],
-        "BAD_ITEM"
+    let error = each.error.as_ref().expect("the element's error");
+    assert_eq!(error["code"], "BAD_ITEM");
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("1 of 1000 elements failed; element 500: ")),
+        "{error}"
     );
+    let elements = error["data"]
+        .as_array()
+        .expect("each element's tagged result");
+    assert_eq!(
+        (elements.len(), &elements[500]["err"]["code"]),
+        (1000, &json!("BAD_ITEM"))
+    );
+    assert_eq!(elements[499]["ok"]["args"]["item"], 499);
     assert_eq!(state_of(&run, "gather"), NodeState::Skipped);
     assert_eq!(step.runs.load(Ordering::SeqCst), 1 + 1000);
 
@@ -293,12 +305,13 @@ async fn a_map_of_a_thousand_with_a_failing_element_is_retried_element_only() {
         1 + 1000 + 1 + 1,
         "only the failed element and gather ran again"
     );
-    let all = run.output.expect("output")["args"]["all"].clone();
-    let all = all.as_array().expect("the list of the elements' results");
+    // a map's result is tagged as every node's: the elements' values, in order
+    let all = run.output.expect("output")["args"]["all"]["ok"].clone();
+    let all = all.as_array().expect("the list of the elements' values");
     assert_eq!(all.len(), 1000);
     for (i, r) in all.iter().enumerate() {
-        assert_eq!(r["ok"]["args"]["index"], i, "in order");
-        assert_eq!(r["ok"]["args"]["item"], i);
+        assert_eq!(r["args"]["index"], i, "in order");
+        assert_eq!(r["args"]["item"], i);
     }
     assert_eq!(
         run.nodes["list"].attempt, 1,

@@ -22,7 +22,6 @@
 
 use super::compile::{compile, SpecErrors};
 use super::spec::{MapSpec, NodeSpec, OnError, SubWorkflow, WorkflowSpec};
-use crate::job::JobResult;
 use crate::task::Task;
 use serde::Serialize;
 use serde_json::Value;
@@ -105,8 +104,9 @@ impl<O> Workflow<O> {
     }
 
     /// Adds a map node: one job of `T` per element of the list at `pointer` in `over`'s
-    /// result, each given `args` plus `item` and `index`. Its result is the list of the
-    /// elements' tagged results, in order.
+    /// result, each given `args` plus `item` and `index`. Its value is the list of the
+    /// elements' outputs, in order (when one failed, its error lists each element's tagged
+    /// result as `data`).
     pub fn map<T: Task, U>(
         &mut self,
         id: &str,
@@ -114,7 +114,7 @@ impl<O> Workflow<O> {
         pointer: &str,
         args: &impl Serialize,
         configure: impl FnOnce(&mut NodeSpec),
-    ) -> NodeRef<Vec<JobResult>> {
+    ) -> NodeRef<Vec<T::Output>> {
         let options = T::options();
         let mut node = NodeSpec::task(T::KIND, self.json(id, args));
         node.queue = Some(options.queue);

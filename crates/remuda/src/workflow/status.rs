@@ -121,7 +121,8 @@ pub struct NodeStatus {
     pub job_id: Option<i64>,
     /// How many times it was started.
     pub attempt: i32,
-    /// Its tagged result; for a map, the list of its elements' tagged results.
+    /// Its tagged result (`{"ok": …}` or `{"err": …}`): for a map, `{"ok": [each element's
+    /// value]}`, or an error whose `data` lists each element's tagged result.
     pub result: Option<Value>,
     /// Its error (`code`, `message`, `data`), when it failed.
     pub error: Option<Value>,

@@ -36,6 +36,7 @@ BEGIN
     SET state = final, finished_at = now(),
         error = CASE WHEN forced IS NOT NULL THEN forced -> 'error'
                      WHEN ok THEN NULL ELSE first_error END,
+        -- (a bare list: a map's result stored before maps were tagged)
         output = (SELECT CASE WHEN jsonb_typeof(n.result) = 'array' THEN n.result ELSE n.result -> 'ok' END
                   FROM remuda.workflow_nodes n
                   WHERE n.workflow_id = w_id AND n.node = wf.definition ->> 'output' AND n.state = 'completed')

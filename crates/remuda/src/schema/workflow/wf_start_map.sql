@@ -26,7 +26,7 @@ BEGIN
             'data', NULL)), NULL, NULL)::remuda.wf_done];
     END IF;
     IF jsonb_array_length(items) = 0 THEN
-        RETURN ARRAY[ROW(n.node, NULL, 'completed', '[]'::jsonb, NULL, NULL)::remuda.wf_done];
+        RETURN ARRAY[ROW(n.node, NULL, 'completed', '{"ok": []}'::jsonb, NULL, NULL)::remuda.wf_done];
     END IF;
     base := remuda.wf_args(wf.id, wf.input, n.spec);
     ctx := remuda.wf_context(wf.id, n.spec);
