@@ -152,7 +152,12 @@ async fn jobs_run_exactly_once_through_pgbouncer_in_transaction_mode() {
     );
     // a job enqueued to idle workers that only poll is picked up too
     let listening = workers.pop().expect("the listening worker");
-    assert!(listening.stop().await.success());
+    let stopped = listening.stop().await;
+    assert!(
+        stopped.success(),
+        "the listening worker ended with {stopped}; workers said: {}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
     let late = client
         .insert(remuda::NewJob::new("record", &serde_json::json!({"late": true})).expect("job"))
         .await

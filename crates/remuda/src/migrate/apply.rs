@@ -94,7 +94,7 @@ impl Drop for Session {
     }
 }
 
-async fn apply_locked(conn: &Object, migrations: &[Migration]) -> Result<Report> {
+async fn apply_locked(conn: &crate::db::Conn, migrations: &[Migration]) -> Result<Report> {
     let latest = migrations.last().map_or(0, |m| m.version);
     conn.batch_execute(BOOTSTRAP).await?;
     conn.batch_execute(functions::BOOTSTRAP).await?;

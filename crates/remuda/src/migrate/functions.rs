@@ -13,8 +13,8 @@
 //! `CREATE OR REPLACE` cannot change a function's result type or its arguments' names: a
 //! file that does so drops the old signature first (`DROP FUNCTION IF EXISTS …;`).
 
+use crate::db::Conn;
 use crate::{Error, Result};
-use deadpool_postgres::Object;
 
 /// One function's file.
 #[derive(Clone, Copy, Debug)]
@@ -127,8 +127,9 @@ const RECORD: &str = "
     SET hash = EXCLUDED.hash, remuda_version = EXCLUDED.remuda_version, applied_at = now()";
 
 /// The files of `files` whose text is not the one recorded and that no newer remuda
-/// applied.
-pub(super) async fn stale(conn: &Object, files: &[&Function]) -> Result<Vec<Function>> {
+/// applied. Through `Conn`'s own query: behind a transaction-mode pooler (a client's
+/// check) no named statement may be left on a server connection.
+pub(super) async fn stale(conn: &Conn, files: &[&Function]) -> Result<Vec<Function>> {
     let names: Vec<&str> = files.iter().map(|f| f.name).collect();
     let texts: Vec<&str> = files.iter().map(|f| f.sql).collect();
     let mut out = Vec::new();
@@ -160,10 +161,7 @@ pub(super) async fn stale(conn: &Object, files: &[&Function]) -> Result<Vec<Func
 
 /// Applies the stale files among those `wanted`, in one transaction with their records.
 /// Returns their names.
-pub(super) async fn apply(
-    conn: &Object,
-    wanted: impl Fn(&Function) -> bool,
-) -> Result<Vec<String>> {
+pub(super) async fn apply(conn: &Conn, wanted: impl Fn(&Function) -> bool) -> Result<Vec<String>> {
     let files: Vec<&Function> = FUNCTIONS.iter().filter(|f| wanted(f)).collect();
     if files.is_empty() {
         return Ok(Vec::new());
