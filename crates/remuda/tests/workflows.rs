@@ -1285,6 +1285,10 @@ async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_work
     swapped["nodes"].as_array_mut().expect("nodes").reverse();
     let mut notify = compiled.clone();
     notify["notify"] = json!({"webhook": "", "on": ["failed"]});
+    let mut success = compiled.clone();
+    success["success"] = json!(["a"]);
+    let mut output = compiled.clone();
+    output["output"] = json!("zzz");
     let mut queue = compiled.clone();
     queue["nodes"][1]["queue"] = json!("");
     let cases = [
@@ -1292,6 +1296,8 @@ async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_work
         (swapped, "node b: deps [\"a\"] name a node that does not exist or does not come before it (a cycle)"),
         (with("/nodes/0/dependents", json!([])), "node a: dependents [] are not the nodes that depend on it"),
         (queue, "the queue name is empty"),
+        (success, "is not a list of lists of its node ids"),
+        (output, "output \"zzz\" names no node"),
         (notify, "notify"),
     ];
     for (def, says) in cases {
@@ -1536,5 +1542,51 @@ async fn a_finished_run_is_kept_while_a_sub_workflow_retried_alone_runs() {
     assert!(
         client.workflow(child_id).await.expect("read").is_none(),
         "and its child with it"
+    );
+}
+
+/// A run cancelled while paused and then retried holds its jobs again at the next pause: what
+/// a pause held is released by the cancel, not carried into the retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cancelled_while_paused_then_retried_is_held_by_the_next_pause() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("held again");
+    let mut each = node(json!({}));
+    each.map = Some(map_over("list", "/args/items"));
+    wf.node("list", node(json!({"items": [1, 2, 3]})));
+    wf.node("each", each);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    end_node(
+        &client,
+        run,
+        "list",
+        "completed",
+        json!({"ok": {"args": {"items": [1, 2, 3]}}}),
+    )
+    .await;
+    client.pause_workflow(run).await.expect("pause");
+    assert_eq!(
+        elements(&client, run).await,
+        [("held".to_string(), 3)].into()
+    );
+    client.cancel_workflow(run).await.expect("cancel");
+    assert_eq!(
+        elements(&client, run).await,
+        [("cancelled".to_string(), 3)].into()
+    );
+    client.retry_workflow(run).await.expect("retry");
+    assert_eq!(
+        elements(&client, run).await,
+        [("available".to_string(), 3)].into()
+    );
+    client.pause_workflow(run).await.expect("pause again");
+    assert_eq!(
+        elements(&client, run).await,
+        [("held".to_string(), 3)].into(),
+        "held again"
     );
 }

@@ -7,22 +7,8 @@
 CREATE OR REPLACE FUNCTION remuda.start_workflow(definition jsonb, args jsonb DEFAULT 'null', key text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    hint CONSTANT text := 'pass what `remuda workflow compile SPEC` prints for the spec file (TOML or JSON)';
     started record;
 BEGIN
-    IF jsonb_typeof(definition) IS DISTINCT FROM 'object' OR jsonb_typeof(definition -> 'name') IS DISTINCT FROM 'string' THEN
-        RAISE EXCEPTION 'the workflow definition must be a JSON object with a name'
-            USING ERRCODE = 'invalid_parameter_value', HINT = hint;
-    END IF;
-    IF jsonb_typeof(definition -> 'nodes') IS DISTINCT FROM 'array' OR jsonb_array_length(definition -> 'nodes') = 0
-       OR EXISTS (SELECT 1 FROM jsonb_array_elements(definition -> 'nodes') n
-                  WHERE jsonb_typeof(n -> 'id') IS DISTINCT FROM 'string'
-                     OR jsonb_typeof(n -> 'type') IS DISTINCT FROM 'string'
-                     OR jsonb_typeof(n -> 'deps') IS DISTINCT FROM 'array'
-                     OR jsonb_typeof(n -> 'dependents') IS DISTINCT FROM 'array') THEN
-        RAISE EXCEPTION 'workflow %: the definition is not compiled (its nodes must be a list, each with id, type, deps and dependents)',
-            definition ->> 'name' USING ERRCODE = 'invalid_parameter_value', HINT = hint;
-    END IF;
     PERFORM remuda.wf_check(definition, '');
     IF key = '' THEN
         RAISE EXCEPTION 'workflow %: the idempotency key is empty', definition ->> 'name'

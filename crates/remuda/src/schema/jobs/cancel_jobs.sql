@@ -9,7 +9,7 @@
 -- A workflow run's job belongs to its run: it is cancelled only when `of_run` is that run
 -- (its stop), and a plain job only when `of_run` is NULL. Returns each job found: its
 -- state before, whether it was cancelled now, and the run it was left to (`left_to_run`:
--- the run of a job that belongs to a run other than `of_run`).
+-- the run of an unfinished job that belongs to a run other than `of_run`).
 CREATE OR REPLACE FUNCTION remuda.cancel_jobs(ids bigint[], of_run bigint, skip_locked boolean, message text)
 RETURNS TABLE (id bigint, old_state remuda.job_state, cancelled boolean, left_to_run bigint)
 LANGUAGE plpgsql AS $$
@@ -26,7 +26,7 @@ BEGIN
           AND remuda.of_run(f.workflow_id, of_run)
     ), done AS (
         UPDATE remuda.jobs j
-        SET state = 'cancelled', finished_at = now(),
+        SET state = 'cancelled', finished_at = now(), workflow = j.workflow - 'held_run_at',
             result = jsonb_build_object('err', jsonb_build_object(
                 'code', 'CANCELLED', 'message', message, 'data', NULL))
         FROM target t
@@ -44,7 +44,8 @@ BEGIN
     PERFORM remuda.transitioned(changed);
     RETURN QUERY
     SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),
-           CASE WHEN NOT remuda.of_run(f.workflow_id, of_run) THEN f.workflow_id END
+           CASE WHEN f.state IN ('scheduled', 'available', 'running')
+                 AND NOT remuda.of_run(f.workflow_id, of_run) THEN f.workflow_id END
     FROM unnest(found) f ORDER BY f.id;
 END
 $$;

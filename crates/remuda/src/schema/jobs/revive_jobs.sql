@@ -26,7 +26,7 @@ BEGIN
     found := remuda.lock_jobs(ids, skip_locked);
     taken := ARRAY(
         SELECT f.id FROM unnest(found) f
-        WHERE f.unique_key IS NOT NULL AND EXISTS (
+        WHERE f.unique_key IS NOT NULL AND 'available' = ANY (f.unique_states) AND EXISTS (
             SELECT 1 FROM remuda.jobs h
             WHERE h.unique_key = f.unique_key AND h.kind = f.kind
               AND COALESCE(h.unique_queue, '') = COALESCE(f.unique_queue, '')
@@ -39,6 +39,8 @@ BEGIN
         UPDATE remuda.jobs j
         SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL,
             result = NULL, worker_id = NULL, lost_streak = 0,
+            -- (a job held by a pause that ended some other way is held no more)
+            workflow = j.workflow - 'held_run_at',
             expires_at = now() + deadline_ms * interval '1 millisecond',
             max_attempts = CASE WHEN attempts_anew THEN j.attempt + COALESCE(j.max_attempts, 1)
                                 WHEN j.max_attempts IS NULL THEN NULL

@@ -4,7 +4,8 @@
 -- naming earlier nodes (the compiled order is topological, so no cycle); dependents the
 -- nodes that depend on it; what a node reads (wf_reads) and waits for (join_on) among its
 -- deps; a task's or map's kind and queue valid names; the notify target valid; the same
--- for each inline sub-workflow. `at` prefixes the messages ('' at the top).
+-- for each inline sub-workflow; `output` and `success` naming its nodes. `at` prefixes the
+-- messages ('' at the top).
 CREATE OR REPLACE FUNCTION remuda.wf_check(def jsonb, at text)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
@@ -17,6 +18,19 @@ DECLARE
     ids text[];
     problem text;
 BEGIN
+    IF jsonb_typeof(def) IS DISTINCT FROM 'object' OR jsonb_typeof(def -> 'name') IS DISTINCT FROM 'string' THEN
+        RAISE EXCEPTION '%the workflow definition must be a JSON object with a name', at
+            USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
+    IF jsonb_typeof(def -> 'nodes') IS DISTINCT FROM 'array' OR jsonb_array_length(def -> 'nodes') = 0
+       OR EXISTS (SELECT 1 FROM jsonb_array_elements(def -> 'nodes') n
+                  WHERE jsonb_typeof(n -> 'id') IS DISTINCT FROM 'string'
+                     OR jsonb_typeof(n -> 'type') IS DISTINCT FROM 'string'
+                     OR jsonb_typeof(n -> 'deps') IS DISTINCT FROM 'array'
+                     OR jsonb_typeof(n -> 'dependents') IS DISTINCT FROM 'array') THEN
+        RAISE EXCEPTION '%: the definition is not compiled (its nodes must be a list, each with id, type, deps and dependents)',
+            name USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
     ids := ARRAY(SELECT n ->> 'id' FROM jsonb_array_elements(def -> 'nodes') n);
     FOR node, pos IN SELECT n, i FROM jsonb_array_elements(def -> 'nodes') WITH ORDINALITY AS e(n, i) LOOP
         id := node ->> 'id';
@@ -51,6 +65,18 @@ BEGIN
         END IF;
         seen := seen || id;
     END LOOP;
+    IF def ? 'output' AND NOT COALESCE(def ->> 'output' = ANY(ids), false) THEN
+        RAISE EXCEPTION '%: output % names no node of the workflow', name, def -> 'output'
+            USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
+    IF def ? 'success' AND (jsonb_typeof(def -> 'success') IS DISTINCT FROM 'array'
+        OR EXISTS (SELECT 1 FROM jsonb_array_elements(def -> 'success') c
+                   WHERE jsonb_typeof(c) IS DISTINCT FROM 'array'
+                      OR EXISTS (SELECT 1 FROM jsonb_array_elements(c) x
+                                 WHERE NOT COALESCE(x #>> '{}' = ANY(ids), false)))) THEN
+        RAISE EXCEPTION '%: success % is not a list of lists of its node ids', name, def -> 'success'
+            USING ERRCODE = 'invalid_parameter_value', HINT = hint;
+    END IF;
     IF def ? 'notify' AND def -> 'notify' <> 'null' THEN
         PERFORM remuda.notify_target(def -> 'notify', name);
     END IF;

@@ -15,8 +15,11 @@ BEGIN
                                                WHERE c.flags & 2 <> 0
                                                  AND c.new_state IN ('available', 'scheduled'))));
     IF cardinality(given_back) > 0 THEN
-        PERFORM remuda.wf_hold(r.id) FROM remuda.workflows r
-        WHERE r.id = ANY(given_back) AND r.state = 'paused';
+        -- each run's state read under its lock: a resume (or pause) in flight is waited for
+        PERFORM remuda.wf_hold(r.id)
+        FROM (SELECT x.id, x.state FROM remuda.workflows x
+              WHERE x.id = ANY(given_back) ORDER BY x.id FOR UPDATE) r
+        WHERE r.state = 'paused';
     END IF;
     FOR w IN
         -- the rows by primary key from an id array (their new state is the row's own):
