@@ -1590,3 +1590,76 @@ async fn a_run_cancelled_while_paused_then_retried_is_held_by_the_next_pause() {
         "held again"
     );
 }
+
+/// A run that a duty can neither advance nor stop is recorded and passed over from then on:
+/// 31 such runs, more than one timer batch, hold back no healthy run behind them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_that_cannot_even_be_stopped_do_not_fill_the_timers_batch() {
+    let (_db, client) = setup().await;
+    let mut wf = Workflow::new("naps");
+    let nap = NodeSpec {
+        sleep: Some("100ms".into()),
+        ..NodeSpec::default()
+    };
+    wf.node("nap", nap);
+    let mut stuck = Vec::new();
+    for _ in 0..31 {
+        stuck.push(
+            client
+                .start_workflow(&wf, &json!(null))
+                .await
+                .expect("start")
+                .id,
+        );
+    }
+    let healthy = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let ids = stuck
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(",");
+    let conn = client.database().conn().await.expect("conn");
+    conn.batch_execute(&format!(
+        "CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN RAISE EXCEPTION 'refused' USING ERRCODE = 'RH003'; END $$;
+         CREATE TRIGGER refuse_nodes BEFORE UPDATE ON remuda.workflow_nodes FOR EACH ROW
+             WHEN (NEW.workflow_id IN ({ids}) AND NEW.state = 'completed') EXECUTE FUNCTION refuse();
+         CREATE TRIGGER refuse_runs BEFORE UPDATE ON remuda.workflows FOR EACH ROW
+             WHEN (NEW.id IN ({ids}) AND NEW.state IS DISTINCT FROM OLD.state) EXECUTE FUNCTION refuse();"
+    ))
+    .await
+    .expect("triggers");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    for _ in 0..2 {
+        conn.query_one("SELECT remuda.workflow_timers(30)", &[])
+            .await
+            .expect("timers run");
+    }
+    let run = client
+        .workflow(healthy)
+        .await
+        .expect("status")
+        .expect("run");
+    assert_eq!(run.state, WorkflowState::Completed, "{run:?}");
+    let unstoppable: i64 = conn
+        .query_one(
+            "SELECT count(*) FROM remuda.failures WHERE subject LIKE '% (stop)'",
+            &[],
+        )
+        .await
+        .expect("failures")
+        .get(0);
+    assert_eq!(unstoppable, 31);
+    for id in stuck {
+        let run = client.workflow(id).await.expect("status").expect("run");
+        assert_eq!(
+            run.state,
+            WorkflowState::Running,
+            "left as it was, recorded"
+        );
+    }
+}

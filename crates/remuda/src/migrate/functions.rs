@@ -85,6 +85,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("workflow", "workflow_cancel", 11),
     function!("workflow", "workflow_retry", 11),
     function!("workflow", "workflow_signal", 11),
+    function!("workflow", "wf_unstoppable", 19),
     function!("workflow", "wf_settle_isolated", 11),
     function!("workflow", "workflow_timers", 11),
     function!("workflow", "workflow_next_timer", 11),

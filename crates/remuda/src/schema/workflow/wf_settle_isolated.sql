@@ -3,7 +3,8 @@
 -- for a reason that is not a conflict (remuda.is_transient) is set aside, so that it
 -- leaves the duty's batch and holds back no other run. It fails with ADVANCE_FAILED (its
 -- jobs cancelled, as a cancel does) and the failure is kept in remuda.failures; if even
--- stopping it fails, the failure is only recorded.
+-- stopping it fails, that is recorded too ('run N (stop)') and the duties pass over the run
+-- from then on (wf_unstoppable).
 CREATE OR REPLACE FUNCTION remuda.wf_settle_isolated(source text, w_id bigint, finished remuda.wf_done[], candidates text[])
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE

@@ -14,6 +14,7 @@ BEGIN
     FOR w_id IN SELECT DISTINCT n.workflow_id FROM remuda.workflow_nodes n
                 LEFT JOIN remuda.jobs j ON j.id = n.job_id
                 WHERE n.state = 'running' AND n.type = 'task' AND (j.id IS NULL OR remuda.is_final(j.state))
+                  AND NOT remuda.wf_unstoppable(n.workflow_id)
                 ORDER BY n.workflow_id LIMIT max_runs
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w_id AND state IN ('running', 'paused') FOR UPDATE;
@@ -36,6 +37,7 @@ BEGIN
                   AND (SELECT count(*) FROM remuda.jobs j
                        WHERE j.workflow_id = n.workflow_id AND j.workflow ->> 'node' = n.node
                          AND j.workflow ? 'index' AND NOT remuda.is_final(j.state)) = 0
+                  AND NOT remuda.wf_unstoppable(n.workflow_id)
                 ORDER BY n.workflow_id LIMIT max_runs
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w_id AND state IN ('running', 'paused') FOR UPDATE;
@@ -57,6 +59,7 @@ BEGIN
     END LOOP;
     FOR w_id IN SELECT w.id FROM remuda.workflows w
                 WHERE w.state IN ('running', 'paused') AND w.nodes_left = 0
+                  AND NOT remuda.wf_unstoppable(w.id)
                 ORDER BY w.id LIMIT max_runs
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w_id FOR UPDATE;

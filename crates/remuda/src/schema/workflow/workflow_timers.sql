@@ -11,6 +11,7 @@ DECLARE
 BEGIN
     FOR w_id IN SELECT DISTINCT n.workflow_id FROM remuda.workflow_nodes n
                 WHERE n.state = 'running' AND n.wake_at <= now()
+                  AND NOT remuda.wf_unstoppable(n.workflow_id)
                 ORDER BY n.workflow_id LIMIT max_runs
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w_id AND state IN ('running', 'paused') FOR UPDATE;
@@ -31,6 +32,7 @@ BEGIN
     END LOOP;
     FOR w_id IN SELECT w.id FROM remuda.workflows w
                 WHERE w.deadline_at IS NOT NULL AND w.state IN ('running', 'paused') AND w.deadline_at <= now()
+                  AND NOT remuda.wf_unstoppable(w.id)
                 ORDER BY w.deadline_at LIMIT max_runs
     LOOP
         BEGIN
@@ -38,7 +40,7 @@ BEGIN
                 'message', 'the workflow did not finish before its deadline'));
         EXCEPTION WHEN OTHERS THEN
             IF remuda.is_transient(SQLSTATE) THEN RAISE; END IF;
-            PERFORM remuda.record_failure('workflow_timers', 'run ' || w_id, SQLSTATE, SQLERRM);
+            PERFORM remuda.record_failure('workflow_timers', 'run ' || w_id || ' (stop)', SQLSTATE, SQLERRM);
         END;
         ended := ended + 1;
     END LOOP;
