@@ -232,6 +232,15 @@ pub(crate) const COMPLETE_OK_PINNED: Pinned = Pinned {
     text: COMPLETE_OK,
     plan: COMPLETE_OK_PLAN,
 };
+/// The promotion's planner settings: due scheduled jobs found through their index, never by a
+/// scan of the table — planned on an empty table, the promoter read every job twice a tick
+/// (the due ones and the next due time) while a backlog waited.
+pub const PROMOTE_PLAN: &str = "SET LOCAL enable_seqscan = off";
+/// The promotion, run under its planner settings.
+pub(crate) const PROMOTE_PINNED: Pinned = Pinned {
+    text: PROMOTE,
+    plan: PROMOTE_PLAN,
+};
 /// The statements run under planner settings of their own (see `db::Pinned`),
 /// by name, for the test of their plans.
 pub const PLANS: &[(&str, &str)] = &[
@@ -239,6 +248,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("claim_capped", CLAIM_PLAN),
     ("claim_limited", CLAIM_PLAN),
     ("complete_ok", COMPLETE_OK_PLAN),
+    ("promote", PROMOTE_PLAN),
 ];
 
 /// Every statement with its name, for the test that prepares them all.

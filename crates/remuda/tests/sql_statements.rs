@@ -212,6 +212,11 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
             "tid[], bigint[], int[], timestamptz[], jsonb[], text".to_string(),
             "'{}', '{}', '{}', '{}', '{}', 'w'".to_string(),
         ),
+        (
+            "promote",
+            "bigint, text, bigint".to_string(),
+            "10000, 'w', 1".to_string(),
+        ),
     ];
     let states = [
         ("never analysed, empty", "SELECT 1"),

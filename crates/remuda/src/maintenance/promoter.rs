@@ -17,9 +17,15 @@ pub(crate) async fn promote(db: &Database, lease: &Lease) -> Result<(i64, Option
     let conn = db.conn().await?;
     let mut total = 0;
     loop {
-        let row = conn
-            .query_one(sql::PROMOTE, &[&BATCH, &lease.leader_id, &lease.term])
+        let rows = conn
+            .query_pinned(
+                sql::PROMOTE_PINNED,
+                &[&BATCH, &lease.leader_id, &lease.term],
+            )
             .await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| crate::Error::Setup("the promotion returned no row".into()))?;
         let promoted: i64 = row.try_get("promoted")?;
         total += promoted;
         if promoted < BATCH {
