@@ -444,35 +444,36 @@ async fn a_map_paused_half_way_starts_nothing_more_until_resumed() {
     running.shutdown().await;
 }
 
+/// A run whose map `each` over node `list` has its three elements waiting for a worker
+/// (`list` ended by hand, no worker up).
+async fn three_elements_waiting(client: &Client) -> i64 {
+    let mut wf = Workflow::new("three elements");
+    let mut each = node(json!({}));
+    each.map = Some(map_over("list", "/args/items"));
+    wf.node("list", node(json!({"items": [1, 2, 3]})));
+    wf.node("each", each);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("start")
+        .id;
+    let list = json!({"ok": {"args": {"items": [1, 2, 3]}}});
+    end_node(client, run, "list", "completed", list).await;
+    run
+}
+
 /// A pause racing a claim, both ways: a claim that locked an element first makes the pause
 /// wait for it, and that element runs; a pause first leaves the claim nothing to take.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pause_racing_a_claim_holds_all_but_the_element_claimed_first() {
     let (_db, client) = setup().await;
-    let mut wf = Workflow::new("race");
-    let mut each = node(json!({}));
-    each.map = Some(map_over("list", "/args/items"));
-    wf.node("list", node(json!({"items": [1, 2, 3]})));
-    wf.node("each", each);
     const CLAIM_ONE: &str = "UPDATE remuda.jobs SET state = 'running', started_at = now(),
                                  attempt = attempt + 1
                              WHERE id = (SELECT id FROM remuda.jobs
                                          WHERE workflow_id = $1 AND state = 'available'
                                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)";
     for claim_first in [true, false] {
-        let run = client
-            .start_workflow(&wf, &json!(null))
-            .await
-            .expect("start")
-            .id;
-        end_node(
-            &client,
-            run,
-            "list",
-            "completed",
-            json!({"ok": {"args": {"items": [1, 2, 3]}}}),
-        )
-        .await;
+        let run = three_elements_waiting(&client).await;
         let mut claimer = client.database().conn().await.expect("conn");
         let tx = claimer.transaction().await.expect("begin");
         let pause = |client: Client| tokio::spawn(async move { client.pause_workflow(run).await });
@@ -1550,24 +1551,7 @@ async fn a_finished_run_is_kept_while_a_sub_workflow_retried_alone_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_cancelled_while_paused_then_retried_is_held_by_the_next_pause() {
     let (_db, client) = setup().await;
-    let mut wf = Workflow::new("held again");
-    let mut each = node(json!({}));
-    each.map = Some(map_over("list", "/args/items"));
-    wf.node("list", node(json!({"items": [1, 2, 3]})));
-    wf.node("each", each);
-    let run = client
-        .start_workflow(&wf, &json!(null))
-        .await
-        .expect("start")
-        .id;
-    end_node(
-        &client,
-        run,
-        "list",
-        "completed",
-        json!({"ok": {"args": {"items": [1, 2, 3]}}}),
-    )
-    .await;
+    let run = three_elements_waiting(&client).await;
     client.pause_workflow(run).await.expect("pause");
     assert_eq!(
         elements(&client, run).await,

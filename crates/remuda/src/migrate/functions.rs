@@ -76,6 +76,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("workflow", "wf_pending", 11),
     function!("workflow", "wf_children", 11),
     function!("workflow", "workflow_start", 11),
+    function!("workflow", "wf_lock", 11),
     function!("workflow", "wf_held_at", 11),
     function!("workflow", "wf_hold", 11),
     function!("workflow", "wf_release", 11),

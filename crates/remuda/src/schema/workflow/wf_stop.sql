@@ -9,11 +9,8 @@ DECLARE
     children bigint[];
     c bigint;
 BEGIN
-    PERFORM 1 FROM remuda.jobs j
-    WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available', 'running')
-    ORDER BY j.id FOR UPDATE;
-    SELECT state INTO old FROM remuda.workflows WHERE id = w_id FOR UPDATE;
-    IF NOT FOUND THEN RETURN NULL; END IF;
+    old := remuda.wf_lock(w_id, '{scheduled,available,running}');
+    IF old IS NULL THEN RETURN NULL; END IF;
     IF old NOT IN ('running', 'paused') THEN RETURN old::text; END IF;
     children := ARRAY(SELECT remuda.wf_children(w_id));
     -- the open nodes first: what the sub-workflows and jobs report as they stop is then

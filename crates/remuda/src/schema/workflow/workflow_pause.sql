@@ -9,11 +9,8 @@ DECLARE
     old remuda.workflow_state;
     c bigint;
 BEGIN
-    PERFORM 1 FROM remuda.jobs j
-    WHERE j.workflow_id = w_id AND j.state IN ('scheduled', 'available')
-    ORDER BY j.id FOR UPDATE;
-    SELECT state INTO old FROM remuda.workflows WHERE id = w_id FOR UPDATE;
-    IF NOT FOUND THEN RETURN NULL; END IF;
+    old := remuda.wf_lock(w_id, '{scheduled,available}');
+    IF old IS NULL THEN RETURN NULL; END IF;
     IF old = 'running' THEN
         UPDATE remuda.workflows SET state = 'paused' WHERE id = w_id;
     END IF;
