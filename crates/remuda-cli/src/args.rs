@@ -770,6 +770,12 @@ pub struct DashboardArgs {
     /// Refuse every change (retry, cancel, delete, enqueue, pause, …) on the server.
     #[arg(long)]
     pub read_only: bool,
+    /// A host name the dashboard answers to, besides IP addresses and loopback names (the
+    /// name people type, behind a proxy); `.example.com` allows every name under it.
+    /// Requests for other names are refused, so that a page whose name was rebound to this
+    /// address cannot read it. Repeatable.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
 }
 
 /// `remuda jobs delete`.

@@ -233,12 +233,36 @@ max_attempts = 1
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_serving_named_queues_its_tasks_do_not_name_runs_their_jobs_with_a_warning() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write(
+        "remuda.toml",
+        &format!("{FAST}queues = [\"q1\", \"q2\"]\n\n[tasks.a]\nbuiltin = \"noop\"\n"),
+    );
+    let path = config.to_str().expect("path");
+    let first = enqueue(&db, &["a", "--queue", "q1"]).await;
+    let second = enqueue(&db, &["a", "--queue", "q2"]).await;
+    let run = remuda(&db, &["worker", "--config", path, "--once"]).await;
+    assert_eq!(code(&run), 0, "the worker ran: {}", stderr(&run));
+    for id in [first, second] {
+        assert_eq!(job_state(&db, id).await["state"], "completed", "job {id}");
+    }
+    let err = stderr(&run);
+    assert!(
+        err.contains(
+            "warning: this worker serves queues q1, q2 but every task's default queue is default"
+        ),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn configs_that_could_never_work_are_refused_before_the_worker_starts() {
     let db = migrated().await;
     let dir = TempDir::new();
     let noop = "[tasks.a]\nbuiltin = \"noop\"\nqueue = \"media\"\n";
     let cases: &[(&str, &str, &str)] = &[
-        ("[worker]\nqueues = [\"other\"]\n", noop, "[worker] queues"),
         ("[worker]\nqueues = []\n", noop, "queues is empty"),
         ("[worker]\nqueue_weights = { nope = 2 }\n", noop, "queue_weights names queue \"nope\""),
         ("[worker]\nqueue_order = \"strict\"\nqueue_weights = { media = 2 }\n", noop, "round_robin"),

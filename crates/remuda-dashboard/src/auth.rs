@@ -23,8 +23,6 @@ pub const COOKIE: &str = "remuda_session";
 pub const SESSION_IDLE: Duration = Duration::from_secs(12 * 3600);
 /// The fewest characters a token may have.
 pub const MIN_TOKEN: usize = 16;
-/// The largest form body read for its CSRF field.
-const MAX_FORM: usize = 1 << 20;
 
 /// A named secret that opens the dashboard and the API.
 #[derive(Clone)]
@@ -188,15 +186,35 @@ pub(crate) fn session_cookie(headers: &HeaderMap) -> Option<&str> {
         .find_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
 }
 
-/// The `Set-Cookie` value of a session (or, with `None`, of its end).
-pub(crate) fn cookie_header(id: Option<&str>) -> String {
+/// The `Set-Cookie` value of a session (or, with `None`, of its end); `Secure` when the
+/// page was served over TLS, so that the browser never sends it over plain HTTP.
+pub(crate) fn cookie_header(id: Option<&str>, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
     match id {
         Some(id) => format!(
-            "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+            "{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}{secure}",
             SESSION_IDLE.as_secs()
         ),
-        None => format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+        None => format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0{secure}"),
     }
+}
+
+/// Whether the request reached the dashboard over TLS: through a proxy that says so
+/// (`X-Forwarded-Proto: https`, `Forwarded: proto=https`), or from a page whose origin is
+/// `https://` (the dashboard itself speaks plain HTTP behind whatever ends TLS).
+pub(crate) fn over_tls(headers: &HeaderMap) -> bool {
+    let text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+    let forwarded_https = text("x-forwarded-proto").is_some_and(|v| {
+        v.split(',')
+            .next()
+            .is_some_and(|p| p.trim().eq_ignore_ascii_case("https"))
+    });
+    let forwarded = text("forwarded").is_some_and(|v| {
+        v.split([';', ','])
+            .any(|pair| pair.trim().eq_ignore_ascii_case("proto=https"))
+    });
+    let origin = text("origin").is_some_and(|v| v.starts_with("https://"));
+    forwarded_https || forwarded || origin
 }
 
 /// Paths anybody may open: the health check, the login page and the stylesheet and script.
@@ -337,9 +355,9 @@ async fn check_forgery(request: Request, principal: &Principal) -> Result<Reques
         return Err(refused("the change carries no CSRF token"));
     }
     let (parts, body) = request.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_FORM)
+    let bytes = axum::body::to_bytes(body, crate::extract::MAX_BODY)
         .await
-        .map_err(|e| ApiError::bad_request(format!("cannot read the form: {e}")))?;
+        .map_err(|_| crate::extract::too_large())?;
     let sent = form_field(&bytes, "csrf");
     match sent {
         Some(sent) if !expected.is_empty() && same_secret(&sent, expected) => {
@@ -385,6 +403,22 @@ mod tests {
             format!("a=1; {COOKIE}=xyz; b=2").parse().expect("header"),
         );
         assert_eq!(session_cookie(&headers), Some("xyz"));
+    }
+
+    #[test]
+    fn the_cookie_is_secure_when_the_page_came_over_tls() {
+        let with = |name: &'static str, value: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(name, value.parse().expect("header"));
+            h
+        };
+        assert!(over_tls(&with("x-forwarded-proto", "https")));
+        assert!(over_tls(&with("forwarded", "for=1.2.3.4;proto=https")));
+        assert!(over_tls(&with("origin", "https://jobs.example.com")));
+        assert!(!over_tls(&with("origin", "http://127.0.0.1:8080")));
+        assert!(!over_tls(&HeaderMap::new()));
+        assert!(cookie_header(Some("x"), true).ends_with("; Secure"));
+        assert!(!cookie_header(Some("x"), false).contains("Secure"));
     }
 
     #[test]

@@ -5,7 +5,23 @@
 use crate::error::ApiError;
 use axum::extract::{FromRequest, FromRequestParts, Request};
 use axum::http::request::Parts;
+use axum::http::StatusCode;
 use serde::de::DeserializeOwned;
+
+/// The largest request body read (axum's default limit, named here so that it is said).
+pub const MAX_BODY: usize = 2 * 1024 * 1024;
+
+/// The refusal of a body over [`MAX_BODY`].
+pub(crate) fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "too_large",
+        format!(
+            "the request body is over the limit of {MAX_BODY} bytes ({} MiB): send less at once (several requests, or COPY through `remuda enqueue-batch`)",
+            MAX_BODY >> 20
+        ),
+    )
+}
 
 /// A JSON body (`Content-Type: application/json`).
 pub struct ApiJson<T>(pub T);
@@ -16,6 +32,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         match axum::Json::<T>::from_request(req, state).await {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
             Err(e) => Err(ApiError::bad_request(format!(
                 "the request body is not the JSON expected: {}",
                 e.body_text()
@@ -67,6 +84,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiForm<T> {
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         match axum::Form::<T>::from_request(req, state).await {
             Ok(axum::Form(value)) => Ok(ApiForm(value)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(too_large()),
             Err(e) => Err(ApiError::bad_request(format!(
                 "the form is not the one expected: {}",
                 e.body_text()

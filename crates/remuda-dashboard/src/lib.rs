@@ -12,7 +12,9 @@
 //!
 //! The JSON API lives under `/api/v1` (described at `/api/v1/openapi.json`), the health check
 //! at `/healthz`. Everything else needs a token: `Authorization: Bearer <token>` for scripts,
-//! a session cookie opened at `/login` for people.
+//! a session cookie opened at `/login` for people. In every mode, a request must name an IP
+//! address, a loopback name or an [allowed host](Dashboard::allowed_host), and a change sent
+//! by a browser from another site is refused.
 
 mod actions;
 mod api;
@@ -22,10 +24,12 @@ pub mod counts;
 pub mod error;
 mod extract;
 pub mod metrics;
+mod origin;
 mod pages;
 
 pub use auth::{Principal, Token, Via};
 pub use error::{ApiError, ApiResult};
+pub use extract::MAX_BODY;
 
 use axum::Router;
 use remuda::Client;
@@ -41,6 +45,9 @@ pub struct Access {
     pub no_auth: bool,
     /// Refuse every change on the server.
     pub read_only: bool,
+    /// Host names it answers to besides IP addresses and loopback names (a leading dot
+    /// allows every name under it).
+    pub allowed_hosts: Vec<String>,
 }
 
 /// A dashboard over one remuda database.
@@ -88,6 +95,14 @@ impl Dashboard {
         self
     }
 
+    /// Answers to requests for the host `name` too (or, for `.example.com`, every name under
+    /// it). Without it only IP addresses and loopback names are answered, so that a page
+    /// whose name was rebound to this address cannot read it.
+    pub fn allowed_host(mut self, name: impl Into<String>) -> Dashboard {
+        self.access.allowed_hosts.push(name.into());
+        self
+    }
+
     /// Who may use it.
     pub fn access(&self) -> &Access {
         &self.access
@@ -107,6 +122,11 @@ impl Dashboard {
                 state.clone(),
                 auth::authenticate,
             ))
+            .layer(axum::middleware::from_fn_with_state(
+                state.clone(),
+                origin::guard,
+            ))
+            .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY))
             .layer(axum::middleware::from_fn(pages::html_errors))
             .layer(axum::middleware::from_fn(pages::secure_headers))
             .with_state(state)

@@ -1,5 +1,7 @@
 //! Every refusal of the dashboard's security: no token, a wrong token, read-only mode, a
-//! session's change without its CSRF token or from another origin, binding without a token.
+//! session's change without its CSRF token or from another origin, a browser's cross-site
+//! change in every mode, a host name nobody allowed (DNS rebinding), an oversized body,
+//! binding without a token.
 
 mod common;
 
@@ -129,7 +131,12 @@ async fn a_session_change_needs_its_csrf_token_and_the_dashboards_origin() {
         let response = pause(csrf, from).await.expect("request");
         assert_eq!(response.status().as_u16(), 403, "{why}");
         let body: serde_json::Value = response.json().await.expect("json");
-        assert_eq!(code(&body), "csrf", "{why}");
+        let expected = if why == "another origin" {
+            "cross_origin"
+        } else {
+            "csrf"
+        };
+        assert_eq!(code(&body), expected, "{why}");
     }
     let settings = s.client.queue("q").await.expect("queue");
     assert!(!settings.paused, "no refused request paused the queue");
@@ -208,4 +215,150 @@ fn serving_beyond_the_loopback_without_authentication_is_refused() {
         ..Access::default()
     };
     assert!(check_bind("0.0.0.0:8080".parse().expect("address"), &with_token).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_authentication_a_cross_site_change_is_refused_and_a_script_is_not() {
+    let s = serve(|d| d.no_auth()).await;
+    let job = remuda::NewJob::new("k", &json!({})).expect("job");
+    let id = s.client.insert(job).await.expect("enqueued");
+    let attempt = |path: String, headers: &[(&'static str, &'static str)]| {
+        let mut request = s.http.post(format!("{}{path}", s.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send()
+    };
+    let cross_site: [&[(&str, &str)]; 3] = [
+        &[("sec-fetch-site", "cross-site")],
+        &[("sec-fetch-site", "same-site")],
+        &[("origin", "http://evil.example")],
+    ];
+    for headers in cross_site {
+        for path in [
+            format!("/api/v1/jobs/{id}/cancel"),
+            "/api/v1/queues/q/pause".to_string(),
+            "/jobs/bulk".to_string(),
+        ] {
+            let response = attempt(path.clone(), headers).await.expect("request");
+            assert_eq!(response.status().as_u16(), 403, "{path} {headers:?}");
+            let text = response.text().await.expect("body");
+            assert!(text.contains("another"), "{path}: {text}");
+        }
+    }
+    assert_eq!(
+        s.client.job(id).await.expect("job").expect("exists").state,
+        remuda::JobState::Available,
+        "no cross-site request cancelled the job"
+    );
+    assert!(!s.client.queue("q").await.expect("queue").paused);
+    let own = s.base.clone();
+    let same = attempt(
+        "/api/v1/queues/q/pause".into(),
+        &[("sec-fetch-site", "same-origin")],
+    )
+    .await
+    .expect("request");
+    assert_eq!(same.status().as_u16(), 200, "the dashboard's own page");
+    let response = s
+        .http
+        .post(format!("{}/api/v1/jobs/{id}/cancel", s.base))
+        .header("origin", own)
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(
+        response.status().as_u16(),
+        200,
+        "an origin that is the host"
+    );
+    let script = attempt("/api/v1/queues/q/resume".into(), &[])
+        .await
+        .expect("request");
+    assert_eq!(
+        script.status().as_u16(),
+        200,
+        "a request with neither header: a script's"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_name_nobody_allowed_is_refused_so_a_rebound_name_reads_nothing() {
+    let open = serve(|d| d.no_auth().allowed_host("jobs.example.com")).await;
+    let port = open.base.rsplit(':').next().expect("port").to_string();
+    let read = |host: String| {
+        open.http
+            .get(format!("{}/api/v1/jobs", open.base))
+            .header("host", host)
+            .send()
+    };
+    for host in [
+        format!("rebound.evil.example:{port}"),
+        format!("127.0.0.1.nip.io:{port}"),
+    ] {
+        let response = read(host.clone()).await.expect("request");
+        assert_eq!(response.status().as_u16(), 421, "{host}");
+        let body: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(code(&body), "host_not_allowed");
+        let message = body["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("--allowed-host"), "{message}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("jobs.example.com:{port}"),
+    ] {
+        let response = read(host.clone()).await.expect("request");
+        assert_eq!(response.status().as_u16(), 200, "{host}");
+    }
+    let page = open
+        .http
+        .get(format!("{}/jobs", open.base))
+        .header("host", "rebound.evil.example")
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(page.status().as_u16(), 421, "pages too");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_over_the_limit_is_refused_with_413_naming_the_limit() {
+    let s = serve(|d| d).await;
+    let big = json!({"kind": "k", "args": {"blob": "x".repeat(3 << 20)}});
+    let (status, body) = s.post("/api/v1/jobs", big).await;
+    assert_eq!((status, code(&body)), (413, "too_large"), "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&remuda_dashboard::MAX_BODY.to_string()),
+        "{message}"
+    );
+    let (_, page) = s.get("/api/v1/jobs").await;
+    assert_eq!(page["jobs"], json!([]), "nothing was enqueued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cookie_is_secure_when_the_page_came_over_tls() {
+    let s = serve(|d| d).await;
+    let login = |proto: Option<&'static str>| {
+        let mut request = s
+            .http
+            .post(format!("{}/login", s.base))
+            .form(&[("token", TOKEN)]);
+        if let Some(proto) = proto {
+            request = request.header("x-forwarded-proto", proto);
+        }
+        request.send()
+    };
+    let cookie = |response: &reqwest::Response| {
+        response
+            .headers()
+            .get("set-cookie")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let tls = login(Some("https")).await.expect("login");
+    assert!(cookie(&tls).contains("; Secure"), "{}", cookie(&tls));
+    let plain = login(None).await.expect("login");
+    assert!(!cookie(&plain).contains("Secure"), "{}", cookie(&plain));
 }

@@ -32,6 +32,14 @@ pub async fn run(db: &DbArgs, args: DashboardArgs) -> CliResult<u8> {
     if args.read_only {
         dashboard = dashboard.read_only();
     }
+    for host in &args.allowed_hosts {
+        if host.trim_matches('.').is_empty() || host.contains(['/', ':', ' ']) {
+            return Err(CliError::Usage(format!(
+                "--allowed-host {host:?} is not a host name: give a name such as jobs.example.com (or .example.com for every name under it), without scheme or port"
+            )));
+        }
+        dashboard = dashboard.allowed_host(host);
+    }
     check_bind(args.bind, dashboard.access()).map_err(CliError::Usage)?;
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await

@@ -16,6 +16,9 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
     }
     let settings = settings(&config, &args.config, &overrides(&args))?;
     let queues = settings.queues.clone();
+    for warning in config.warnings(&queues) {
+        eprintln!("remuda worker: warning: {warning}");
+    }
     let client = connect::client(db).await?;
     let worker = build(client.clone(), &config, settings)?;
     let _metrics = match args.metrics_bind {

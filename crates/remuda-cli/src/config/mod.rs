@@ -295,19 +295,6 @@ impl Config {
             remuda::client::check_name("queue", queue)
                 .map_err(|e| format!("[worker] queues: {e}"))?;
         }
-        if !self.tasks.is_empty()
-            && !self
-                .tasks
-                .values()
-                .any(|t| queues.iter().any(|q| q == t.queue()))
-        {
-            let task_queues: std::collections::BTreeSet<&str> =
-                self.tasks.values().map(TaskSection::queue).collect();
-            return Err(format!(
-                "[worker] queues = {queues:?}, but every task is in {}: this worker would never run a job enqueued with this config; add those queues or leave queues out",
-                task_queues.into_iter().collect::<Vec<_>>().join(", ")
-            ));
-        }
         for queue in self.worker.queue_weights.iter().flatten().map(|(q, _)| q) {
             if !queues.contains(queue) {
                 return Err(format!(
@@ -332,6 +319,28 @@ impl Config {
                 .map_err(|e| format!("[worker] name: {e}"))?;
         }
         Ok(())
+    }
+
+    /// What is allowed but likely a mistake, said when a worker starts: named queues that
+    /// none of the tasks' default queues is in. Jobs are often enqueued with `--queue` into
+    /// queues a task does not name, so such a worker may well be meant.
+    pub fn warnings(&self, queues: &[String]) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if !self.tasks.is_empty()
+            && !self
+                .tasks
+                .values()
+                .any(|t| queues.iter().any(|q| q == t.queue()))
+        {
+            let task_queues: std::collections::BTreeSet<&str> =
+                self.tasks.values().map(TaskSection::queue).collect();
+            warnings.push(format!(
+                "this worker serves queues {} but every task's default queue is {}: it runs only jobs enqueued into its queues with --queue (or queue =); add the tasks' queues to [worker] queues to run their default ones too",
+                queues.join(", "),
+                task_queues.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        warnings
     }
 
     /// Queues the worker claims from: `[worker].queues`, else every queue a task names,

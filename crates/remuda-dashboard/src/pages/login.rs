@@ -2,7 +2,7 @@
 
 use super::html::{esc, layout, Frame};
 use super::root_of;
-use crate::auth::{cookie_header, session_cookie, token_named, Principal};
+use crate::auth::{cookie_header, over_tls, session_cookie, token_named, Principal};
 use crate::error::ApiResult;
 use crate::extract::ApiForm;
 use crate::State;
@@ -46,7 +46,12 @@ pub struct Login {
 }
 
 /// `POST /login`: a valid token opens a session and goes to the overview.
-pub async fn submit(S(state): S<State>, uri: Uri, ApiForm(login): ApiForm<Login>) -> Response {
+pub async fn submit(
+    S(state): S<State>,
+    uri: Uri,
+    headers: HeaderMap,
+    ApiForm(login): ApiForm<Login>,
+) -> Response {
     let Some(token) = token_named(&state.config.tokens, login.token.trim()) else {
         let page = page(
             &uri,
@@ -57,7 +62,10 @@ pub async fn submit(S(state): S<State>, uri: Uri, ApiForm(login): ApiForm<Login>
     };
     match state.sessions.open(token.name()) {
         Ok(id) => (
-            [(header::SET_COOKIE, cookie_header(Some(&id)))],
+            [(
+                header::SET_COOKIE,
+                cookie_header(Some(&id), over_tls(&headers)),
+            )],
             Redirect::to(&root_of(uri.path())),
         )
             .into_response(),
@@ -80,7 +88,7 @@ pub async fn logout(
         state.sessions.close(id);
     }
     Ok((
-        [(header::SET_COOKIE, cookie_header(None))],
+        [(header::SET_COOKIE, cookie_header(None, over_tls(&headers)))],
         Redirect::to(&format!("{}login", root_of(uri.path()))),
     )
         .into_response())
