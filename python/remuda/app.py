@@ -199,7 +199,7 @@ class Task(Generic[T]):
 
     def send(self, *args: Any, **kwargs: Any) -> TaskHandle[T]:
         """Enqueues a job: the task's arguments plus send options (``delay=``, ``run_at=``,
-        ``deadline=``, ``unique_key=``, ``queue=``, ``priority=``, …; see the README)."""
+        ``deadline=``, ``unique_key=``, ``queue=``, ``priority=``, …; see docs/python.md)."""
         payload, options = self.split(args, kwargs)
         id, duplicate = self.app.client.send(self.name, payload, sending.to_json(options))
         return TaskHandle(self.app, id, duplicate)
