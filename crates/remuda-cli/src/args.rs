@@ -731,10 +731,15 @@ pub struct JobsArgs {
     /// At most this many (1 to 1000).
     #[arg(long, short, default_value_t = 20)]
     pub limit: i64,
-    /// The page after this cursor (printed under a full page, for the same filters).
-    #[arg(long)]
+    /// Only the jobs of this workflow run (as `remuda workflow list` shows it).
+    #[arg(long, value_name = "ID")]
+    pub workflow: Option<i64>,
+    /// The page after this cursor: the one printed under a full page, or the `cursor` of a
+    /// job of `--json` (for the same filters).
+    #[arg(long, value_name = "CURSOR")]
     pub after: Option<String>,
-    /// Print JSON instead of text.
+    /// Print JSON instead of text: an array of jobs, each with the `cursor` that continues
+    /// the list after it.
     #[arg(long)]
     pub json: bool,
 }

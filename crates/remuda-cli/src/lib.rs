@@ -33,6 +33,7 @@ pub mod error;
 mod executors;
 mod output;
 mod spec_file;
+mod table;
 pub mod worker_setup;
 
 use clap::Parser;
@@ -98,21 +99,25 @@ pub fn main() -> ExitCode {
 }
 
 /// Logs go to stderr: warnings, and for a worker what it is doing (leadership, shutdown);
-/// `-v` shows more (for a worker, one line per job start and end with its outcome and
-/// duration). Colours only when stderr is a terminal.
+/// `-v` shows info lines (for a worker, one line per job start and end with its outcome and
+/// duration), `-vv` debug ones. Colours only when stderr is a terminal.
 fn init_logging(verbose: u8, worker: bool, format: args::LogFormat) -> Result<(), String> {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let level = match verbose + u8::from(worker) {
-        0 => tracing::Level::WARN,
-        1 => tracing::Level::INFO,
+    let level = match (verbose, worker) {
+        (0, false) => tracing::Level::WARN,
+        (0, true) | (1, _) => tracing::Level::INFO,
         _ => tracing::Level::DEBUG,
     };
     let filter = match std::env::var("RUST_LOG").ok().filter(|v| !v.trim().is_empty()) {
         Some(spec) => spec.parse::<tracing_subscriber::filter::Targets>().map_err(|e| {
             format!("RUST_LOG={spec:?} is not a log filter ({e}): write levels like warn, or remuda=debug,info")
         })?,
+        // a worker says what it does at info, but each job only with -v
+        None if worker && verbose == 0 => tracing_subscriber::filter::Targets::new()
+            .with_default(level)
+            .with_target(remuda::worker::JOB_LOG, tracing::Level::WARN),
         None => tracing_subscriber::filter::Targets::new().with_default(level),
     };
     let registry = tracing_subscriber::registry().with(filter);

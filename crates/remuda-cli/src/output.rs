@@ -1,5 +1,6 @@
 //! Printing jobs, queues and workers as text for people or JSON for scripts.
 
+use crate::table::{Align, Table};
 use remuda::{Job, JobState, QueueStats, WorkerInfo};
 use serde_json::{json, Value};
 
@@ -69,6 +70,9 @@ pub fn print_job(job: &Job) {
     if let Some(schedule) = &job.schedule {
         crate::out!("schedule      {schedule} (fire time {})", time(job.fire_at));
     }
+    if let Some(run) = workflow_of(job) {
+        crate::out!("workflow      {run}");
+    }
     crate::out!("args          {}", job.args);
     match &job.result {
         Some(result) => crate::out!(
@@ -79,8 +83,11 @@ pub fn print_job(job: &Job) {
     }
     for e in &job.errors {
         crate::out!(
-            "error         attempt {} at {} on {}: {} {}",
+            "error         attempt {}{} at {} on {}: {} {}",
             e.attempt,
+            e.started_at
+                .map(|t| format!(" (started {})", time(Some(t))))
+                .unwrap_or_default(),
             time(Some(e.at)),
             e.worker.as_deref().unwrap_or("?"),
             e.code,
@@ -89,29 +96,42 @@ pub fn print_job(job: &Job) {
     }
 }
 
-/// Jobs as a table, with the last error of each job that has one.
+/// Jobs as a table, latest first: the time that fits each one's state (finished, started,
+/// else due), its run and node when a workflow runs it, and its last error.
 pub fn print_jobs(jobs: &[Job]) {
-    crate::out!(
-        "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}  LAST_ERROR",
-        "ID",
-        "STATE",
-        "KIND",
-        "QUEUE",
-        "ATTEMPT",
-        "RUN_AT"
-    );
+    let mut table = Table::new(&[
+        ("ID", Align::Right),
+        ("STATE", Align::Left),
+        ("KIND", Align::Left),
+        ("QUEUE", Align::Left),
+        ("ATTEMPT", Align::Right),
+        ("AT", Align::Left),
+        ("WORKFLOW", Align::Left),
+        ("LAST_ERROR", Align::Left),
+    ]);
     for job in jobs {
-        crate::out!(
-            "{:>10}  {:<10}  {:<20}  {:<12}  {:>7}  {:<23}  {}",
-            job.id,
-            job.state.as_str(),
-            job.kind,
-            job.queue,
-            job.attempt,
-            time(Some(job.run_at)),
-            last_error(job)
-        );
+        table.row(vec![
+            job.id.to_string(),
+            job.state.as_str().into(),
+            job.kind.clone(),
+            job.queue.clone(),
+            job.attempt.to_string(),
+            time(Some(remuda::client::listed_at(job))),
+            workflow_of(job).unwrap_or_else(|| "-".into()),
+            last_error(job),
+        ]);
     }
+    table.print();
+}
+
+/// `run 12 node resize[3]`: the run and node of a workflow's job.
+pub fn workflow_of(job: &Job) -> Option<String> {
+    let run = job.workflow_id?;
+    let node = job.workflow_node.as_deref().unwrap_or("?");
+    Some(match job.workflow_index {
+        Some(i) => format!("run {run} node {node}[{i}]"),
+        None => format!("run {run} node {node}"),
+    })
 }
 
 /// The error that ended a job, else its latest failed attempt's, in one line (`-` for none).
@@ -164,40 +184,46 @@ fn limits(s: &remuda::QueueSettings) -> String {
 
 /// Queue statistics as a table.
 pub fn print_queues(stats: &[QueueStats]) {
-    crate::out_part!("{:<16}  {:<7}", "QUEUE", "STATUS");
-    for state in JobState::ALL {
-        crate::out_part!("  {:>10}", state.as_str().to_uppercase());
-    }
-    crate::out!("  {:>10}  LIMITS", "UNROUTABLE");
+    let names: Vec<String> = JobState::ALL
+        .iter()
+        .map(|s| s.as_str().to_uppercase())
+        .collect();
+    let mut columns = vec![("QUEUE", Align::Left), ("STATUS", Align::Left)];
+    columns.extend(names.iter().map(|n| (n.as_str(), Align::Right)));
+    columns.extend([("UNROUTABLE", Align::Right), ("LIMITS", Align::Left)]);
+    let mut table = Table::new(&columns);
     for s in stats {
         let status = if s.settings.paused {
             "paused"
         } else {
             "active"
         };
-        crate::out_part!("{:<16}  {:<7}", s.queue, status);
-        for state in JobState::ALL {
-            crate::out_part!("  {:>10}", s.count(state));
-        }
-        crate::out!("  {:>10}  {}", s.unroutable, limits(&s.settings));
+        let mut row = vec![s.queue.clone(), status.to_string()];
+        row.extend(
+            JobState::ALL
+                .iter()
+                .map(|state| s.count(*state).to_string()),
+        );
+        row.extend([s.unroutable.to_string(), limits(&s.settings)]);
+        table.row(row);
     }
+    table.print();
 }
 
 /// Workers as a table.
 pub fn print_workers(workers: &[WorkerInfo]) {
-    crate::out!(
-        "{:<36}  {:<16}  {:<16}  {:>7}  {:<5}  {:>11}  {:<20}  {:<20}  {:<20}  {:<23}",
-        "ID",
-        "NAME",
-        "HOST",
-        "PID",
-        "ALIVE",
-        "RUNNING/MAX",
-        "QUEUES",
-        "KINDS",
-        "CAPABILITIES",
-        "HEARTBEAT"
-    );
+    let mut table = Table::new(&[
+        ("ID", Align::Left),
+        ("NAME", Align::Left),
+        ("HOST", Align::Left),
+        ("PID", Align::Right),
+        ("ALIVE", Align::Left),
+        ("RUNNING/MAX", Align::Right),
+        ("QUEUES", Align::Left),
+        ("KINDS", Align::Left),
+        ("CAPABILITIES", Align::Left),
+        ("HEARTBEAT", Align::Left),
+    ]);
     let list = |items: &[String]| {
         if items.is_empty() {
             "-".to_string()
@@ -206,19 +232,19 @@ pub fn print_workers(workers: &[WorkerInfo]) {
         }
     };
     for w in workers {
-        crate::out!(
-            "{:<36}  {:<16}  {:<16}  {:>7}  {:<5}  {:>11}  {:<20}  {:<20}  {:<20}  {:<23}",
-            w.id,
-            w.name,
-            w.host,
-            w.pid,
-            if w.alive { "yes" } else { "no" },
+        table.row(vec![
+            w.id.clone(),
+            w.name.clone(),
+            w.host.clone(),
+            w.pid.to_string(),
+            if w.alive { "yes" } else { "no" }.into(),
             format!("{}/{}", w.running, w.concurrency),
             list(&w.queues),
             list(&w.kinds),
             list(&w.capabilities),
             w.heartbeat_at
-                .map_or_else(|| "declared dead".to_string(), |t| time(Some(t)))
-        );
+                .map_or_else(|| "declared dead".to_string(), |t| time(Some(t))),
+        ]);
     }
+    table.print();
 }

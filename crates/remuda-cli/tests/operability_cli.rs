@@ -284,7 +284,7 @@ async fn top_draws_the_queues_and_quits_on_q() {
         .unwrap_or_default();
     let fields: Vec<&str> = outbox.split_whitespace().collect();
     assert_eq!(
-        fields.get(7..10),
+        fields.get(8..11),
         Some(&["9", "10.0%", "5ms"][..]),
         "{once}"
     );

@@ -219,6 +219,23 @@ max_attempts = 1
         "completed",
         "the retry ran within the run"
     );
+    // each failed attempt keeps when it started, for the timeline
+    let job = job_state(&db, flaky).await;
+    let parse = |v: &serde_json::Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("a time ({e}): {job:#}"))
+    };
+    let first = &job["errors"][0];
+    assert!(
+        parse(&first["started_at"]) <= parse(&first["at"]),
+        "{job:#}"
+    );
+    assert!(
+        parse(&first["started_at"]) < parse(&job["started_at"]),
+        "{job:#}"
+    );
+    let text = stdout(&remuda(&db, &["job", &flaky.to_string()]).await);
+    assert!(text.contains("attempt 1 (started "), "{text}");
 
     let doomed = enqueue(&db, &["doomed", "--config", path]).await;
     enqueue(&db, &["flaky", "--config", path, "--delay", "1h"]).await;
@@ -475,7 +492,27 @@ async fn a_verbose_worker_logs_each_job_with_its_outcome_and_duration() {
         ended.contains("outcome=completed") && ended.contains("ms="),
         "{ended}"
     );
+    assert!(
+        ended.contains("INFO"),
+        "-v is info, as --help says: {ended}"
+    );
     assert!(log.contains("job started"), "{log}");
+    enqueue(&db, &["ping"]).await;
+    let quiet = remuda(
+        &db,
+        &[
+            "worker",
+            "--once",
+            "--config",
+            config.to_str().expect("path"),
+        ],
+    )
+    .await;
+    assert!(
+        !stderr(&quiet).contains("job started"),
+        "{}",
+        stderr(&quiet)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

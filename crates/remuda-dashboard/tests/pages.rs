@@ -157,7 +157,15 @@ async fn the_workflow_graph_draws_every_node_and_edge() {
             "node {node}"
         );
     }
-    assert_eq!(svg.matches("<path ").count(), 4, "a→b, a→c, b→d, c→d");
+    assert_eq!(
+        svg.matches("class=\"edge\"").count(),
+        4,
+        "a→b, a→c, b→d, c→d"
+    );
+    assert!(
+        svg.contains("marker-end=\"url(#arrow)\""),
+        "edges point at the waiting node"
+    );
     assert!(
         svg.contains("../jobs/"),
         "the started node links to its job"
@@ -307,4 +315,152 @@ async fn logging_out_ends_the_session() {
     assert_eq!((status, location.as_str()), (303, "./login"));
     let (status, _) = page(&s, &session.cookie, "/api/v1/queues").await;
     assert_eq!(status, 401, "the cookie opens nothing any more");
+}
+
+/// Splits its run's work into three elements.
+struct Split;
+
+impl remuda::Task for Split {
+    const KIND: &'static str = "split";
+    type Args = serde_json::Value;
+    type Output = serde_json::Value;
+
+    async fn run(
+        &self,
+        _ctx: remuda::JobContext,
+        _args: serde_json::Value,
+    ) -> Result<serde_json::Value, remuda::TaskError> {
+        Ok(json!({"items": [1, 2, 3]}))
+    }
+}
+
+/// Does one element.
+struct Each;
+
+impl remuda::Task for Each {
+    const KIND: &'static str = "each";
+    type Args = serde_json::Value;
+    type Output = serde_json::Value;
+
+    async fn run(
+        &self,
+        _ctx: remuda::JobContext,
+        args: serde_json::Value,
+    ) -> Result<serde_json::Value, remuda::TaskError> {
+        Ok(args)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_page_links_its_map_elements_by_state_and_offers_only_the_actions_its_state_takes() {
+    let s = serve(|d| d).await;
+    let stop = tokio_util::sync::CancellationToken::new();
+    let config = remuda::WorkerConfig {
+        poll_interval: std::time::Duration::from_millis(100),
+        ..remuda::WorkerConfig::default()
+    };
+    let worker = remuda::Worker::new(s.client.clone())
+        .config(config)
+        .register(Split)
+        .register(Each);
+    let shutdown = stop.clone();
+    let running = tokio::spawn(worker.run(async move { shutdown.cancelled().await }));
+    let spec = json!({"name": "mapped", "nodes": {
+        "split": {"kind": "split"},
+        "each": {"kind": "each", "map": {"over": "split", "pointer": "/items"}},
+        "child": {"workflow": {"name": "inner", "nodes": {"in": {"kind": "each"}}},
+                  "waits_for": ["each"]}}});
+    let (_, run) = s.post("/api/v1/workflows", json!({"spec": spec})).await;
+    let run = run["id"].as_i64().expect("run");
+    s.client
+        .wait_workflow(run, std::time::Duration::from_secs(30))
+        .await
+        .expect("the run ends");
+    stop.cancel();
+    let _ = running.await;
+    let session = log_in(&s).await;
+    let (_, html) = page(&s, &session.cookie, &format!("/workflows/{run}")).await;
+    assert!(
+        html.contains(&format!(
+            "jobs?workflow={run}&amp;state=completed\">3 completed</a>"
+        )),
+        "the map's elements, counted and linked: {html}"
+    );
+    assert!(
+        html.contains(&format!("jobs?workflow={run}\">its jobs</a>")),
+        "{html}"
+    );
+    for live in ["Pause", "Resume", "Cancel", "Retry failed"] {
+        assert!(
+            !html.contains(&format!(">{live}</button>")),
+            "a completed run takes no {live}"
+        );
+    }
+    let (_, listed) = page(&s, &session.cookie, &format!("/jobs?workflow={run}")).await;
+    assert_eq!(
+        listed.matches("<tr data-id=").count(),
+        4,
+        "split and three elements (the child node's job is its own run's)"
+    );
+    assert!(
+        listed.contains(&format!("run {run}, node each[2]")),
+        "{listed}"
+    );
+    let (_, runs) = page(&s, &session.cookie, "/workflows").await;
+    assert!(
+        runs.contains(&format!(
+            "sub-workflow of <a href=\"./workflows/{run}\">run {run}</a>"
+        )),
+        "{runs}"
+    );
+
+    let stopped = json!({"name": "stopped", "nodes": {"a": {"kind": "nobody"}}});
+    let (_, other) = s.post("/api/v1/workflows", json!({"spec": stopped})).await;
+    let other = other["id"].as_i64().expect("run");
+    let (_, html) = page(&s, &session.cookie, &format!("/workflows/{other}")).await;
+    assert!(html.contains(">Pause</button>") && html.contains(">Cancel</button>"));
+    assert!(!html.contains(">Resume</button>") && !html.contains(">Retry failed</button>"));
+    s.client.cancel_workflow(other).await.expect("cancel");
+    let (_, html) = page(&s, &session.cookie, &format!("/workflows/{other}")).await;
+    assert!(html.contains(">Retry failed</button>"), "{html}");
+    assert!(!html.contains(">Pause</button>") && !html.contains(">Cancel</button>"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedules_next_run_is_shown_on_its_zones_clock_too_and_every_attempt_starts_in_the_timeline(
+) {
+    let s = serve(|d| d).await;
+    let schedule =
+        remuda::schedule::Schedule::new("nightly", "report", "0 3 * * *".parse().expect("cron"))
+            .zone("Europe/Berlin".parse().expect("zone"));
+    s.client.set_schedule(&schedule).await.expect("declared");
+    let session = log_in(&s).await;
+    let (_, html) = page(&s, &session.cookie, "/schedules").await;
+    let zoned = [
+        "03:00:00 CET (Europe/Berlin)",
+        "03:00:00 CEST (Europe/Berlin)",
+    ];
+    assert!(zoned.iter().any(|z| html.contains(z)), "{html}");
+
+    let job = remuda::NewJob::new("k", &json!({})).expect("job");
+    let id = s.client.insert(job).await.expect("enqueued");
+    let conn = s.client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'completed', attempt = 2, started_at = now(), finished_at = now(),
+                worker_id = 'w-1-x',
+                errors = jsonb_build_array(jsonb_build_object('attempt', 1,
+                    'started_at', now() - interval '1 minute', 'at', now() - interval '50 seconds',
+                    'code', 'BOOM', 'message', 'no', 'worker', 'w-1-x'))
+         WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("two attempts");
+    let (_, html) = page(&s, &session.cookie, &format!("/jobs/{id}")).await;
+    let timeline = &html[html.find("id=\"timeline\"").expect("timeline")..];
+    assert!(
+        timeline.contains("attempt 1 started on w-1-x"),
+        "{timeline}"
+    );
+    assert!(timeline.contains("attempt 2 started on"), "{timeline}");
 }

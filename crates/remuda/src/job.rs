@@ -136,6 +136,9 @@ pub struct ErrorInfo {
 pub struct AttemptError {
     /// The attempt number (1 for the first run).
     pub attempt: i32,
+    /// When the attempt started (absent from errors written by older versions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
     /// When it failed.
     pub at: DateTime<Utc>,
     /// The error code.
@@ -203,6 +206,12 @@ pub struct Job {
     /// The workflow run it is a node of, if any.
     #[serde(default)]
     pub workflow_id: Option<i64>,
+    /// The node of that run it runs.
+    #[serde(default)]
+    pub workflow_node: Option<String>,
+    /// Its element's index, when the node is a map.
+    #[serde(default)]
+    pub workflow_index: Option<i32>,
 }
 
 impl Job {
@@ -241,6 +250,8 @@ impl Job {
             schedule: row.try_get("schedule")?,
             fire_at: row.try_get("fire_at")?,
             workflow_id: row.try_get("workflow_id")?,
+            workflow_node: row.try_get("workflow_node")?,
+            workflow_index: row.try_get("workflow_index")?,
         })
     }
 }

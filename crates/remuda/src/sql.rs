@@ -43,8 +43,10 @@ pub(crate) const JOB_PAGE_AVAILABLE: &str = include_str!("sql/jobs/job_page_avai
 pub(crate) const JOB_PAGE_SCHEDULED: &str = include_str!("sql/jobs/job_page_scheduled.sql");
 /// A page of the running jobs, newest first, below id $1 (NULL for the first page), of queue $2, …
 pub(crate) const JOB_PAGE_RUNNING: &str = include_str!("sql/jobs/job_page_running.sql");
-/// A page of jobs in any state, newest first, below id $1 (NULL for the first page), of queue $2, …
-pub(crate) const JOB_PAGE_ANY: &str = include_str!("sql/jobs/job_page_any.sql");
+/// A page of jobs in any state, latest first by the time that fits each one's state (`at`: …
+pub(crate) const JOB_PAGE_RECENT: &str = include_str!("sql/jobs/job_page_recent.sql");
+/// A page of the jobs of workflow run $1, latest first by the time that fits each one's state …
+pub(crate) const JOB_PAGE_WORKFLOW: &str = include_str!("sql/jobs/job_page_workflow.sql");
 /// Cancel each of the jobs $1 that has not finished, through the finalization seam, as …
 pub(crate) const JOB_CANCEL_MANY: &str = include_str!("sql/jobs/job_cancel_many.sql");
 /// Delete each of the jobs $1 that is not running (a running job is cancelled first, so its …
@@ -272,7 +274,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("job_page_available", JOB_PAGE_AVAILABLE),
     ("job_page_scheduled", JOB_PAGE_SCHEDULED),
     ("job_page_running", JOB_PAGE_RUNNING),
-    ("job_page_any", JOB_PAGE_ANY),
+    ("job_page_recent", JOB_PAGE_RECENT),
+    ("job_page_workflow", JOB_PAGE_WORKFLOW),
     ("job_cancel_many", JOB_CANCEL_MANY),
     ("job_delete", JOB_DELETE),
     ("throughput", THROUGHPUT),

@@ -136,6 +136,16 @@ async fn filters_by_kind_worker_and_args_containment() {
     let database = db.database().expect("db");
     set_state(&database, &ids[..3], "running", Some("alpha-1-x")).await;
     set_state(&database, &ids[3..], "failed", Some("beta-2-y")).await;
+    // running jobs are listed as their worker reported them at its last heartbeat
+    let conn = database.conn().await.expect("conn");
+    conn.execute(
+        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency,
+                                     rescue_after_ms, running, running_ids)
+         VALUES ('alpha-1-x', 'alpha', 'h', 1, '{a}', '{k}', 4, 60000, 3, $1)",
+        &[&&ids[..3]],
+    )
+    .await
+    .expect("a worker's report");
     let by_worker = client
         .jobs(&JobFilter {
             worker: Some("alpha-1-x".into()),

@@ -67,11 +67,13 @@ async fn a_migration_outside_a_transaction_builds_an_index_concurrently_and_adds
     .expect("archive");
     let job = client.job(id).await.expect("read").expect("exists");
     assert_eq!(job.state, remuda::JobState::Unknown);
+    // the list of every state walks each state this build knows in its own index: it still
+    // answers, without the job it cannot place (which is read by id above)
     let listed = client
         .jobs(&remuda::JobFilter::default())
         .await
         .expect("list");
-    assert_eq!(listed.len(), 1);
+    assert!(listed.is_empty(), "{listed:?}");
     let again = migrate_with(&db, &[INDEX_AND_STATE])
         .await
         .expect("migrate again");

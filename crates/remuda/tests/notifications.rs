@@ -652,6 +652,19 @@ async fn an_email_says_which_job_how_it_ended_and_its_error() {
         mail.header("Subject").as_deref(),
         Some(format!("remuda: job {id} (report) failed").as_str())
     );
+    assert_eq!(mail.header("MIME-Version").as_deref(), Some("1.0"));
+    let message_id = mail.header("Message-ID").unwrap_or_default();
+    assert!(
+        message_id.starts_with("<remuda.notification.") && message_id.ends_with("@example.com>"),
+        "a Message-ID of the sender's domain: {message_id:?}"
+    );
+    assert!(mail.header("Date").is_some(), "dated");
+    assert!(
+        mail.header("Content-Type")
+            .is_some_and(|t| t.starts_with("text/plain") && t.contains("utf-8")),
+        "{:?}",
+        mail.header("Content-Type")
+    );
     let body = mail.body();
     assert!(
         body.contains(&format!("Job {id} (report) failed.")),

@@ -45,11 +45,24 @@ pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
         worker: args.worker,
         args: contains,
         limit: Some(args.limit),
-        after: args.after,
+        after: args.after.clone(),
+        workflow: args.workflow,
     };
     let page = client.job_page(&filter).await?;
     if args.json {
-        print_json(&page.jobs);
+        let listed: Vec<serde_json::Value> = page
+            .jobs
+            .iter()
+            .map(|job| {
+                let mut value = serde_json::to_value(job).unwrap_or_default();
+                if let Some(object) = value.as_object_mut() {
+                    let cursor = remuda::client::cursor_after(&filter, job);
+                    object.insert("cursor".into(), cursor.into());
+                }
+                value
+            })
+            .collect();
+        print_json(&listed);
     } else {
         print_jobs(&page.jobs);
         if let Some(next) = &page.next {
@@ -165,14 +178,18 @@ async fn delete_many(db: &DbArgs, args: JobsDeleteArgs) -> CliResult<u8> {
     let outcome = client
         .act_on_matching(&filter, remuda::BulkAction::Delete, before, args.dry_run)
         .await?;
+    let deletable = outcome.matched - outcome.in_workflows;
     if args.json {
         print_json(&serde_json::json!({
-            "matched": outcome.matched, "deleted": outcome.changed, "dry_run": args.dry_run
+            "matched": outcome.matched,
+            "deleted": outcome.changed,
+            "would_delete": if args.dry_run { Some(deletable) } else { None },
+            "skipped_workflow_jobs": outcome.in_workflows,
+            "dry_run": args.dry_run
         }));
     } else if args.dry_run {
         crate::out!(
-            "{} {} job(s) would be deleted (dry run)",
-            outcome.matched,
+            "{deletable} {} job(s) would be deleted (dry run)",
             args.state
         );
     } else {
@@ -181,6 +198,13 @@ async fn delete_many(db: &DbArgs, args: JobsDeleteArgs) -> CliResult<u8> {
             outcome.changed,
             outcome.matched,
             args.state
+        );
+    }
+    if outcome.in_workflows > 0 && !args.json {
+        eprintln!(
+            "{} matching job(s) belong to workflow runs and {} skipped: a run's jobs are deleted with the run (remuda workflow cancel, then retention)",
+            outcome.in_workflows,
+            if args.dry_run { "would be" } else { "were" }
         );
     }
     Ok(0)

@@ -4,6 +4,7 @@ use crate::args::{DbArgs, JsonFlag, ScheduleAddArgs, ScheduleCommand};
 use crate::connect;
 use crate::error::{CliError, CliResult};
 use crate::output::print_json;
+use crate::table::{Align, Table};
 use remuda::schedule::{Declared, Pattern, Schedule, ScheduleInfo};
 
 pub async fn run(db: &DbArgs, command: ScheduleCommand) -> CliResult<u8> {
@@ -122,11 +123,17 @@ async fn add(db: &DbArgs, args: ScheduleAddArgs) -> CliResult<u8> {
         print_json(&value);
     } else {
         crate::out!(
-            "schedule {} {what}: {} in {}, next run at {}",
+            "schedule {} {what}: {} in {}, next run at {}{}",
             info.name,
             info.pattern,
             info.tz,
-            info.next_run_at.to_rfc3339()
+            info.next_run_at.to_rfc3339(),
+            info.tz
+                .parse::<remuda::schedule::Zone>()
+                .ok()
+                .filter(|z| *z != remuda::schedule::Zone::UTC)
+                .map(|z| format!(" ({})", z.clock(info.next_run_at)))
+                .unwrap_or_default()
         );
     }
     Ok(0)
@@ -148,32 +155,37 @@ fn print_schedules(schedules: &[ScheduleInfo]) {
         crate::out!("no schedules: add one with `remuda schedule add` or [schedules.NAME] in a worker config");
         return;
     }
-    crate::out!(
-        "{:<24}  {:<16}  {:<12}  {:<24}  {:<16}  {:<25}  {:<25}  {:>7}  {:<6}",
-        "NAME",
-        "KIND",
-        "QUEUE",
-        "PATTERN",
-        "TZ",
-        "NEXT RUN",
-        "LAST RUN",
-        "RUNS",
-        "PAUSED"
-    );
+    let mut table = Table::new(&[
+        ("NAME", Align::Left),
+        ("KIND", Align::Left),
+        ("QUEUE", Align::Left),
+        ("PATTERN", Align::Left),
+        ("TZ", Align::Left),
+        ("NEXT RUN (UTC)", Align::Left),
+        ("NEXT RUN (ITS ZONE)", Align::Left),
+        ("LAST RUN", Align::Left),
+        ("RUNS", Align::Right),
+        ("PAUSED", Align::Left),
+    ]);
     for s in schedules {
-        crate::out!(
-            "{:<24}  {:<16}  {:<12}  {:<24}  {:<16}  {:<25}  {:<25}  {:>7}  {:<6}",
-            s.name,
-            s.kind,
-            s.queue,
-            s.pattern,
-            s.tz,
+        let local =
+            s.tz.parse::<remuda::schedule::Zone>()
+                .map_or_else(|_| "-".into(), |zone| zone.clock(s.next_run_at));
+        table.row(vec![
+            s.name.clone(),
+            s.kind.clone(),
+            s.queue.clone(),
+            s.pattern.clone(),
+            s.tz.clone(),
             s.next_run_at
                 .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            s.last_run_at.map_or("-".into(), |t| t
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-            s.runs,
-            if s.paused { "yes" } else { "no" }
-        );
+            local,
+            s.last_run_at.map_or("-".into(), |t| {
+                t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            }),
+            s.runs.to_string(),
+            if s.paused { "yes" } else { "no" }.into(),
+        ]);
     }
+    table.print();
 }

@@ -6,6 +6,7 @@
 use crate::args::{DbArgs, TopArgs};
 use crate::connect;
 use crate::error::CliResult;
+use crate::table::{Align, Table};
 use chrono::Timelike;
 use remuda::{Client, JobState};
 use std::fmt::Write;
@@ -72,23 +73,23 @@ async fn frame(client: &Client) -> CliResult<String> {
         "remuda top — {} — {alive} worker(s) alive, leader {leader} — q to quit",
         now.format("%H:%M:%S")
     );
-    let _ = writeln!(
-        out,
-        "\n{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8} {:>7} {:>7} {:>9} {:>9}",
-        "QUEUE",
-        "STATUS",
-        "AVAILABLE",
-        "SCHEDULED",
-        "RUNNING",
-        "LAG",
-        "JOBS/S",
-        "FAILED",
-        "FAIL%",
-        "WAIT P95",
-        "RUN P95"
-    );
+    let mut table = Table::new(&[
+        ("QUEUE", Align::Left),
+        ("STATUS", Align::Left),
+        ("AVAILABLE", Align::Right),
+        ("SCHEDULED", Align::Right),
+        ("RUNNING", Align::Right),
+        ("UNROUTABLE", Align::Right),
+        ("LAG", Align::Right),
+        ("JOBS/S", Align::Right),
+        ("FAILED", Align::Right),
+        ("FAIL%", Align::Right),
+        ("WAIT P95", Align::Right),
+        ("RUN P95", Align::Right),
+    ]);
     for q in &queues {
         let r = recent.iter().find(|r| r.queue == q.queue);
+        // from when the oldest available job became runnable (see QueueStats)
         let lag = q.oldest_available.map_or_else(
             || "-".to_string(),
             |t| {
@@ -98,25 +99,32 @@ async fn frame(client: &Client) -> CliResult<String> {
                 )
             },
         );
-        let _ = writeln!(
-            out,
-            "{:<16} {:>7} {:>10} {:>10} {:>8} {:>9} {:>8.1} {:>7} {:>6.1}% {:>9} {:>9}",
-            q.queue,
+        table.row(vec![
+            q.queue.clone(),
             if q.settings.paused {
                 "paused"
             } else {
                 "active"
-            },
-            q.count(JobState::Available),
-            q.count(JobState::Scheduled),
-            q.count(JobState::Running),
+            }
+            .into(),
+            q.count(JobState::Available).to_string(),
+            q.count(JobState::Scheduled).to_string(),
+            q.count(JobState::Running).to_string(),
+            q.unroutable.to_string(),
             lag,
-            r.map_or(0.0, |r| (r.completed + r.failed) as f64 / seconds),
-            r.map_or(0, |r| r.failed),
-            r.map_or(0.0, |r| r.failure_rate * 100.0),
+            format!(
+                "{:.1}",
+                r.map_or(0.0, |r| (r.completed + r.failed) as f64 / seconds)
+            ),
+            r.map_or(0, |r| r.failed).to_string(),
+            format!("{:.1}%", r.map_or(0.0, |r| r.failure_rate * 100.0)),
             ms(r.and_then(|r| r.wait_p95_ms)),
             ms(r.and_then(|r| r.run_p95_ms)),
-        );
+        ]);
+    }
+    out.push('\n');
+    for line in table.lines() {
+        let _ = writeln!(out, "{line}");
     }
     let _ = writeln!(
         out,

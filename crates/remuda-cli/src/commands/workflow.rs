@@ -7,6 +7,7 @@ use crate::args::{
 use crate::connect;
 use crate::error::{CliError, CliResult};
 use crate::output::print_json;
+use crate::table::{Align, Table};
 use remuda::workflow::{WorkflowFilter, WorkflowState, WorkflowStatus};
 use serde_json::{json, Value};
 
@@ -29,8 +30,17 @@ pub async fn run(db: &DbArgs, command: WorkflowCommand) -> CliResult<u8> {
         "cancelled" => client.cancel_workflow(id).await?,
         _ => client.retry_workflow(id).await?,
     };
+    // asking again for what is already so changes nothing and is no error
+    let already = matches!(
+        (action, was),
+        ("paused", WorkflowState::Paused)
+            | ("resumed", WorkflowState::Running)
+            | ("cancelled", WorkflowState::Cancelled)
+    );
     if json {
-        print_json(&json!({"id": id, "action": action, "previous_state": was}));
+        print_json(&json!({"id": id, "action": action, "previous_state": was, "already": already}));
+    } else if already {
+        crate::out!("workflow run {id} was already {action}");
     } else {
         crate::out!("workflow run {id} {action} (it was {was})");
     }
@@ -66,9 +76,17 @@ async fn start(db: &DbArgs, args: WorkflowStartArgs) -> CliResult<u8> {
     let started = client
         .start_workflow_spec(&spec, &input, args.key.as_deref())
         .await?;
+    let warning = started.warning(args.key.as_deref());
+    if let Some(warning) = &warning {
+        eprintln!("warning: {warning}");
+    }
     if !args.wait {
         if args.json {
-            print_json(&json!({"id": started.id, "existed": started.existed}));
+            let mut out = json!({"id": started.id, "existed": started.existed});
+            if let Some(warning) = warning {
+                out["warning"] = warning.into();
+            }
+            print_json(&out);
         } else {
             crate::out!("{}", started.id);
         }
@@ -120,30 +138,44 @@ async fn status(db: &DbArgs, id: i64, json: bool) -> CliResult<u8> {
     if let Some(output) = &run.output {
         crate::out!("  output  {output}");
     }
-    for (id, node) in &run.nodes {
-        let mut line = format!("  {id:<20} {:<9} {}", node.state.as_str(), node.node_type);
-        if let Some(job) = node.job_id {
-            line.push_str(&format!(" job {job}"));
-        }
-        if let Some(children) = &node.children {
-            let counts: Vec<String> = children.iter().map(|(s, n)| format!("{n} {s}")).collect();
-            line.push_str(&format!(" [{}]", counts.join(", ")));
-        }
-        if let Some(child) = node.workflow_id {
-            line.push_str(&format!(" run {child}"));
-        }
+    let mut table = Table::new(&[
+        ("NODE", Align::Left),
+        ("STATE", Align::Left),
+        ("TYPE", Align::Left),
+        ("JOB", Align::Left),
+        ("DETAIL", Align::Left),
+    ]);
+    for (id, node) in run.nodes_in_order() {
+        let job = match (&node.children, node.job_id, node.workflow_id) {
+            (Some(children), _, _) => {
+                let counts: Vec<String> =
+                    children.iter().map(|(s, n)| format!("{n} {s}")).collect();
+                format!("[{}]", counts.join(", "))
+            }
+            (None, Some(job), _) => format!("job {job}"),
+            (None, None, Some(child)) => format!("run {child}"),
+            (None, None, None) => "-".into(),
+        };
+        let mut detail = Vec::new();
         if let Some(reason) = &node.reason {
-            line.push_str(&format!(" ({reason})"));
+            detail.push(format!("({reason})"));
         }
         if let Some(error) = &node.error {
-            line.push_str(&format!(
-                " {}: {}",
+            detail.push(format!(
+                "{}: {}",
                 error["code"].as_str().unwrap_or(""),
                 error["message"].as_str().unwrap_or("")
             ));
         }
-        crate::out!("{line}");
+        table.row(vec![
+            id.clone(),
+            node.state.as_str().into(),
+            node.node_type.clone(),
+            job,
+            detail.join(" "),
+        ]);
     }
+    table.print();
     Ok(0)
 }
 
@@ -169,18 +201,28 @@ async fn list(db: &DbArgs, args: WorkflowListArgs) -> CliResult<u8> {
     }
     if runs.is_empty() {
         crate::out!("no workflow runs");
+        return Ok(0);
     }
+    let mut table = Table::new(&[
+        ("ID", Align::Right),
+        ("NAME", Align::Left),
+        ("STATE", Align::Left),
+        ("STARTED", Align::Left),
+        ("PARENT", Align::Right),
+        ("NODES", Align::Left),
+    ]);
     for run in &runs {
         let counts: Vec<String> = run.nodes.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        crate::out!(
-            "{:>8}  {:<20} {:<9} {}  [{}]",
-            run.id,
-            run.name,
-            run.state.as_str(),
+        table.row(vec![
+            run.id.to_string(),
+            run.name.clone(),
+            run.state.as_str().into(),
             run.created_at.to_rfc3339(),
-            counts.join(", ")
-        );
+            run.parent_id.map_or_else(|| "-".into(), |p| p.to_string()),
+            counts.join(", "),
+        ]);
     }
+    table.print();
     Ok(0)
 }
 

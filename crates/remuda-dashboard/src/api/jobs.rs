@@ -27,13 +27,15 @@ pub struct FilterParams {
     args: Option<Value>,
     limit: Option<i64>,
     after: Option<String>,
+    /// The workflow run whose jobs to list: a number, or its text in a query string.
+    workflow: Option<Value>,
 }
 
 impl FilterParams {
     /// A filter from the texts of a page's form (state, queue, kind, worker, args; empty for
     /// any) and its page cursor.
-    pub fn from_texts(texts: [&String; 5], after: Option<String>) -> FilterParams {
-        let [state, queue, kind, worker, args] = texts.map(|t| Some(t.clone()));
+    pub fn from_texts(texts: [&String; 6], after: Option<String>) -> FilterParams {
+        let [state, queue, kind, worker, args, workflow] = texts.map(|t| Some(t.clone()));
         FilterParams {
             state,
             queue,
@@ -42,6 +44,7 @@ impl FilterParams {
             args: args.map(serde_json::Value::String),
             limit: None,
             after,
+            workflow: workflow.map(Value::String),
         }
     }
 
@@ -68,7 +71,28 @@ impl FilterParams {
             args,
             limit: self.limit,
             after: optional(&self.after).map(str::to_string),
+            workflow: self.workflow_id()?,
         })
+    }
+
+    /// The workflow run filtered on, checked.
+    fn workflow_id(&self) -> ApiResult<Option<i64>> {
+        let bad = |got: &Value| {
+            ApiError::bad_request(format!(
+                "workflow must be a workflow run's id (a whole number), not {got}"
+            ))
+        };
+        match &self.workflow {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(t)) if t.trim().is_empty() => Ok(None),
+            Some(Value::String(t)) => t
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| bad(&Value::String(t.clone()))),
+            Some(v @ Value::Number(n)) => n.as_i64().map(Some).ok_or_else(|| bad(v)),
+            Some(v) => Err(bad(v)),
+        }
     }
 }
 

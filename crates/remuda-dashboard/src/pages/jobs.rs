@@ -31,6 +31,8 @@ pub struct ListQuery {
     worker: String,
     #[serde(default)]
     args: String,
+    #[serde(default)]
+    workflow: String,
     after: Option<String>,
     #[serde(flatten)]
     flash: Flash,
@@ -45,6 +47,7 @@ impl ListQuery {
                 &self.kind,
                 &self.worker,
                 &self.args,
+                &self.workflow,
             ],
             self.after.clone(),
         )
@@ -58,6 +61,7 @@ impl ListQuery {
             ("kind", &self.kind),
             ("worker", &self.worker),
             ("args", &self.args),
+            ("workflow", &self.workflow),
         ]
         .iter()
         .filter(|(_, v)| !v.is_empty())
@@ -125,29 +129,37 @@ fn filter_form(ctx: &Ctx, q: &ListQuery) -> String {
         )
     };
     format!(
-        "<form method=\"get\" action=\"{}\" class=\"filters\"><label>state <select name=\"state\">{states}</select></label>{}{}{}{}<button type=\"submit\">Filter</button></form>",
+        "<form method=\"get\" action=\"{}\" class=\"filters\"><label>state <select name=\"state\">{states}</select></label>{}{}{}{}{}<button type=\"submit\">Filter</button></form>",
         ctx.href("jobs"),
         field("queue", &q.queue, "any"),
         field("kind", &q.kind, "any"),
         field("worker", &q.worker, "worker id"),
         field("args", &q.args, "{\"user\": 42}"),
+        field("workflow", &q.workflow, "run id"),
     )
 }
 
 fn table(ctx: &Ctx, jobs: &[Job]) -> String {
     let mut out = String::from(
-        "<table id=\"jobs\"><thead><tr><th class=\"num\">ID</th><th>State</th><th>Kind</th><th>Queue</th><th class=\"num\">Attempt</th><th>Run at</th><th>Finished</th><th>Last error</th></tr></thead><tbody>",
+        "<table id=\"jobs\"><thead><tr><th class=\"num\">ID</th><th>State</th><th>Kind</th><th>Queue</th><th class=\"num\">Attempt</th><th title=\"finished, started, else due\">At</th><th>Workflow</th><th>Last error</th></tr></thead><tbody>",
     );
     for job in jobs {
+        let run = match job.workflow_id {
+            Some(run) => format!(
+                "<a href=\"{}\">{}</a>",
+                ctx.href(&format!("workflows/{run}")),
+                esc(&workflow_of(job).unwrap_or_default())
+            ),
+            None => String::new(),
+        };
         let _ = write!(
             out,
-            "<tr data-id=\"{id}\"><td class=\"num\"><a href=\"{href}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-id=\"{id}\"><td class=\"num\"><a href=\"{href}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{run}</td><td>{}</td></tr>",
             badge(job.state.as_str()),
             esc(&job.kind),
             esc(&job.queue),
             job.attempt,
-            time(Some(job.run_at)),
-            time(job.finished_at),
+            time(Some(remuda::client::listed_at(job))),
             esc(&last_error(job)),
             id = job.id,
             href = ctx.href(&format!("jobs/{}", job.id)),
@@ -157,6 +169,16 @@ fn table(ctx: &Ctx, jobs: &[Job]) -> String {
         out += "<tr><td colspan=\"8\" class=\"muted\">No job matches.</td></tr>";
     }
     out + "</tbody></table>"
+}
+
+/// `run 12, node resize[3]`.
+fn workflow_of(job: &Job) -> Option<String> {
+    let run = job.workflow_id?;
+    let node = job.workflow_node.as_deref().unwrap_or("?");
+    Some(match job.workflow_index {
+        Some(i) => format!("run {run}, node {node}[{i}]"),
+        None => format!("run {run}, node {node}"),
+    })
 }
 
 /// The error that ended a job, else its latest failed attempt's, on one line.
@@ -184,6 +206,7 @@ fn bulk_form(ctx: &Ctx, q: &ListQuery) -> String {
         ("kind", &q.kind),
         ("worker", &q.worker),
         ("args", &q.args),
+        ("workflow", &q.workflow),
     ]
     .iter()
     .map(|(k, v)| format!("<input type=\"hidden\" name=\"{k}\" value=\"{}\">", esc(v)))
@@ -213,6 +236,8 @@ pub struct BulkForm {
     #[serde(default)]
     args: String,
     #[serde(default)]
+    workflow: String,
+    #[serde(default)]
     #[allow(dead_code)]
     csrf: String,
 }
@@ -231,6 +256,7 @@ pub async fn bulk(
         kind: form.kind.clone(),
         worker: form.worker.clone(),
         args: form.args.clone(),
+        workflow: form.workflow.clone(),
         ..Default::default()
     };
     let back_to = format!("jobs?{}", list.query());
@@ -245,8 +271,16 @@ pub async fn bulk(
     let outcome = actions::jobs_matching(&state, &who, &filter, action, false).await;
     let verb = action.as_str();
     let said = outcome.map(|o| {
+        let skipped = if o.in_workflows > 0 {
+            format!(
+                " ({} belong to workflow runs and were skipped: act on their runs)",
+                o.in_workflows
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "{verb}: {} of {} matching jobs changed",
+            "{verb}: {} of {} matching jobs changed{skipped}",
             o.changed, o.matched
         )
     });
@@ -346,8 +380,9 @@ pub async fn show(
         field(
             "workflow",
             format!(
-                "<a href=\"{}\">run {run}</a>",
-                ctx.href(&format!("workflows/{run}"))
+                "<a href=\"{}\">{}</a>",
+                ctx.href(&format!("workflows/{run}")),
+                esc(&workflow_of(&job).unwrap_or_default())
             ),
         );
     }
@@ -378,11 +413,16 @@ pub async fn show(
     Ok(ctx.render(&format!("Job {id}"), "jobs", &out))
 }
 
-/// Enqueued, each attempt's start (known for the failed ones and the latest) and end.
+/// Enqueued, each attempt's start and end.
 fn timeline(job: &Job) -> String {
     let mut events: Vec<(chrono::DateTime<chrono::Utc>, String)> =
         vec![(job.created_at, "enqueued".into())];
     for e in &job.errors {
+        // the latest attempt's start is the job's own started_at, said below
+        if let Some(started) = e.started_at.filter(|_| e.attempt != job.attempt) {
+            let on = e.worker.as_deref().unwrap_or("?");
+            events.push((started, format!("attempt {} started on {on}", e.attempt)));
+        }
         events.push((
             e.at,
             format!(

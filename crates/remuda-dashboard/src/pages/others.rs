@@ -102,7 +102,7 @@ pub async fn schedules(
             esc(&s.queue),
             esc(&s.pattern),
             esc(&s.tz),
-            time(Some(s.next_run_at)),
+            next_run(&s.tz, s.next_run_at),
             s.runs,
             badge(if s.paused { "paused" } else { "active" }),
         );
@@ -293,4 +293,16 @@ pub async fn maintenance(
     }
     out += "</tbody></table>";
     Ok(ctx.render("Maintenance", "", &out))
+}
+
+/// A schedule's next run in UTC and, for a schedule of another zone, on that zone's clock.
+fn next_run(tz: &str, at: chrono::DateTime<chrono::Utc>) -> String {
+    match tz.parse::<remuda::schedule::Zone>() {
+        Ok(zone) if zone != remuda::schedule::Zone::UTC => format!(
+            "{}<br><span class=\"muted zone\">{}</span>",
+            time(Some(at)),
+            esc(&format!("{} ({tz})", zone.clock(at)))
+        ),
+        _ => time(Some(at)),
+    }
 }

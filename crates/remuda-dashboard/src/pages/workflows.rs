@@ -52,11 +52,18 @@ pub async fn list(
     out += "<table id=\"workflows\"><thead><tr><th class=\"num\">ID</th><th>Name</th><th>State</th><th>Nodes</th><th>Started</th><th>Ended</th></tr></thead><tbody>";
     for run in &runs {
         let nodes: Vec<String> = run.nodes.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let name = match run.parent_id {
+            Some(parent) => format!(
+                "{} <span class=\"muted sub\">sub-workflow of <a href=\"{}\">run {parent}</a></span>",
+                esc(&run.name),
+                ctx.href(&format!("workflows/{parent}"))
+            ),
+            None => esc(&run.name),
+        };
         let _ = write!(
             out,
-            "<tr data-id=\"{id}\"><td class=\"num\"><a href=\"{}\">{id}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr data-id=\"{id}\"><td class=\"num\"><a href=\"{}\">{id}</a></td><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             ctx.href(&format!("workflows/{}", run.id)),
-            esc(&run.name),
             badge(run.state.as_str()),
             esc(&nodes.join(", ")),
             time(Some(run.created_at)),
@@ -153,25 +160,26 @@ pub async fn show(
         .await?
         .ok_or_else(|| ApiError::not_found(format!("no workflow run with id {id}")))?;
     let mut out = flash.html();
+    let parent = run
+        .parent_id
+        .map(|p| {
+            format!(
+                " · sub-workflow of <a href=\"{}\">run {p}</a>",
+                ctx.href(&format!("workflows/{p}"))
+            )
+        })
+        .unwrap_or_default();
     let _ = write!(
         out,
-        "<p>{} {} · started {} · ended {}</p><div class=\"actions\">",
+        "<p>{} {} · started {} · ended {}{parent} · <a href=\"{}?workflow={id}\">its jobs</a></p><div class=\"actions\">",
         esc(&run.name),
         badge(run.state.as_str()),
         time(Some(run.created_at)),
-        time(run.finished_at)
+        time(run.finished_at),
+        ctx.href("jobs"),
     );
     let here = format!("workflows/{id}");
-    for (action, label, question) in [
-        ("pause", "Pause", None),
-        ("resume", "Resume", None),
-        (
-            "cancel",
-            "Cancel",
-            Some("Cancel this run and its running jobs?"),
-        ),
-        ("retry", "Retry failed", None),
-    ] {
+    for (action, label, question) in actions_for(run.state) {
         out += &ctx.button(
             &format!("{here}/{action}"),
             label,
@@ -182,11 +190,18 @@ pub async fn show(
     out += "</div><div class=\"graph\">";
     out += &super::graph::svg(&run, &ctx.root);
     out += "</div><h2>Nodes</h2><table id=\"nodes\"><thead><tr><th>Node</th><th>Type</th><th>State</th><th>Waits for</th><th>Job</th><th class=\"num\">Attempt</th><th>Error</th></tr></thead><tbody>";
-    for (name, node) in &run.nodes {
-        let job = node
-            .job_id
-            .map(|j| format!("<a href=\"{}\">{j}</a>", ctx.href(&format!("jobs/{j}"))))
-            .unwrap_or_default();
+    for (name, node) in run.nodes_in_order() {
+        let job = match (&node.children, node.job_id, node.workflow_id) {
+            (Some(children), _, _) => elements(&ctx, id, children),
+            (None, Some(j), _) => {
+                format!("<a href=\"{}\">{j}</a>", ctx.href(&format!("jobs/{j}")))
+            }
+            (None, None, Some(child)) => format!(
+                "<a href=\"{}\">run {child}</a>",
+                ctx.href(&format!("workflows/{child}"))
+            ),
+            (None, None, None) => String::new(),
+        };
         let error = node
             .error
             .as_ref()
@@ -213,6 +228,41 @@ pub async fn show(
         out += &json_block(error);
     }
     Ok(ctx.render(&format!("Workflow run {id}"), "workflows", &out))
+}
+
+/// The actions a run in `state` takes: pause a running run, resume a paused one, cancel
+/// either, retry a failed or cancelled one; a completed run takes none.
+fn actions_for(state: WorkflowState) -> Vec<(&'static str, &'static str, Option<&'static str>)> {
+    let cancel = (
+        "cancel",
+        "Cancel",
+        Some("Cancel this run and its running jobs?"),
+    );
+    match state {
+        WorkflowState::Running => vec![("pause", "Pause", None), cancel],
+        WorkflowState::Paused => vec![("resume", "Resume", None), cancel],
+        WorkflowState::Failed | WorkflowState::Cancelled => vec![("retry", "Retry failed", None)],
+        WorkflowState::Completed => Vec::new(),
+    }
+}
+
+/// A map node's elements: how many jobs in each state, each count a link to those jobs.
+fn elements(ctx: &Ctx, run: i64, children: &std::collections::BTreeMap<String, i64>) -> String {
+    if children.is_empty() {
+        return "<span class=\"muted\">no elements yet</span>".into();
+    }
+    children
+        .iter()
+        .map(|(state, n)| {
+            format!(
+                "<a href=\"{}?workflow={run}&amp;state={}\">{n} {}</a>",
+                ctx.href("jobs"),
+                esc(state),
+                esc(state)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `POST /workflows/{id}/{pause|resume|cancel|retry}`.

@@ -39,10 +39,14 @@ impl BulkAction {
 pub struct BulkOutcome {
     /// Jobs that matched the filter.
     pub matched: u64,
-    /// Jobs the action changed; the others were in a state it does not apply to, belong to a
-    /// workflow run (acted on through the run), hold a unique key another job took, or were
-    /// held by another transaction.
+    /// Jobs the action changed (with `dry_run`, none); the others were in a state it does
+    /// not apply to, belong to a workflow run (see `in_workflows`), hold a unique key another
+    /// job took, or were held by another transaction.
     pub changed: u64,
+    /// Matching jobs passed over because they belong to a workflow run: a run's jobs are
+    /// retried, cancelled and deleted with their run (`remuda workflow retry|cancel`,
+    /// retention of the run).
+    pub in_workflows: u64,
 }
 
 impl Client {
@@ -91,16 +95,15 @@ impl Client {
         let mut outcome = BulkOutcome::default();
         loop {
             let page = self.job_page(&filter).await?;
-            let ids: Vec<i64> = page
-                .jobs
-                .iter()
-                .filter(|job| {
-                    finished_before
-                        .is_none_or(|before| job.finished_at.unwrap_or(job.created_at) < before)
-                })
-                .map(|job| job.id)
-                .collect();
-            outcome.matched += ids.len() as u64;
+            let matching = page.jobs.iter().filter(|job| {
+                finished_before
+                    .is_none_or(|before| job.finished_at.unwrap_or(job.created_at) < before)
+            });
+            let (in_runs, ids): (Vec<_>, Vec<_>) =
+                matching.partition(|job| job.workflow_id.is_some());
+            let ids: Vec<i64> = ids.iter().map(|job| job.id).collect();
+            outcome.matched += (ids.len() + in_runs.len()) as u64;
+            outcome.in_workflows += in_runs.len() as u64;
             if !dry_run && !ids.is_empty() {
                 outcome.changed += self.act(action, &ids).await?;
             }

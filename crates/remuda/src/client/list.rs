@@ -9,7 +9,11 @@
 //! | `available`     | the order they run in              | jobs_available_idx |
 //! | `scheduled`     | soonest first                      | jobs_scheduled_idx |
 //! | `running`       | newest first                       | workers.running_ids|
-//! | no state        | newest first                       | primary key        |
+//! | no state        | latest first by [`listed_at`]           | each state's own   |
+//! | a workflow run  | latest first by [`listed_at`]           | jobs_workflow_idx  |
+//!
+//! Job ids are handed out in blocks per session, so id order is not time order: the lists
+//! of every state order by the time that fits each job's state ([`listed_at`]).
 
 use super::{Client, JobFilter};
 use crate::job::{Job, JobState};
@@ -34,6 +38,22 @@ pub struct JobPage {
     pub next: Option<String>,
 }
 
+/// The time that fits a job's state, by which the lists of every state order it: when it
+/// finished, when it started running, else when it is (or was) due to run.
+pub fn listed_at(job: &Job) -> DateTime<Utc> {
+    match job.state {
+        s if s.is_final() => job.finished_at.unwrap_or(job.created_at),
+        JobState::Running => job.started_at.unwrap_or(job.run_at),
+        _ => job.run_at,
+    }
+}
+
+/// The cursor that continues a list filtered by `filter` after `job` (a page of it, passed
+/// as [`JobFilter::after`], starts with the job listed next).
+pub fn cursor_after(filter: &JobFilter, job: &Job) -> String {
+    Cursor::after(filter, job).to_text()
+}
+
 /// Where a page starts: the sort key of the last job of the previous page.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Cursor {
@@ -41,18 +61,24 @@ enum Cursor {
     Available(i32, DateTime<Utc>, i64),
     Scheduled(DateTime<Utc>, i64),
     Id(i64),
+    /// A list of every state (or of a run): [`listed_at`], then id.
+    Recent(DateTime<Utc>, i64),
 }
 
 impl Cursor {
-    /// The cursor after `job` in a list filtered by `state`.
-    fn after(state: Option<JobState>, job: &Job) -> Cursor {
-        match state {
+    /// The cursor after `job` in a list filtered by `filter`.
+    fn after(filter: &JobFilter, job: &Job) -> Cursor {
+        if filter.workflow.is_some() {
+            return Cursor::Recent(listed_at(job), job.id);
+        }
+        match filter.state {
             Some(JobState::Available) => Cursor::Available(job.priority, job.run_at, job.id),
             Some(JobState::Scheduled) => Cursor::Scheduled(job.run_at, job.id),
             Some(s) if s.is_final() => {
                 Cursor::Finished(job.finished_at.unwrap_or(job.created_at), job.id)
             }
-            _ => Cursor::Id(job.id),
+            Some(_) => Cursor::Id(job.id),
+            None => Cursor::Recent(listed_at(job), job.id),
         }
     }
 
@@ -63,11 +89,12 @@ impl Cursor {
             Cursor::Available(priority, at, id) => format!("a.{priority}.{}.{id}", micros(at)),
             Cursor::Scheduled(at, id) => format!("s.{}.{id}", micros(at)),
             Cursor::Id(id) => format!("i.{id}"),
+            Cursor::Recent(at, id) => format!("t.{}.{id}", micros(at)),
         }
     }
 
-    /// Reads a cursor made by a list with the same state filter.
-    fn parse(text: &str, state: Option<JobState>) -> Result<Cursor> {
+    /// Reads a cursor made by a list with the same state (and run) filter.
+    fn parse(text: &str, filter: &JobFilter) -> Result<Cursor> {
         let bad = |why: &str| {
             Error::InvalidInput(format!(
                 "the page cursor {text:?} {why}: pass the `next` value of the previous page, with the same state filter"
@@ -90,15 +117,18 @@ impl Cursor {
             ),
             ["s", at, id] => Cursor::Scheduled(time(at)?, int(id)?),
             ["i", id] => Cursor::Id(int(id)?),
+            ["t", at, id] => Cursor::Recent(time(at)?, int(id)?),
             _ => return Err(bad("is not one this list made")),
         };
         let family = |c: Cursor| std::mem::discriminant(&c);
         let placeholder = DateTime::<Utc>::UNIX_EPOCH;
-        let expected = match state {
+        let expected = match filter.state {
+            _ if filter.workflow.is_some() => Cursor::Recent(placeholder, 0),
             Some(JobState::Available) => Cursor::Available(0, placeholder, 0),
             Some(JobState::Scheduled) => Cursor::Scheduled(placeholder, 0),
             Some(s) if s.is_final() => Cursor::Finished(placeholder, 0),
-            _ => Cursor::Id(0),
+            Some(_) => Cursor::Id(0),
+            None => Cursor::Recent(placeholder, 0),
         };
         if family(cursor) != family(expected) {
             return Err(bad("was made for another state filter"));
@@ -126,14 +156,12 @@ impl Client {
         let cursor = filter
             .after
             .as_deref()
-            .map(|text| Cursor::parse(text, filter.state))
+            .map(|text| Cursor::parse(text, filter))
             .transpose()?;
         let rows = self.page_rows(filter, cursor, limit).await?;
         let jobs = rows.iter().map(Job::from_row).collect::<Result<Vec<_>>>()?;
         let next = match jobs.last() {
-            Some(last) if jobs.len() as i64 == limit => {
-                Some(Cursor::after(filter.state, last).to_text())
-            }
+            Some(last) if jobs.len() as i64 == limit => Some(cursor_after(filter, last)),
             _ => None,
         };
         Ok(JobPage { jobs, next })
@@ -149,7 +177,9 @@ impl Client {
         let (q, kind, worker) = (&filter.queue, &filter.kind, &filter.worker);
         let args: &Option<Value> = &filter.args;
         let (time, id) = match cursor {
-            Some(Cursor::Finished(t, id) | Cursor::Scheduled(t, id)) => (Some(t), Some(id)),
+            Some(Cursor::Finished(t, id) | Cursor::Scheduled(t, id) | Cursor::Recent(t, id)) => {
+                (Some(t), Some(id))
+            }
             Some(Cursor::Available(_, t, id)) => (Some(t), Some(id)),
             Some(Cursor::Id(id)) => (None, Some(id)),
             None => (None, None),
@@ -159,6 +189,11 @@ impl Client {
             _ => None,
         };
         let state_name = filter.state.map(|s| s.as_str());
+        if let Some(run) = &filter.workflow {
+            let params: [&(dyn ToSql + Sync); 9] =
+                [run, &time, &id, &state_name, q, kind, worker, args, &limit];
+            return Ok(conn.query(sql::JOB_PAGE_WORKFLOW, &params).await?);
+        }
         let (text, params): (&str, Vec<&(dyn ToSql + Sync)>) = match filter.state {
             Some(JobState::Available) => {
                 if worker.is_some() {
@@ -187,7 +222,12 @@ impl Client {
                 sql::JOB_PAGE_FINISHED,
                 vec![&state_name, &time, &id, q, kind, worker, args, &limit],
             ),
-            _ => (sql::JOB_PAGE_ANY, vec![&id, q, kind, worker, args, &limit]),
+            // a state of a newer schema that this build cannot name
+            Some(_) => return Ok(Vec::new()),
+            None => (
+                sql::JOB_PAGE_RECENT,
+                vec![&time, &id, q, kind, worker, args, &limit],
+            ),
         };
         Ok(conn.query(text, &params).await?)
     }
@@ -205,17 +245,25 @@ mod tests {
             (Some(JobState::Available), Cursor::Available(-3, at, 8)),
             (Some(JobState::Scheduled), Cursor::Scheduled(at, 9)),
             (Some(JobState::Running), Cursor::Id(10)),
-            (None, Cursor::Id(11)),
+            (None, Cursor::Recent(at, 11)),
         ] {
             let text = cursor.to_text();
-            assert_eq!(Cursor::parse(&text, state).ok(), Some(cursor), "{text}");
+            let filter = JobFilter {
+                state,
+                ..JobFilter::default()
+            };
+            assert_eq!(Cursor::parse(&text, &filter).ok(), Some(cursor), "{text}");
         }
     }
 
     #[test]
     fn a_cursor_of_another_state_or_garbage_is_refused() {
         let text = Cursor::Id(4).to_text();
-        let e = Cursor::parse(&text, Some(JobState::Failed)).expect_err("refused");
+        let failed = JobFilter {
+            state: Some(JobState::Failed),
+            ..JobFilter::default()
+        };
+        let e = Cursor::parse(&text, &failed).expect_err("refused");
         assert!(e.to_string().contains("another state filter"), "{e}");
         for garbage in [
             "",
@@ -225,7 +273,10 @@ mod tests {
             "i.nope",
             "f.99999999999999999999.1",
         ] {
-            assert!(Cursor::parse(garbage, None).is_err(), "{garbage}");
+            assert!(
+                Cursor::parse(garbage, &JobFilter::default()).is_err(),
+                "{garbage}"
+            );
         }
     }
 }

@@ -24,7 +24,7 @@ pub use crate::names::{check_name, MAX_NAME};
 pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
-pub use list::{JobPage, DEFAULT_PAGE, MAX_PAGE};
+pub use list::{cursor_after, listed_at, JobPage, DEFAULT_PAGE, MAX_PAGE};
 pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
 pub use throughput::Throughput;
 
@@ -86,8 +86,11 @@ pub struct JobFilter {
     pub args: Option<serde_json::Value>,
     /// At most this many (1 to [`MAX_PAGE`]); default [`DEFAULT_PAGE`].
     pub limit: Option<i64>,
-    /// The page after this cursor ([`JobPage::next`] of the previous page).
+    /// The page after this cursor ([`JobPage::next`] of the previous page, or the `cursor`
+    /// of a listed job).
     pub after: Option<String>,
+    /// Only the jobs of this workflow run.
+    pub workflow: Option<i64>,
 }
 
 /// Number of jobs in each state of one queue.

@@ -113,7 +113,7 @@ impl WorkerConfig {
             crate::names::check_name("queue", queue)?;
         }
         if let Some(name) = &config.name {
-            crate::names::check_name("worker name", name)?;
+            crate::names::check_name("worker", name)?;
         }
         for (name, value) in [
             ("concurrency", config.concurrency),

@@ -283,7 +283,7 @@ async fn deliver(
     match row.channel.as_str() {
         "webhook" => webhook::send(http, config, row.id, &row.target, &row.body).await,
         "email" => {
-            let sending = email::send(smtp, config.smtp.as_ref(), &row.target, &row.body);
+            let sending = email::send(smtp, config.smtp.as_ref(), row.id, &row.target, &row.body);
             match tokio::time::timeout(config.timeout, sending).await {
                 Ok(attempt) => attempt,
                 Err(_) => Attempt::Failed {

@@ -3,7 +3,7 @@
 
 use super::dispatcher::Attempt;
 use super::{SmtpConfig, SmtpTls};
-use lettre::message::{header::ContentType, Mailbox};
+use lettre::message::{Mailbox, SinglePart};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
@@ -32,10 +32,11 @@ pub(crate) fn transport(smtp: &SmtpConfig, timeout: Duration) -> Result<Transpor
     Ok(builder.build())
 }
 
-/// Sends the notification `body` (the webhook's JSON) to `to`.
+/// Sends notification `id` (whose `body` is the webhook's JSON) to `to`.
 pub(crate) async fn send(
     transport: Option<&Transport>,
     smtp: Option<&SmtpConfig>,
+    id: i64,
     to: &str,
     body: &str,
 ) -> Attempt {
@@ -46,7 +47,7 @@ pub(crate) async fn send(
             retry_after: None,
         };
     };
-    let message = match compose(&smtp.from, to, body) {
+    let message = match compose(&smtp.from, to, id, body) {
         Ok(message) => message,
         Err(e) => return Attempt::Dead(e),
     };
@@ -60,8 +61,11 @@ pub(crate) async fn send(
     }
 }
 
-/// The message for a notification body.
-fn compose(from: &str, to: &str, body: &str) -> Result<Message, String> {
+/// The message for notification `id`: a MIME text part (UTF-8), dated, with a Message-ID of
+/// the sender's domain that stays the same when a failed send is tried again, so a receiver
+/// can tell a retry from a second message (mail without these headers is refused or marked
+/// as spam by some servers).
+fn compose(from: &str, to: &str, id: i64, body: &str) -> Result<Message, String> {
     let from: Mailbox = from
         .parse()
         .map_err(|e| format!("the sender address {from:?} is not valid: {e}"))?;
@@ -70,12 +74,14 @@ fn compose(from: &str, to: &str, body: &str) -> Result<Message, String> {
         .map_err(|e| format!("the address {to:?} is not valid: {e}"))?;
     let event: Value = serde_json::from_str(body).map_err(|e| format!("unreadable body: {e}"))?;
     let (subject, text) = describe(&event);
+    let message_id = format!("<remuda.notification.{id}@{}>", from.email.domain());
     Message::builder()
         .from(from)
         .to(to)
         .subject(subject)
-        .header(ContentType::TEXT_PLAIN)
-        .body(text)
+        .date_now()
+        .message_id(Some(message_id))
+        .singlepart(SinglePart::plain(text))
         .map_err(|e| format!("cannot build the message: {e}"))
 }
 

@@ -169,7 +169,7 @@ impl Schedule {
 
     /// Checks the definition: names, pattern, limits in range. The error names the field.
     pub fn validate(&self) -> Result<()> {
-        crate::names::check_name("schedule name", &self.name)?;
+        crate::names::check_name("schedule", &self.name)?;
         crate::names::check_name("kind", &self.kind)
             .map_err(|e| Error::InvalidInput(format!("schedule {}: {e}", self.name)))?;
         crate::names::check_name("queue", &self.queue)
@@ -190,5 +190,19 @@ impl Schedule {
             )));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_schedule_name_is_said_once() {
+        let every: Pattern = "every 1m".parse().expect("pattern");
+        let e = Schedule::new("", "k", every)
+            .validate()
+            .expect_err("refused");
+        assert_eq!(e.to_string(), "the schedule name is empty");
     }
 }

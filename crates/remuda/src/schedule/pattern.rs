@@ -282,6 +282,14 @@ pub struct Zone(pub(crate) chrono_tz::Tz);
 impl Zone {
     /// Coordinated Universal Time, the default.
     pub const UTC: Zone = Zone(chrono_tz::Tz::UTC);
+
+    /// `t` on this zone's clock, with the zone's abbreviation of that moment (`2026-03-29
+    /// 03:00 CEST`): how a schedule's next run reads where it was set.
+    pub fn clock(&self, t: chrono::DateTime<chrono::Utc>) -> String {
+        t.with_timezone(&self.0)
+            .format("%Y-%m-%d %H:%M:%S %Z")
+            .to_string()
+    }
 }
 
 impl Default for Zone {

@@ -16,6 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 
+/// The log target of the line each job's start and end writes (at info): a program that logs
+/// at info but not each job filters it out (`remuda::job=warn`), as `remuda worker` does
+/// without `-v`.
+pub const JOB_LOG: &str = "remuda::job";
+
 /// A row returned by `claim.sql`.
 pub(crate) struct Claimed {
     pub id: i64,
@@ -94,7 +99,7 @@ pub(crate) async fn execute(
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     let began = std::time::Instant::now();
-    tracing::debug!(job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
+    tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
     // the call itself inside catch_unwind too: a task may panic before returning its future
     let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
     let grace = shared.config.cancel_grace;
@@ -148,7 +153,8 @@ pub(crate) async fn execute(
         }
     };
     observe(&shared, &job, &outcome, began.elapsed());
-    tracing::debug!(
+    tracing::info!(
+        target: JOB_LOG,
         job = job.id,
         kind = %job.kind,
         attempt = job.attempt,
@@ -286,6 +292,7 @@ fn bounded(shared: &Shared, error: TaskError) -> TaskError {
 fn error_entry(shared: &Shared, job: &Claimed, error: &TaskError) -> Jsonb {
     let mut entry = serde_json::json!({
         "attempt": job.attempt,
+        "started_at": job.started_at,
         "at": Utc::now(),
         "code": error.code,
         "message": error.message,

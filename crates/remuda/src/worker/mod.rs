@@ -31,6 +31,7 @@ mod claim;
 mod completer;
 mod dispatch;
 mod executor;
+pub use executor::JOB_LOG;
 mod gauges;
 mod heartbeat;
 mod outcome;

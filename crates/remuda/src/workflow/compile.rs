@@ -38,9 +38,11 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
     }
     let mut seen = HashSet::new();
     for (id, _) in &spec.nodes.0 {
-        if id.trim().is_empty() || id.starts_with('$') {
+        if id.trim().is_empty() {
+            say("a node has an empty id: name each node ([nodes.NAME] in a spec file)".into());
+        } else if id.starts_with('$') {
             say(format!(
-                "node id {id:?} is not allowed: use a name that does not start with $"
+                "node id {id:?} starts with $, which marks remuda's own references: rename the node"
             ));
         }
         if !seen.insert(id.as_str()) {
@@ -66,7 +68,10 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
         .map(|(_, n)| dependencies(n, false))
         .collect();
     for ((id, node), node_deps) in spec.nodes.0.iter().zip(&deps) {
-        check_node(id, node, node_deps, &known, &mut say);
+        // a node without a usable id was said above: what it holds is checked once renamed
+        if !id.trim().is_empty() && !id.starts_with('$') {
+            check_node(id, node, node_deps, &known, &mut say);
+        }
     }
     for name in spec.output.iter() {
         if !known.contains_key(name.as_str()) {

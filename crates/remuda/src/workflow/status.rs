@@ -105,12 +105,24 @@ pub struct WorkflowStatus {
     pub nodes: BTreeMap<String, NodeStatus>,
 }
 
+impl WorkflowStatus {
+    /// The nodes in the graph's order (dependencies before their dependents), not by name.
+    pub fn nodes_in_order(&self) -> Vec<(&String, &NodeStatus)> {
+        let mut nodes: Vec<_> = self.nodes.iter().collect();
+        nodes.sort_by_key(|(_, n)| n.position);
+        nodes
+    }
+}
+
 /// A node as `status` shows it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct NodeStatus {
     /// `task`, `map`, `sleep`, `signal` or `workflow`.
     #[serde(rename = "type")]
     pub node_type: String,
+    /// Its place in the graph's topological order (the order the definition lists nodes in,
+    /// dependencies first): [`WorkflowStatus::nodes_in_order`] lists them so.
+    pub position: i32,
     /// The nodes it waits for (the graph's edges).
     pub deps: Vec<String>,
     /// Where it is.

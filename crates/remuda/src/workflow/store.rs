@@ -29,6 +29,22 @@ pub struct Started {
     pub id: i64,
     /// True when the idempotency key found a run started before (with the same definition).
     pub existed: bool,
+    /// True when that run was started with another input: the input given now was not
+    /// used (a key names one run, whatever it is asked with later).
+    pub input_ignored: bool,
+}
+
+impl Started {
+    /// What to tell whoever started it, when the input given was not used.
+    pub fn warning(&self, key: Option<&str>) -> Option<String> {
+        self.input_ignored.then(|| {
+            format!(
+                "workflow run {} was started before with idempotency key {:?} and another input: the input given now was ignored (use a new key to start a run with it)",
+                self.id,
+                key.unwrap_or_default()
+            )
+        })
+    }
 }
 
 /// Which runs [`Client::workflows`] lists.
@@ -184,6 +200,7 @@ impl Client {
         Ok(Started {
             id,
             existed: row.try_get("existed")?,
+            input_ignored: row.try_get("input_differs")?,
         })
     }
 
@@ -200,6 +217,7 @@ impl Client {
                 n.try_get("node")?,
                 NodeStatus {
                     node_type: n.try_get("type")?,
+                    position: n.try_get("position")?,
                     deps: n.try_get("deps")?,
                     state: n
                         .try_get::<_, String>("state")?
@@ -283,11 +301,14 @@ impl Client {
     }
 
     /// Cancels a run that has not ended: its running jobs are cancelled (their workers
-    /// told), its pending nodes and sub-workflows cancelled. Returns the state it had.
+    /// told), its pending nodes and sub-workflows cancelled. Returns the state it had; a run
+    /// already cancelled is left as it is (`Cancelled`), one that completed or failed is
+    /// refused.
     pub async fn cancel_workflow(&self, id: i64) -> Result<WorkflowState> {
         let old = self.control(sql::WORKFLOW_CANCEL, id).await?;
         match old {
-            WorkflowState::Running | WorkflowState::Paused => Ok(old),
+            // a second cancel finds what it asked for, as a job's does
+            WorkflowState::Running | WorkflowState::Paused | WorkflowState::Cancelled => Ok(old),
             _ => Err(wrong(id, old, "cancel")),
         }
     }

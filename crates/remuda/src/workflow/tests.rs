@@ -116,3 +116,23 @@ fn a_spec_round_trips_through_json_unchanged() {
     assert_eq!(again, original);
     assert_eq!(compile(&again), compile(&original));
 }
+
+#[test]
+fn an_empty_node_id_is_one_clear_problem() {
+    let problems = compile(&spec(json!({
+        "name": "e",
+        "nodes": {"": {"kind": ""}, "b": {"kind": "b", "waits_for": [""]}}
+    })))
+    .expect_err("refused")
+    .problems;
+    assert_eq!(
+        problems,
+        ["a node has an empty id: name each node ([nodes.NAME] in a spec file)"],
+        "{problems:#?}"
+    );
+    let problems = compile(&spec(json!({"name": "e", "nodes": {"$x": {"kind": "k"}}})))
+        .expect_err("refused")
+        .problems;
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert!(problems[0].contains("starts with $"), "{problems:#?}");
+}

@@ -6,7 +6,8 @@
 SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts, j.priority, j.run_at,
        j.created_at, j.started_at, j.finished_at, j.expires_at, j.timeout_ms, j.worker_id, j.args,
        j.result, j.errors, j.unique_key, j.concurrency_key, j.target_worker, j.requires, j.schedule,
-       j.fire_at, j.workflow_id
+       j.fire_at, j.workflow_id, j.workflow ->> 'node' AS workflow_node,
+       (j.workflow ->> 'index')::integer AS workflow_index
 FROM remuda.jobs j
 WHERE j.id = ANY(ARRAY(SELECT unnest(w.running_ids) FROM remuda.workers w
                        WHERE $4::text IS NULL OR w.id = $4::text))

@@ -40,7 +40,7 @@ WITH lease AS (
                           'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
                           'data', NULL)) END,
         errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'attempt', j.attempt, 'at', now(), 'code', 'WORKER_LOST',
+            'attempt', j.attempt, 'started_at', j.started_at, 'at', now(), 'code', 'WORKER_LOST',
             'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
             'worker', j.worker_id))
     FROM lost v

@@ -2,8 +2,10 @@
 -- table: the waiting and running states exactly, each final state up to $1 per queue (NULL:
 -- all; a count of $1 means "at least $1", flagged `capped`), so that a capped count stays
 -- quick with millions of finished jobs. The (state, queue) pairs of the finished jobs are found by skipping through
--- jobs_finished_idx, one probe per pair. With the available count comes the run_at of the
--- queue's oldest available job: how far behind the queue is. Running jobs are counted by
+-- jobs_finished_idx, one probe per pair. With the available count comes when the queue's
+-- oldest available job became runnable (its run_at, or when it was enqueued if that was
+-- later: a job enqueued to run at a time long past has waited only since its enqueue): how
+-- far behind the queue is. Running jobs are counted by
 -- scanning the table when uncapped (exact), else from what the workers reported running at
 -- their last heartbeat (workers.running_ids, read by primary key: the table has no index on
 -- running jobs).
@@ -28,7 +30,8 @@ CROSS JOIN LATERAL (
           AND x.state = f.state AND x.queue = f.queue
         LIMIT $1) l) c
 UNION ALL
-SELECT queue, 'available', count(*), false, min(run_at) FROM remuda.jobs WHERE state = 'available' GROUP BY queue
+SELECT queue, 'available', count(*), false, min(GREATEST(run_at, created_at))
+FROM remuda.jobs WHERE state = 'available' GROUP BY queue
 UNION ALL
 SELECT queue, 'scheduled', count(*), false, NULL FROM remuda.jobs WHERE state = 'scheduled' GROUP BY queue
 UNION ALL
