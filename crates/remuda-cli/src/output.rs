@@ -116,12 +116,23 @@ pub fn print_jobs(jobs: &[Job]) {
             job.kind.clone(),
             job.queue.clone(),
             job.attempt.to_string(),
-            time(Some(remuda::client::listed_at(job))),
+            listed_time(job),
             workflow_of(job).unwrap_or_else(|| "-".into()),
             last_error(job),
         ]);
     }
     table.print();
+}
+
+/// The time a list orders `job` by; a job its paused run holds has none yet.
+fn listed_time(job: &Job) -> String {
+    use chrono::Datelike;
+    let at = remuda::client::listed_at(job);
+    if at.year() >= 9999 {
+        "held (its run is paused)".into()
+    } else {
+        time(Some(at))
+    }
 }
 
 /// `run 12 node resize[3]`: the run and node of a workflow's job.

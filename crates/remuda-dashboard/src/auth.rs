@@ -357,7 +357,16 @@ async fn check_forgery(request: Request, principal: &Principal) -> Result<Reques
     let (parts, body) = request.into_parts();
     let bytes = axum::body::to_bytes(body, crate::extract::MAX_BODY)
         .await
-        .map_err(|_| crate::extract::too_large())?;
+        .map_err(|e| {
+            // the limit's error says so in its chain; anything else is a body that broke off
+            let over = std::iter::successors(Some(&e as &dyn std::error::Error), |e| e.source())
+                .any(|e| e.to_string().contains("length limit"));
+            if over {
+                crate::extract::too_large()
+            } else {
+                ApiError::bad_request(format!("cannot read the form: {e}"))
+            }
+        })?;
     let sent = form_field(&bytes, "csrf");
     match sent {
         Some(sent) if !expected.is_empty() && same_secret(&sent, expected) => {

@@ -99,7 +99,12 @@ impl Dashboard {
     /// it). Without it only IP addresses and loopback names are answered, so that a page
     /// whose name was rebound to this address cannot read it.
     pub fn allowed_host(mut self, name: impl Into<String>) -> Dashboard {
-        self.access.allowed_hosts.push(name.into());
+        let name = name
+            .into()
+            .trim()
+            .trim_end_matches('.')
+            .to_ascii_lowercase();
+        self.access.allowed_hosts.push(name);
         self
     }
 

@@ -25,7 +25,17 @@ pub(crate) async fn guard(
     request: Request,
     next: Next,
 ) -> Response {
-    let host = request_host(&request);
+    let host = match request_host(&request) {
+        Ok(host) => host,
+        Err(()) => {
+            return ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_host",
+                "the Host header is not readable text: send the host name or address the dashboard is reached at",
+            )
+            .into_response()
+        }
+    };
     if let Some(host) = &host {
         if !host_allowed(host, &state.config.allowed_hosts) {
             return ApiError::new(
@@ -52,22 +62,36 @@ pub(crate) async fn guard(
     next.run(request).await
 }
 
-/// The `host[:port]` the request was sent to: HTTP/2's authority, else the `Host` header.
-fn request_host(request: &Request) -> Option<String> {
+/// The `host[:port]` the request was sent to: HTTP/2's authority, else the `Host` header
+/// (`None` without either, as HTTP/1.0 allows; an error when it is not text).
+fn request_host(request: &Request) -> Result<Option<String>, ()> {
     if let Some(authority) = request.uri().authority() {
-        return Some(authority.as_str().to_ascii_lowercase());
+        return Ok(Some(authority.as_str().to_ascii_lowercase()));
     }
-    request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_ascii_lowercase)
+    match request.headers().get(header::HOST) {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|v| Some(v.to_ascii_lowercase()))
+            .map_err(|_| ()),
+    }
 }
 
 /// The name in `host[:port]` (an IPv6 address keeps no brackets), without a trailing dot.
+/// A bracketed address followed by anything but a port gives no name.
 fn host_name(host: &str) -> &str {
     let name = if let Some(rest) = host.strip_prefix('[') {
-        rest.split(']').next().unwrap_or(rest)
+        match rest.split_once(']') {
+            Some((address, "")) => address,
+            Some((address, port))
+                if port.len() > 1
+                    && port.starts_with(':')
+                    && port[1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                address
+            }
+            _ => "",
+        }
     } else {
         host.rsplit_once(':')
             .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
@@ -80,6 +104,9 @@ fn host_name(host: &str) -> &str {
 /// with a dot allows every name under it).
 pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
     let name = host_name(host);
+    if name.is_empty() {
+        return false;
+    }
     if name.parse::<std::net::IpAddr>().is_ok()
         || name == "localhost"
         || name.ends_with(".localhost")
@@ -87,10 +114,10 @@ pub(crate) fn host_allowed(host: &str, allowed: &[String]) -> bool {
         return true;
     }
     allowed.iter().any(|a| {
-        let a = a.trim_end_matches('.');
+        let a = a.trim_end_matches('.').to_ascii_lowercase();
         match a.strip_prefix('.') {
-            Some(domain) => name == domain || name.ends_with(a),
-            None => name.eq_ignore_ascii_case(a),
+            Some(domain) => name == domain || name.ends_with(&a),
+            None => name == a,
         }
     })
 }
@@ -150,12 +177,16 @@ mod tests {
 
     #[test]
     fn allowed_hosts_match_whole_names_or_every_name_under_a_dot() {
-        let allowed = vec!["jobs.example.com".to_string(), ".ops.example".to_string()];
+        let allowed = vec!["Jobs.Example.com".to_string(), ".ops.example".to_string()];
         assert!(host_allowed("jobs.example.com:443", &allowed));
         assert!(host_allowed("a.ops.example", &allowed));
         assert!(host_allowed("ops.example", &allowed));
         assert!(!host_allowed("xjobs.example.com", &allowed));
         assert!(!host_allowed("evilops.example", &allowed));
+        assert!(
+            !host_allowed("[::1]x", &[String::new()]),
+            "an empty entry allows nothing"
+        );
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub(crate) const JOB_PAGE_SCHEDULED: &str = include_str!("sql/jobs/job_page_sche
 pub(crate) const JOB_PAGE_RUNNING: &str = include_str!("sql/jobs/job_page_running.sql");
 /// A page of jobs in any state, latest first by the time that fits each one's state (`at`: …
 pub(crate) const JOB_PAGE_RECENT: &str = include_str!("sql/jobs/job_page_recent.sql");
+/// The jobs of every state that a bulk action walks: highest id first, below id $1 (NULL for the …
+pub(crate) const JOB_PAGE_IDS: &str = include_str!("sql/jobs/job_page_ids.sql");
 /// A page of the jobs of workflow run $1, latest first by the time that fits each one's state …
 pub(crate) const JOB_PAGE_WORKFLOW: &str = include_str!("sql/jobs/job_page_workflow.sql");
 /// Cancel each of the jobs $1 that has not finished, through the finalization seam, as …
@@ -164,6 +166,9 @@ pub(crate) const VACUUM_DUE: &str = include_str!("sql/maintenance/vacuum_due.sql
 
 /// Start a run of compiled definition $1 with input $2, or find the one started with
 pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow/workflow_start.sql");
+/// Whether run $1 was started with an input other than $2: asked when an idempotency key found …
+pub(crate) const WORKFLOW_INPUT_DIFFERS: &str =
+    include_str!("sql/workflow/workflow_input_differs.sql");
 /// The compiled definition run $1 was started with (to start a new run of it).
 pub(crate) const WORKFLOW_DEFINITION: &str = include_str!("sql/workflow/workflow_definition.sql");
 /// One run: what `remuda workflow status` shows besides its nodes.
@@ -276,6 +281,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("job_page_running", JOB_PAGE_RUNNING),
     ("job_page_recent", JOB_PAGE_RECENT),
     ("job_page_workflow", JOB_PAGE_WORKFLOW),
+    ("job_page_ids", JOB_PAGE_IDS),
+    ("workflow_input_differs", WORKFLOW_INPUT_DIFFERS),
     ("job_cancel_many", JOB_CANCEL_MANY),
     ("job_delete", JOB_DELETE),
     ("throughput", THROUGHPUT),

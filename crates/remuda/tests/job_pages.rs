@@ -235,3 +235,66 @@ async fn final_counts_stop_at_their_cap_and_say_so() {
     assert!(!big.is_capped(JobState::Failed));
     assert_eq!(big.count(JobState::Available), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_list_of_every_state_merges_them_latest_first_without_a_job_missed_or_repeated() {
+    let (db, client) = common::setup().await;
+    let ids = insert(&client, &["a", "b"], 40).await;
+    let database = db.database().expect("db");
+    set_state(&database, &ids[..20], "completed", None).await;
+    set_state(&database, &ids[20..30], "failed", None).await;
+    let conn = database.conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'scheduled', run_at = now() + (id % 50) * interval '1 minute'
+         WHERE id = ANY($1)",
+        &[&&ids[30..45]],
+    )
+    .await
+    .expect("scheduled");
+    let all = walk(&client, JobFilter::default(), 7).await;
+    let mut seen: Vec<i64> = all.iter().map(|j| j.id).collect();
+    seen.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(seen, expected, "every job once");
+    let times: Vec<_> = all.iter().map(|j| (remuda::client::listed_at(j), j.id)).collect();
+    assert!(
+        times.windows(2).all(|w| w[0] > w[1]),
+        "latest first by the time that fits each state: {times:?}"
+    );
+    let of_b = walk(
+        &client,
+        JobFilter {
+            queue: Some("b".into()),
+            ..Default::default()
+        },
+        5,
+    )
+    .await;
+    assert_eq!(of_b.len(), 40);
+    assert!(of_b.iter().all(|j| j.queue == "b"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_action_on_every_state_meets_each_job_once_running_ones_included() {
+    let (db, client) = common::setup().await;
+    // more than a statement's batch, the first ones due later than the rest: a walk by time
+    // would meet the cancelled ones again
+    let ids = insert(&client, &["a"], 1200).await;
+    let database = db.database().expect("db");
+    let conn = database.conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'scheduled', run_at = now() + interval '1 day'
+         WHERE id = ANY($1)",
+        &[&&ids[..600]],
+    )
+    .await
+    .expect("scheduled");
+    // running, claimed since its worker last reported
+    set_state(&database, &ids[600..601], "running", Some("w-1-x")).await;
+    let outcome = client
+        .act_on_matching(&JobFilter::default(), remuda::BulkAction::Cancel, None, false)
+        .await
+        .expect("bulk cancel");
+    assert_eq!((outcome.matched, outcome.changed), (1200, 1200), "{outcome:?}");
+}

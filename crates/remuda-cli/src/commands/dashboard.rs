@@ -33,9 +33,9 @@ pub async fn run(db: &DbArgs, args: DashboardArgs) -> CliResult<u8> {
         dashboard = dashboard.read_only();
     }
     for host in &args.allowed_hosts {
-        if host.trim_matches('.').is_empty() || host.contains(['/', ':', ' ']) {
+        if host.trim_matches('.').is_empty() || host.contains(['/', ':', ' ', '*', '[']) {
             return Err(CliError::Usage(format!(
-                "--allowed-host {host:?} is not a host name: give a name such as jobs.example.com (or .example.com for every name under it), without scheme or port"
+                "--allowed-host {host:?} is not a host name: give a name such as jobs.example.com, or .example.com for every name under it (no *, scheme or port)"
             )));
         }
         dashboard = dashboard.allowed_host(host);

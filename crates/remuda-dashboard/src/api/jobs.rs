@@ -284,9 +284,10 @@ pub struct BulkFilter {
     kind: Option<String>,
     worker: Option<String>,
     args: Option<Value>,
+    workflow: Option<Value>,
 }
 
-/// `POST /api/v1/jobs/bulk/{retry|cancel|delete}`: `{"matched", "changed"}`.
+/// `POST /api/v1/jobs/bulk/{retry|cancel|delete}`: `{"matched", "changed", "in_workflows"}`.
 pub async fn bulk(
     S(state): S<State>,
     Extension(who): Extension<Principal>,
@@ -301,6 +302,7 @@ pub async fn bulk(
         kind: f.kind,
         worker: f.worker,
         args: f.args,
+        workflow: f.workflow,
         ..Default::default()
     };
     let filter = params.to_filter()?;

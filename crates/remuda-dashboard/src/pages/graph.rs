@@ -15,6 +15,8 @@ const WIDTH: i64 = 170;
 const HEIGHT: i64 = 44;
 const GAP_X: i64 = 60;
 const GAP_Y: i64 = 20;
+/// Room around the boxes: the gutter above the first row holds edges too.
+const MARGIN: i64 = 10 + GAP_Y;
 
 /// The fill of a node in `state`.
 fn fill(state: &str) -> &'static str {
@@ -67,11 +69,14 @@ pub fn svg(run: &WorkflowStatus, root: &str) -> String {
     let mut at: BTreeMap<&str, (i64, i64)> = BTreeMap::new();
     for (id, c) in columns(run) {
         let row = rows.entry(c).or_insert(0);
-        at.insert(id, (c * (WIDTH + GAP_X) + 10, *row * (HEIGHT + GAP_Y) + 10));
+        at.insert(
+            id,
+            (c * (WIDTH + GAP_X) + 10, *row * (HEIGHT + GAP_Y) + MARGIN),
+        );
         *row += 1;
     }
     let width = (rows.len() as i64) * (WIDTH + GAP_X) + 20;
-    let height = rows.values().max().copied().unwrap_or(1) * (HEIGHT + GAP_Y) + 20;
+    let height = rows.values().max().copied().unwrap_or(1) * (HEIGHT + GAP_Y) + 2 * MARGIN;
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"graph\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" role=\"img\" aria-label=\"workflow graph\">\
 <defs><marker id=\"arrow\" viewBox=\"0 0 8 8\" refX=\"8\" refY=\"4\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L8,4 L0,8 z\" fill=\"#8a96a3\"/></marker></defs>"
@@ -151,7 +156,7 @@ mod tests {
     #[test]
     fn an_edge_past_a_column_runs_around_its_boxes() {
         // a -> c across column 1, whose row 0 holds b (a -> b -> c and a -> c)
-        let box_at = |c: i64, r: i64| (c * (WIDTH + GAP_X) + 10, r * (HEIGHT + GAP_Y) + 10);
+        let box_at = |c: i64, r: i64| (c * (WIDTH + GAP_X) + 10, r * (HEIGHT + GAP_Y) + MARGIN);
         let path = edge(box_at(0, 0), box_at(2, 0));
         let pts = points(&path);
         let (bx, by) = box_at(1, 0);

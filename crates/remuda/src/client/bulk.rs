@@ -93,9 +93,22 @@ impl Client {
             ..filter.clone()
         };
         let mut outcome = BulkOutcome::default();
+        // every state at once: by id, so that a job is met once whatever state it is given
+        let by_id = filter.state.is_none() && filter.workflow.is_none();
+        let mut below: Option<i64> = None;
         loop {
-            let page = self.job_page(&filter).await?;
-            let matching = page.jobs.iter().filter(|job| {
+            let (jobs, more) = if by_id {
+                let jobs = self.id_page(&filter, below).await?;
+                below = jobs.last().map(|job| job.id);
+                let more = jobs.len() as i64 == BATCH;
+                (jobs, more)
+            } else {
+                let page = self.job_page(&filter).await?;
+                filter.after = page.next;
+                let more = filter.after.is_some();
+                (page.jobs, more)
+            };
+            let matching = jobs.iter().filter(|job| {
                 finished_before
                     .is_none_or(|before| job.finished_at.unwrap_or(job.created_at) < before)
             });
@@ -107,11 +120,20 @@ impl Client {
             if !dry_run && !ids.is_empty() {
                 outcome.changed += self.act(action, &ids).await?;
             }
-            match page.next {
-                Some(next) => filter.after = Some(next),
-                None => return Ok(outcome),
+            if !more {
+                return Ok(outcome);
             }
         }
+    }
+
+    /// A page of the jobs of every state matching `filter`, highest id first, below `below`.
+    async fn id_page(&self, filter: &JobFilter, below: Option<i64>) -> Result<Vec<crate::Job>> {
+        let conn = self.database().conn().await?;
+        let (q, kind, worker, args) = (&filter.queue, &filter.kind, &filter.worker, &filter.args);
+        let rows = conn
+            .query(sql::JOB_PAGE_IDS, &[&below, q, kind, worker, args, &BATCH])
+            .await?;
+        rows.iter().map(crate::Job::from_row).collect()
     }
 
     /// Applies `action` to the jobs `ids` in one statement; returns how many it changed.

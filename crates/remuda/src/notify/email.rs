@@ -62,9 +62,9 @@ pub(crate) async fn send(
 }
 
 /// The message for notification `id`: a MIME text part (UTF-8), dated, with a Message-ID of
-/// the sender's domain that stays the same when a failed send is tried again, so a receiver
-/// can tell a retry from a second message (mail without these headers is refused or marked
-/// as spam by some servers).
+/// the sender's domain that stays the same when a failed send is tried again (see
+/// [`fingerprint`]), so a receiver can tell a retry from a second message (mail without these
+/// headers is refused or marked as spam by some servers).
 fn compose(from: &str, to: &str, id: i64, body: &str) -> Result<Message, String> {
     let from: Mailbox = from
         .parse()
@@ -74,7 +74,11 @@ fn compose(from: &str, to: &str, id: i64, body: &str) -> Result<Message, String>
         .map_err(|e| format!("the address {to:?} is not valid: {e}"))?;
     let event: Value = serde_json::from_str(body).map_err(|e| format!("unreadable body: {e}"))?;
     let (subject, text) = describe(&event);
-    let message_id = format!("<remuda.notification.{id}@{}>", from.email.domain());
+    let message_id = format!(
+        "<remuda.notification.{id}.{}@{}>",
+        fingerprint(body),
+        from.email.domain()
+    );
     Message::builder()
         .from(from)
         .to(to)
@@ -83,6 +87,18 @@ fn compose(from: &str, to: &str, id: i64, body: &str) -> Result<Message, String>
         .message_id(Some(message_id))
         .singlepart(SinglePart::plain(text))
         .map_err(|e| format!("cannot build the message: {e}"))
+}
+
+/// 16 hex digits of the body's SHA-256: the same on every retry of a notification, different
+/// between two databases whose notification ids meet (staging and production sending from one
+/// domain, or a database made again), so a receiver that drops repeated Message-IDs keeps both.
+fn fingerprint(body: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(body.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The subject and the text of a notification event.

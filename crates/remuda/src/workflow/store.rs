@@ -197,10 +197,18 @@ impl Client {
                 id,
             });
         }
+        let existed: bool = row.try_get("existed")?;
+        let input_ignored = existed
+            && conn
+                .query_opt(sql::WORKFLOW_INPUT_DIFFERS, &[&id, input])
+                .await?
+                .map(|r| r.try_get::<_, bool>("differs"))
+                .transpose()?
+                .unwrap_or(false);
         Ok(Started {
             id,
-            existed: row.try_get("existed")?,
-            input_ignored: row.try_get("input_differs")?,
+            existed,
+            input_ignored,
         })
     }
 

@@ -7,22 +7,28 @@
 -- walked instead in its own index from its latest end, $7 rows at most per walk, and the walks
 -- merged: finished jobs per (state, queue) in jobs_finished_idx, available ones per (queue,
 -- priority) in jobs_available_idx, scheduled ones in jobs_scheduled_idx, running ones through
--- the workers' lists. The pairs walked are found by skipping through the same indexes, one
--- probe per pair.
-WITH RECURSIVE finished(state, queue) AS (
+-- the workers' lists (as of their last heartbeat, as job_page_running.sql reads them). The
+-- pairs walked are found by skipping through the same indexes, one probe per pair; with a
+-- queue, the finished pairs are that queue's four states.
+WITH RECURSIVE skipped(state, queue) AS (
     (SELECT j.state, j.queue FROM remuda.jobs j
-     WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
-       AND ($3::text IS NULL OR j.queue = $3::text)
+     WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired') AND $3::text IS NULL
      ORDER BY j.state, j.queue LIMIT 1)
   UNION ALL
-    SELECT x.state, x.queue FROM finished f
+    SELECT x.state, x.queue FROM skipped f
     CROSS JOIN LATERAL (
         SELECT j.state, j.queue FROM remuda.jobs j
         WHERE j.state IN ('completed', 'failed', 'cancelled', 'expired')
           AND (j.state, j.queue) > (f.state, f.queue)
-          AND ($3::text IS NULL OR j.queue = $3::text)
         ORDER BY j.state, j.queue LIMIT 1
     ) x
+), finished(state, queue) AS (
+    -- one queue: its four final states, looked up directly
+    SELECT state, queue FROM skipped
+    UNION ALL
+    SELECT s, $3::text
+    FROM unnest('{completed,failed,cancelled,expired}'::remuda.job_state[]) s
+    WHERE $3::text IS NOT NULL
 ), waiting(queue, priority) AS (
     (SELECT j.queue, j.priority FROM remuda.jobs j
      WHERE j.state = 'available' AND j.queue >= COALESCE($3::text, '') AND $5::text IS NULL
@@ -73,16 +79,17 @@ WITH RECURSIVE finished(state, queue) AS (
      ORDER BY j.run_at DESC, j.id DESC
      LIMIT $7)
     UNION ALL
-    (SELECT j.*, j.started_at AS at FROM remuda.jobs j
+    (SELECT j.*, COALESCE(j.started_at, j.run_at) AS at FROM remuda.jobs j
      WHERE j.id = ANY(ARRAY(SELECT unnest(w.running_ids) FROM remuda.workers w
                             WHERE $5::text IS NULL OR w.id = $5::text))
        AND j.state = 'running'
-       AND ($1::timestamptz IS NULL OR (j.started_at, j.id) < ($1::timestamptz, $2::bigint))
+       AND ($1::timestamptz IS NULL
+            OR (COALESCE(j.started_at, j.run_at), j.id) < ($1::timestamptz, $2::bigint))
        AND ($3::text IS NULL OR j.queue = $3::text)
        AND ($4::text IS NULL OR j.kind = $4::text)
        AND ($5::text IS NULL OR j.worker_id = $5::text)
        AND ($6::jsonb IS NULL OR j.args @> $6::jsonb)
-     ORDER BY j.started_at DESC, j.id DESC
+     ORDER BY COALESCE(j.started_at, j.run_at) DESC, j.id DESC
      LIMIT $7)
 )
 SELECT id, kind, queue, state::text AS state, attempt, max_attempts, priority, run_at,

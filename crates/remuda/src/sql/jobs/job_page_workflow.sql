@@ -10,8 +10,9 @@ SELECT id, kind, queue, state::text AS state, attempt, max_attempts, priority, r
        (workflow ->> 'index')::integer AS workflow_index
 FROM remuda.jobs j
 CROSS JOIN LATERAL (
-    SELECT CASE WHEN j.state IN ('completed', 'failed', 'cancelled', 'expired') THEN j.finished_at
-                WHEN j.state = 'running' THEN j.started_at
+    SELECT CASE WHEN j.state IN ('completed', 'failed', 'cancelled', 'expired')
+                THEN COALESCE(j.finished_at, j.created_at)
+                WHEN j.state = 'running' THEN COALESCE(j.started_at, j.run_at)
                 ELSE j.run_at END AS at
 ) t
 WHERE j.workflow_id = $1::bigint
