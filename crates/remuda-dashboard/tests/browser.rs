@@ -157,6 +157,50 @@ async fn an_operator_retries_a_failed_job_pauses_a_queue_and_opens_a_graph_in_a_
     browser.click(&format!("tr[data-id=\"{run}\"] a")).await;
     browser.find("svg#graph g[data-node=\"load\"]").await;
     browser.find("svg#graph g[data-node=\"extract\"]").await;
+
+    // a graph larger than the window scrolls inside its frame, and a scroll that reaches its
+    // end stays there rather than moving the page
+    let mut nodes: serde_json::Map<String, serde_json::Value> = (0..24)
+        .map(|i| {
+            let mut node = json!({"kind": "extract"});
+            if i > 0 {
+                node["waits_for"] = json!([format!("step_{}", i - 1)]);
+            }
+            (format!("step_{i}"), node)
+        })
+        .collect();
+    for i in 0..40 {
+        nodes.insert(format!("side_{i}"), json!({"kind": "extract"}));
+    }
+    let (_, big) = s
+        .post(
+            "/api/v1/workflows",
+            json!({"spec": {"name": "big", "nodes": nodes}}),
+        )
+        .await;
+    let big = big["id"].as_i64().expect("run");
+    browser.go(&format!("{base}/workflows/{big}")).await;
+    browser.find("svg#graph g[data-node=\"step_23\"]").await;
+    let sizes = browser
+        .script(
+            "const g = document.querySelector('.graph'); const d = document.documentElement;
+             return [g.scrollWidth, g.clientWidth, g.scrollHeight, g.clientHeight,
+                     d.scrollWidth, d.clientWidth, window.innerHeight,
+                     getComputedStyle(g).overscrollBehaviorY];",
+        )
+        .await;
+    let n = |i: usize| sizes[i].as_i64().unwrap_or_else(|| panic!("{sizes}"));
+    assert!(n(0) > n(1), "wide: the graph scrolls in its frame: {sizes}");
+    assert!(n(2) > n(3), "tall: the graph scrolls in its frame: {sizes}");
+    assert!(n(3) < n(6), "its frame fits in the window: {sizes}");
+    assert!(
+        n(4) <= n(5),
+        "the page itself does not scroll sideways: {sizes}"
+    );
+    assert_eq!(
+        sizes[7], "contain",
+        "a scroll in the graph stays in the graph: {sizes}"
+    );
     drop(browser);
     stop.cancel();
     worker.await.expect("worker task").expect("worker ran");

@@ -257,7 +257,10 @@ async fn the_list_of_every_state_merges_them_latest_first_without_a_job_missed_o
     let mut expected = ids.clone();
     expected.sort();
     assert_eq!(seen, expected, "every job once");
-    let times: Vec<_> = all.iter().map(|j| (remuda::client::listed_at(j), j.id)).collect();
+    let times: Vec<_> = all
+        .iter()
+        .map(|j| (remuda::client::listed_at(j), j.id))
+        .collect();
     assert!(
         times.windows(2).all(|w| w[0] > w[1]),
         "latest first by the time that fits each state: {times:?}"
@@ -293,8 +296,17 @@ async fn a_bulk_action_on_every_state_meets_each_job_once_running_ones_included(
     // running, claimed since its worker last reported
     set_state(&database, &ids[600..601], "running", Some("w-1-x")).await;
     let outcome = client
-        .act_on_matching(&JobFilter::default(), remuda::BulkAction::Cancel, None, false)
+        .act_on_matching(
+            &JobFilter::default(),
+            remuda::BulkAction::Cancel,
+            None,
+            false,
+        )
         .await
         .expect("bulk cancel");
-    assert_eq!((outcome.matched, outcome.changed), (1200, 1200), "{outcome:?}");
+    assert_eq!(
+        (outcome.matched, outcome.changed),
+        (1200, 1200),
+        "{outcome:?}"
+    );
 }

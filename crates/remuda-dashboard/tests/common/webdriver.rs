@@ -183,6 +183,16 @@ impl Browser {
         }
     }
 
+    /// The value of the JavaScript `script` (a function body that `return`s it) in the page.
+    pub async fn script(&self, script: &str) -> Value {
+        self.call(
+            "POST",
+            "/execute/sync",
+            Some(json!({"script": script, "args": []})),
+        )
+        .await
+    }
+
     /// The current page's URL.
     pub async fn url(&self) -> String {
         self.call("GET", "/url", None)
