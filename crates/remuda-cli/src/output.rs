@@ -126,13 +126,10 @@ pub fn print_jobs(jobs: &[Job]) {
 
 /// The time a list orders `job` by; a job its paused run holds has none yet.
 fn listed_time(job: &Job) -> String {
-    use chrono::Datelike;
-    let at = remuda::client::listed_at(job);
-    if at.year() >= 9999 {
-        "held (its run is paused)".into()
-    } else {
-        time(Some(at))
+    if remuda::client::is_held(job) {
+        return "held (its run is paused)".into();
     }
+    time(Some(remuda::client::listed_at(job)))
 }
 
 /// `run 12 node resize[3]`: the run and node of a workflow's job.

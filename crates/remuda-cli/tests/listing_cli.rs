@@ -273,6 +273,15 @@ async fn workflow_controls_can_be_asked_twice_and_a_keyed_start_says_what_it_ign
         "{list}"
     );
 
+    let paused = remuda(&db, &["workflow", "pause", &run]).await;
+    assert_eq!(code(&paused), 0, "{}", stderr(&paused));
+    let listed = stdout(&remuda(&db, &["jobs"]).await);
+    assert!(
+        listed.contains("held (its run is paused)"),
+        "a held job shows no year-9999 time: {listed}"
+    );
+    let again = remuda(&db, &["workflow", "pause", &run, "--json"]).await;
+    assert_eq!(json(&again)["already"], true, "a second pause");
     let cancelled = remuda(&db, &["workflow", "cancel", &run, "--json"]).await;
     assert_eq!(code(&cancelled), 0, "{}", stderr(&cancelled));
     assert_eq!(json(&cancelled)["already"], false);

@@ -159,7 +159,7 @@ fn table(ctx: &Ctx, jobs: &[Job]) -> String {
             esc(&job.kind),
             esc(&job.queue),
             job.attempt,
-            time(Some(remuda::client::listed_at(job))),
+            listed_time(job),
             esc(&last_error(job)),
             id = job.id,
             href = ctx.href(&format!("jobs/{}", job.id)),
@@ -169,6 +169,14 @@ fn table(ctx: &Ctx, jobs: &[Job]) -> String {
         out += "<tr><td colspan=\"8\" class=\"muted\">No job matches.</td></tr>";
     }
     out + "</tbody></table>"
+}
+
+/// The time the list orders `job` by; a job its paused run holds has none yet.
+fn listed_time(job: &Job) -> String {
+    if remuda::client::is_held(job) {
+        return "<span class=\"muted\">held: its run is paused</span>".into();
+    }
+    time(Some(remuda::client::listed_at(job)))
 }
 
 /// `run 12, node resize[3]`.

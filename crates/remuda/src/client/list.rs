@@ -48,6 +48,13 @@ pub fn listed_at(job: &Job) -> DateTime<Utc> {
     }
 }
 
+/// Whether `job` is held by its paused workflow run: it then waits, due at no time
+/// (`run_at` 9999-12-31), until the run is resumed.
+pub fn is_held(job: &Job) -> bool {
+    use chrono::Datelike;
+    job.workflow_id.is_some() && job.run_at.year() >= 9999
+}
+
 /// The cursor that continues a list filtered by `filter` after `job` (a page of it, passed
 /// as [`JobFilter::after`], starts with the job listed next).
 pub fn cursor_after(filter: &JobFilter, job: &Job) -> String {
