@@ -18,12 +18,12 @@ import os
 import signal
 import sys
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from . import _native
 from .context import JobContext
+from .pool import ProcessLost, ProcessSlots, Stopped
 from .running import call_async, call_sync
 
 if TYPE_CHECKING:
@@ -97,31 +97,11 @@ class Dispatcher:
         self.loop_thread.start()
         self.process_count = processes
         self.app_path = app_path
-        self.processes: ProcessPoolExecutor | None = self.process_pool() if processes else None
-        # by the run's token: a job released and claimed again keeps its id and attempt
-        self.running: dict[int, tuple[JobContext, Future[Any] | None]] = {}
+        self.processes = ProcessSlots(processes, app_path, sys.path) if processes and app_path else None
+        # by the run's token: a job released and claimed again keeps its id and attempt; the
+        # flag says whether it runs in a process of the pool
+        self.running: dict[int, tuple[JobContext, Future[Any] | None, bool]] = {}
         self.lock = threading.Lock()
-
-    def process_pool(self) -> ProcessPoolExecutor:
-        """A pool of ``spawn``ed processes that import the app (never ``fork``: this process
-        runs tokio's threads)."""
-        return ProcessPoolExecutor(
-            max_workers=self.process_count,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_child_init,
-            initargs=(self.app_path, sys.path),
-        )
-
-    def submit_to_process(self, kind: str, args: str, info_json: str) -> Future[Any]:
-        """Runs a plain function in the pool; a pool broken by a dead process (killed,
-        out of memory) is replaced, its jobs failing with ``WORKER_PROCESS_LOST``."""
-        assert self.processes is not None
-        try:
-            return self.processes.submit(_child_run, kind, args, info_json)
-        except BrokenProcessPool:
-            self.processes.shutdown(wait=False, cancel_futures=True)
-            self.processes = self.process_pool()
-            return self.processes.submit(_child_run, kind, args, info_json)
 
     def serve(self) -> None:
         """Takes batches until the worker stops."""
@@ -145,17 +125,18 @@ class Dispatcher:
                 done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r} in this app"}))
                 return
             future: Future[Any]
+            in_process = not task.is_async and self.processes is not None
             if task.is_async:
                 future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
             elif self.processes is not None:
-                future = self.submit_to_process(kind, args, info_json)
+                future = self.processes.submit(kind, args, info_json)
             else:
                 future = self.threads.submit(call_sync, task, args, ctx)
         except Exception as e:  # noqa: BLE001 - reported as the job's error
             done("err", json.dumps({"code": "WORKER_ERROR", "message": f"the job could not start: {type(e).__name__}: {e}"}))
             return
         with self.lock:
-            self.running[token] = (ctx, future)
+            self.running[token] = (ctx, future, in_process)
         future.add_done_callback(lambda f: self.finish(token, f, done))
 
     def finish(self, token: int, future: Future[Any], done: Any) -> None:
@@ -166,8 +147,10 @@ class Dispatcher:
             done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
             return
         error = future.exception()
-        if isinstance(error, BrokenProcessPool):
+        if isinstance(error, ProcessLost):
             done("err", json.dumps({"code": "WORKER_PROCESS_LOST", "message": f"a process of the pool died: {error}"}))
+        elif isinstance(error, Stopped):
+            done("err", json.dumps({"code": "CANCELLED", "message": f"the task was stopped: {error}"}))
         elif error is not None:
             done("err", json.dumps({"code": "WORKER_ERROR", "message": f"{type(error).__name__}: {error}"}))
         else:
@@ -176,31 +159,33 @@ class Dispatcher:
 
     def cancel(self, token: int) -> None:
         """Asks a run to stop: its flag, and a cancellation of its future (an async task is
-        cancelled; a body not yet started in a pool never starts)."""
+        cancelled; a body not yet started never starts; a body in a process of the pool,
+        which cannot see the flag, has its process killed before the outcome is said)."""
         with self.lock:
             entry = self.running.get(token)
         if entry is None:
             return
-        ctx, future = entry
+        ctx, future, in_process = entry
         ctx.cancelled.set()
-        if future is not None:
+        if future is None:
+            return
+        if in_process and self.processes is not None:
+            self.processes.stop(future)
+        else:
             future.cancel()
 
     def close(self) -> None:
         """Stops the pools (the worker has released what did not finish)."""
         with self.lock:
             running = list(self.running.values())
-        for ctx, _ in running:
+        for ctx, _, _ in running:
             ctx.cancelled.set()
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self.processes is not None:
             # the worker has finished or released every job: a process still running a body
             # must not go on beside its job's next run (they ignore SIGTERM)
-            children = list(getattr(self.processes, "_processes", {}).values())
-            self.processes.shutdown(wait=False, cancel_futures=True)
-            for child in children:
-                child.kill()
+            self.processes.close()
 
 
 _child_app: Any = None
@@ -242,3 +227,15 @@ def _exit_with(sentinel: int) -> None:
 def _child_run(kind: str, args: str, info_json: str) -> tuple[str, str]:
     ctx = JobContext.from_info(json.loads(info_json))
     return call_sync(_child_app.tasks[kind], args, ctx)
+
+
+def _slot_main(conn: Any, app_path: str, path: list[str]) -> None:
+    """A process of the pool: imports the app, then runs each job it is sent and answers
+    its outcome, until its worker closes the pipe."""
+    _child_init(app_path, path)
+    while True:
+        try:
+            kind, args, info_json = conn.recv()
+        except (EOFError, OSError):
+            return
+        conn.send(_child_run(kind, args, info_json))

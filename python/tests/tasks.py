@@ -16,6 +16,16 @@ class Upstream(Exception):
     """A failure worth retrying."""
 
 
+def note_and_work(path: str, seconds: float) -> int:
+    """Notes the run (its process and attempt) in ``path``, then works for ``seconds``."""
+    job = remuda.current_job()
+    assert job is not None
+    with open(path, "a") as notes:
+        notes.write(f"{os.getpid()} {job.attempt}\n")
+    time.sleep(seconds)
+    return job.attempt
+
+
 def make_app(database_url: str) -> remuda.App:
     app = remuda.App(database_url=database_url)
 
@@ -57,6 +67,21 @@ def make_app(database_url: str) -> remuda.App:
     @app.task("die", queue="cpu", retry=RetryPolicy.none())
     def die() -> None:
         os._exit(3)
+
+    @app.task("tally", queue="cpu", retry=RetryPolicy.fixed(0.1, max_attempts=3))
+    def tally(path: str, seconds: float) -> int:
+        return note_and_work(path, seconds)
+
+    @app.task("overrun", queue="cpu", timeout=1.0, retry=RetryPolicy.fixed(0.1, max_attempts=2))
+    def overrun(path: str, seconds: float) -> int:
+        attempt = note_and_work(path, seconds)
+        with open(path, "a") as notes:
+            notes.write(f"{os.getpid()} {-attempt}\n")
+        return attempt
+
+    @app.task("tally_once", queue="cpu", retry=RetryPolicy.none())
+    def tally_once(path: str, seconds: float) -> int:
+        return note_and_work(path, seconds)
 
     @app.task("listing")
     def listing(n: int) -> dict[str, list[int]]:

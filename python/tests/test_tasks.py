@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
+import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -82,6 +85,41 @@ def test_a_process_that_dies_fails_its_job_and_the_pool_is_replaced(app, start_w
     died = app.tasks["die"].send().get(timeout=60)
     assert died.err.code == "WORKER_PROCESS_LOST", died
     assert app.tasks["pid"].send().get(timeout=60).is_ok(), "a new pool runs the next job"
+
+
+def _notes(path: Path) -> list[tuple[int, int]]:
+    if not path.exists():
+        return []
+    return [tuple(map(int, line.split())) for line in path.read_text().splitlines()]  # type: ignore[misc]
+
+
+def test_a_dead_pool_process_fails_only_its_own_job_and_nothing_runs_twice(app, start_worker, tmp_path):
+    start_worker("--queues", "cpu", "--processes", "2")
+    steady, victim = tmp_path / "steady", tmp_path / "victim"
+    kept = app.tasks["tally"].send(path=str(steady), seconds=3)
+    lost = app.tasks["tally_once"].send(path=str(victim), seconds=60)
+    deadline = time.monotonic() + 60
+    while not (_notes(steady) and _notes(victim)):
+        assert time.monotonic() < deadline, "both jobs start, each in a process of the pool"
+        time.sleep(0.05)
+    (victim_pid, _), = _notes(victim)
+    os.kill(victim_pid, signal.SIGKILL)
+    assert lost.get(timeout=60).err.code == "WORKER_PROCESS_LOST"
+    result = kept.get(timeout=60)
+    assert result.unwrap() == 1, "the other job was not failed, and ended in its first attempt"
+    assert len(_notes(steady)) == 1, f"it ran once: {_notes(steady)}"
+    assert app.tasks["pid"].send().get(timeout=60).is_ok(), "the dead process was replaced"
+
+
+def test_a_pool_body_past_its_timeout_is_stopped_before_its_next_attempt(app, start_worker, tmp_path):
+    start_worker("--queues", "cpu", "--processes", "2")
+    notes = tmp_path / "overrun"
+    result = app.tasks["overrun"].send(path=str(notes), seconds=4).get(timeout=60)
+    assert result.err.code == "TIMEOUT", result
+    time.sleep(4.5)
+    seen = _notes(notes)
+    assert [attempt for _, attempt in seen] == [1, 2], f"each attempt began once: {seen}"
+    assert seen[0][0] != seen[1][0], "the first attempt's process was replaced"
 
 
 def test_get_times_out_with_wait_timeout(app):
