@@ -11,6 +11,7 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar
 
 from . import _native, sending
+from .errors import RemudaError
 from .result import TaskError, TaskResult
 from .retry import RetryPolicy
 
@@ -274,11 +275,18 @@ class TaskHandle(Generic[T]):
     def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[T]:
         """Waits (LISTEN/NOTIFY, no polling) for the job's final state: its result, or
         ``TaskError("WAIT_TIMEOUT")`` if ``timeout`` seconds (or ``timeout_ms``) pass first
-        (``None``: no limit)."""
+        (``None``: no limit). Every outcome of the job is a :class:`TaskResult`, a job that
+        does not exist too (``TaskError("NOT_FOUND")``); only bad arguments and database
+        failures raise :class:`RemudaError`."""
         if timeout_ms is not None:
             timeout = timeout_ms / 1000
         wait = 100 * 365 * 86400.0 if timeout is None else sending.seconds("timeout", timeout)
-        text = self.app.client.wait(self.id, wait)
+        try:
+            text = self.app.client.wait(self.id, wait)
+        except RemudaError as e:
+            if e.code != "NOT_FOUND":
+                raise
+            return TaskResult(err=TaskError("NOT_FOUND", f"there is no job {self.id}: it was never enqueued, or retention deleted it"))
         if text is None:
             return TaskResult(err=TaskError("WAIT_TIMEOUT", f"job {self.id} did not finish within {timeout}s"))
         return job_result(json.loads(text))

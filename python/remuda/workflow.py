@@ -9,6 +9,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING, Any, Iterable
 
+from .errors import RemudaError
 from .result import TaskError, TaskResult
 from .sending import seconds
 
@@ -216,11 +217,17 @@ class WorkflowHandle:
         return json.loads(text)  # type: ignore[no-any-return]
 
     def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[Any]:
-        """Waits for the run to end: its output, its error, or ``WAIT_TIMEOUT``."""
+        """Waits for the run to end: its output, its error, or ``WAIT_TIMEOUT``; a run that
+        does not exist is ``NOT_FOUND``, as a job's :meth:`TaskHandle.get` says."""
         if timeout_ms is not None:
             timeout = timeout_ms / 1000
         wait = 100 * 365 * 86400.0 if timeout is None else float(timeout)
-        text = self.app.client.wait_workflow(self.id, wait)
+        try:
+            text = self.app.client.wait_workflow(self.id, wait)
+        except RemudaError as e:
+            if e.code != "NOT_FOUND":
+                raise
+            return TaskResult(err=TaskError("NOT_FOUND", f"there is no workflow run {self.id}"))
         if text is None:
             return TaskResult(err=TaskError("WAIT_TIMEOUT", f"workflow run {self.id} did not end within {timeout}s"))
         run = json.loads(text)

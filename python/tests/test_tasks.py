@@ -122,6 +122,15 @@ def test_a_pool_body_past_its_timeout_is_stopped_before_its_next_attempt(app, st
     assert seen[0][0] != seen[1][0], "the first attempt's process was replaced"
 
 
+def test_get_of_a_job_or_run_that_does_not_exist_is_a_not_found_result(app):
+    app.client  # migrated
+    missing = app.handle(987654321).get(timeout=1)
+    assert missing.err.code == "NOT_FOUND", missing
+    assert "987654321" in missing.err.message
+    run = app.workflow_handle(987654321).get(timeout=1)
+    assert run.err.code == "NOT_FOUND", run
+
+
 def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)
