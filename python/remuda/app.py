@@ -21,17 +21,30 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+def plain_url(url: str | None) -> str | None:
+    """``url`` without a SQLAlchemy driver in its scheme: ``postgresql+psycopg://`` (or
+    ``+psycopg2``, ``+asyncpg``, …) becomes ``postgresql://``."""
+    if url is None:
+        return None
+    scheme, sep, rest = url.partition("://")
+    base, plus, _driver = scheme.partition("+")
+    if sep and plus and base in ("postgresql", "postgres"):
+        return f"{base}://{rest}"
+    return url
+
+
 class App:
     """A remuda application: the database, the tasks, the workflows.
 
     ``database_url`` defaults to ``$DATABASE_URL``, else the database the ``remuda`` binary
     would find (a local server that lets you in, else a private cluster it starts from the
     local PostgreSQL binaries). The schema is migrated on first use (safe with many
-    processes at once) unless ``migrate=False``.
+    processes at once) unless ``migrate=False``. A SQLAlchemy-style URL naming a driver
+    (``postgresql+psycopg://…``, as horsies takes) is accepted: the driver part is dropped.
     """
 
     def __init__(self, database_url: str | None = None, *, migrate: bool = True) -> None:
-        self.database_url = database_url or os.environ.get("DATABASE_URL") or None
+        self.database_url = plain_url(database_url or os.environ.get("DATABASE_URL") or None)
         self.migrate = migrate
         self.tasks: dict[str, Task[Any]] = {}
         self._client: _native.Client | None = None

@@ -131,6 +131,16 @@ def test_get_of_a_job_or_run_that_does_not_exist_is_a_not_found_result(app):
     assert run.err.code == "NOT_FOUND", run
 
 
+def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url):
+    from psycopg.conninfo import conninfo_to_dict
+
+    p = conninfo_to_dict(database_url)
+    url = f"postgresql+psycopg://{p['user']}@{p['host']}:{p.get('port', 5432)}/{p['dbname']}"
+    app = remuda.App(url)
+    assert app.database_url == url.replace("+psycopg", "", 1)
+    assert app.handle(1).info() is None, "it connects"
+
+
 def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)
