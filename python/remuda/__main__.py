@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 
+from . import _native
 from .errors import RemudaError
 from .worker import load_app, run
 
@@ -18,8 +19,6 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["__remuda-supervise"]:
         # the supervisor of a command task of the config file (it never returns)
-        from . import _native
-
         _native.supervise(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m remuda", description="remuda for Python")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -35,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--rescue-after", help="override [worker].rescue_after")
     worker.add_argument("--cancel-grace", help="override [worker].cancel_grace")
     worker.add_argument("--crash-loop-limit", type=int, help="override [worker].crash_loop_limit")
+    worker.add_argument("-v", "--verbose", action="count", default=0, help="more log lines on stderr: -v a line per job start and end, -vv debug")
     bench = commands.add_parser("bench", help="drain no-op Python tasks and measure pickup latency")
     bench.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in bulk, then drained")
     bench.add_argument("--concurrency", type=int, default=100, help="jobs run at once")
@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         app = load_app(args.app)
         queues = [q.strip() for q in args.queues.split(",") if q.strip()] if args.queues else None
         print(f"remuda worker: running {', '.join(app.tasks) or 'no tasks'} (Ctrl-C to stop; twice to stop at once)", file=sys.stderr)
+        # what the worker does (and, on a stop, what it waits for) is said as the binary says it
+        _native.log_worker(min(args.verbose, 2))
         report = run(app, queues=queues, concurrency=args.concurrency, processes=args.processes, config=args.config, name=args.name, app_path=args.app, once=args.once, overrides=overrides(args))
     except (ValueError, TypeError, ImportError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

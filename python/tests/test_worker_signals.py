@@ -35,6 +35,7 @@ def test_sigterm_lets_short_jobs_finish_and_stops_long_ones(app, start_worker):
     if info["state"] == "completed":
         assert long.get(timeout=1).unwrap() == "stopped early"
     assert "stopped;" in worker.stderr()
+    assert "waiting up to" in worker.stderr(), "the stop says what it waits for"
 
 
 def wait_file(path, timeout=10.0):

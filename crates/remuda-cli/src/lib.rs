@@ -98,6 +98,13 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Logs a worker's doings to stderr as `remuda worker` does (text; `verbose` as its `-v`
+/// count), for a worker run by another program (the Python package's `python -m remuda
+/// worker`). A second call changes nothing.
+pub fn log_worker_to_stderr(verbose: u8) -> Result<(), String> {
+    init_logging(verbose, true, args::LogFormat::Text)
+}
+
 /// Logs go to stderr: warnings, and for a worker what it is doing (leadership, shutdown);
 /// `-v` shows info lines (for a worker, one line per job start and end with its outcome and
 /// duration), `-vv` debug ones. Colours only when stderr is a terminal.

@@ -22,6 +22,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Done>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
     m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
+    m.add_function(wrap_pyfunction!(worker::log_worker, m)?)?;
     m.add_function(wrap_pyfunction!(bench::scratch_database, m)?)?;
     m.add_function(wrap_pyfunction!(bench::drop_scratch_database, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

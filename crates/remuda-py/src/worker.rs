@@ -426,3 +426,10 @@ pub fn supervise(py: Python<'_>, args: Vec<String>) {
     let code = py.allow_threads(|| remuda_cli::supervise::supervise(&args));
     std::process::exit(i32::from(code))
 }
+
+/// Logs what the worker does to stderr (leadership, shutdown, what a stop waits for), as
+/// `remuda worker` does; `verbose` 1 adds a line per job start and end, 2 debug lines.
+#[pyfunction]
+pub fn log_worker(verbose: u8) -> PyResult<()> {
+    remuda_cli::log_worker_to_stderr(verbose).map_err(|e| crate::convert::error("BAD_INPUT", &e))
+}
