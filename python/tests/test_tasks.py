@@ -78,6 +78,8 @@ def test_plain_functions_run_in_a_process_pool(app, start_worker):
     assert worker.process.pid not in pids, "run in the pool's processes, not the worker's"
     assert os.getpid() not in pids
     assert 1 <= len(pids) <= 2
+    worker.stop()
+    assert "leaked" not in worker.stderr(), worker.stderr()
 
 
 def test_a_process_that_dies_fails_its_job_and_the_pool_is_replaced(app, start_worker):
