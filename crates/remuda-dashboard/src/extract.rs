@@ -23,6 +23,25 @@ pub(crate) fn too_large() -> ApiError {
     )
 }
 
+/// Refuses a request whose `Content-Length` is over [`MAX_BODY`] before its body is read: a
+/// client that waits for `100 Continue` (curl does for large bodies) gets the 413 without
+/// sending the body, and none is cut off mid-send.
+pub(crate) async fn refuse_oversized(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if announced.is_some_and(|n| n > MAX_BODY as u64) {
+        return too_large().into_response();
+    }
+    next.run(request).await
+}
+
 /// A JSON body (`Content-Type: application/json`).
 pub struct ApiJson<T>(pub T);
 

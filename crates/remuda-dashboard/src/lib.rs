@@ -132,6 +132,7 @@ impl Dashboard {
                 origin::guard,
             ))
             .layer(axum::extract::DefaultBodyLimit::max(extract::MAX_BODY))
+            .layer(axum::middleware::from_fn(extract::refuse_oversized))
             .layer(axum::middleware::from_fn(pages::html_errors))
             .layer(axum::middleware::from_fn(pages::secure_headers))
             .with_state(state)

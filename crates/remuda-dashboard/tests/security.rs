@@ -323,10 +323,35 @@ async fn a_host_name_nobody_allowed_is_refused_so_a_rebound_name_reads_nothing()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_body_over_the_limit_is_refused_with_413_naming_the_limit() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let s = serve(|d| d).await;
-    let big = json!({"kind": "k", "args": {"blob": "x".repeat(3 << 20)}});
-    let (status, body) = s.post("/api/v1/jobs", big).await;
-    assert_eq!((status, code(&body)), (413, "too_large"), "{body}");
+    // the body is announced and held back until the server answers (Expect: 100-continue):
+    // a server that refuses it answers at once, and no write races the answer
+    let address = s.base.trim_start_matches("http://").to_string();
+    let mut stream = tokio::net::TcpStream::connect(&address)
+        .await
+        .expect("connect");
+    let head = format!(
+        "POST /api/v1/jobs HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nExpect: 100-continue\r\n\
+         Connection: close\r\n\r\n",
+        3 << 20
+    );
+    stream.write_all(head.as_bytes()).await.expect("head");
+    let mut answer = String::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_string(&mut answer),
+    )
+    .await
+    .expect("an answer before the body")
+    .expect("read");
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    let body: serde_json::Value = answer
+        .split_once("\r\n\r\n")
+        .and_then(|(_, b)| serde_json::from_str(b).ok())
+        .unwrap_or_else(|| panic!("a JSON error: {answer}"));
+    assert_eq!(code(&body), "too_large", "{body}");
     let message = body["error"]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains(&remuda_dashboard::MAX_BODY.to_string()),
