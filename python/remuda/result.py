@@ -37,10 +37,17 @@ class TaskError:
 
     @staticmethod
     def from_json(value: Any) -> TaskError:
-        """An error as remuda stores it (``{"code", "message", "data"}``)."""
+        """An error as remuda stores it (``{"code", "message", "data"}``, and ``retryable``
+        when the task said it)."""
         if not isinstance(value, dict):
             return TaskError("UNKNOWN", str(value))
-        return TaskError(str(value.get("code", "UNKNOWN")), str(value.get("message", "")), value.get("data"))
+        retryable = value.get("retryable")
+        return TaskError(
+            str(value.get("code", "UNKNOWN")),
+            str(value.get("message", "")),
+            value.get("data"),
+            retryable=retryable if isinstance(retryable, bool) else None,
+        )
 
 
 class TaskResult(Generic[T]):

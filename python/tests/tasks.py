@@ -55,6 +55,10 @@ def make_app(database_url: str) -> remuda.App:
     def refuse(why: str) -> TaskResult[int]:
         return TaskResult(err=TaskError("REFUSED", why, {"why": why}))
 
+    @app.task("refuse_for_good", retry=RetryPolicy.fixed(0.05, max_attempts=5))
+    def refuse_for_good() -> TaskResult[int]:
+        return TaskResult(err=TaskError("GONE", "the order no longer exists", retryable=False))
+
     @app.task("double", queue="async")
     async def double(x: int) -> int:
         await asyncio.sleep(0.01)

@@ -143,6 +143,15 @@ def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url):
     assert app.handle(1).info() is None, "it connects"
 
 
+def test_an_error_said_not_retryable_ends_the_job_and_comes_back_so(app, start_worker):
+    start_worker()
+    handle = app.tasks["refuse_for_good"].send()
+    result = handle.get(timeout=60)
+    assert result.err.code == "GONE"
+    assert result.err.retryable is False, result.err
+    assert handle.info()["attempt"] == 1, "no retry"
+
+
 def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)

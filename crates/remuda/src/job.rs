@@ -129,6 +129,10 @@ pub struct ErrorInfo {
     /// Anything else the task attached.
     #[serde(default)]
     pub data: Option<Value>,
+    /// What the task said of retrying, when it said anything (`false`: the error ended the
+    /// job whatever its retry policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retryable: Option<bool>,
 }
 
 /// One failed attempt in a job's history.
@@ -282,6 +286,7 @@ mod tests {
             code: "TIMEOUT".into(),
             message: "took too long".into(),
             data: None,
+            retryable: None,
         });
         let value = serde_json::to_value(&err).unwrap_or_default();
         assert_eq!(

@@ -304,10 +304,15 @@ fn error_entry(shared: &Shared, job: &Claimed, error: &TaskError) -> Jsonb {
     Jsonb(entry.to_string())
 }
 
-/// The job's result should this error end it: `{"err": {code, message, data}}`.
+/// The job's result should this error end it: `{"err": {code, message, data}}`, with
+/// `retryable` when the task said it.
 fn error_result(error: &TaskError) -> Jsonb {
-    let result = serde_json::json!({"err": {"code": error.code, "message": error.message, "data": error.data}});
-    Jsonb(result.to_string())
+    let mut err =
+        serde_json::json!({"code": error.code, "message": error.message, "data": error.data});
+    if let (Some(retryable), Some(map)) = (error.retryable, err.as_object_mut()) {
+        map.insert("retryable".into(), retryable.into());
+    }
+    Jsonb(serde_json::json!({ "err": err }).to_string())
 }
 
 fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
