@@ -39,13 +39,28 @@ class App:
     ``database_url`` defaults to ``$DATABASE_URL``, else the database the ``remuda`` binary
     would find (a local server that lets you in, else a private cluster it starts from the
     local PostgreSQL binaries). The schema is migrated on first use (safe with many
-    processes at once) unless ``migrate=False``. A SQLAlchemy-style URL naming a driver
+    processes at once) unless ``migrate=False``. ``retry`` and ``exception_mapper`` are the
+    defaults of every task declared on it (a task's own add to, or replace, them). A
+    SQLAlchemy-style URL naming a driver
     (``postgresql+psycopg://…``, as horsies takes) is accepted: the driver part is dropped.
     """
 
-    def __init__(self, database_url: str | None = None, *, migrate: bool = True) -> None:
+    def __init__(
+        self,
+        database_url: str | None = None,
+        *,
+        migrate: bool = True,
+        retry: RetryPolicy | None = None,
+        exception_mapper: dict[type[BaseException], str] | None = None,
+    ) -> None:
         self.database_url = plain_url(database_url or os.environ.get("DATABASE_URL") or None)
         self.migrate = migrate
+        #: the retry policy of every task that sets none (by default
+        #: ``RetryPolicy.exponential()``: 25 attempts, 1 s doubling up to an hour, jittered)
+        self.retry = retry or RetryPolicy()
+        #: exception classes mapped to error codes for every task; a task's own mapper adds
+        #: to it and wins for the classes both name
+        self.exception_mapper: dict[type[BaseException], str] = dict(exception_mapper or {})
         self.tasks: dict[str, Task[Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
@@ -79,10 +94,11 @@ class App:
             kind = name if isinstance(name, str) else default_kind(fn)
             if kind in self.tasks:
                 raise ValueError(f"task {kind!r} is declared twice")
-            policy = retry or RetryPolicy()
+            policy = retry or self.retry
             if max_attempts is not None:
                 policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
-            task: Task[Any] = Task(self, kind, fn, queue, priority, timeout, policy, dict(exception_mapper or {}))
+            mapper = {**self.exception_mapper, **(exception_mapper or {})}
+            task: Task[Any] = Task(self, kind, fn, queue, priority, timeout, policy, mapper)
             self.tasks[kind] = task
             return task
 

@@ -4,6 +4,7 @@ async and process-pool bodies, waits that time out, enqueue in the caller's tran
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import signal
 import time
@@ -150,6 +151,33 @@ def test_an_error_said_not_retryable_ends_the_job_and_comes_back_so(app, start_w
     assert result.err.code == "GONE"
     assert result.err.retryable is False, result.err
     assert handle.info()["attempt"] == 1, "no retry"
+
+
+def test_an_apps_retry_policy_and_exception_mapper_apply_to_its_tasks(database_url):
+    from remuda.context import JobContext
+    from remuda.running import call_sync
+
+    class Gone(Exception):
+        pass
+
+    app = remuda.App(database_url, retry=remuda.RetryPolicy.none(), exception_mapper={LookupError: "MISSING", Gone: "GONE"})
+
+    @app.task("lookup")
+    def lookup(key: str) -> int:
+        return {"a": 1}[key]
+
+    @app.task("vanish", exception_mapper={Gone: "VANISHED"}, retry=remuda.RetryPolicy.fixed(1, max_attempts=3))
+    def vanish() -> None:
+        raise Gone("it went")
+
+    assert app.tasks["lookup"].retry == remuda.RetryPolicy.none()
+    assert app.tasks["vanish"].retry.max_attempts == 3, "a task's own policy wins"
+    ctx = JobContext.from_info({"id": 1, "kind": "lookup", "queue": "default", "attempt": 1, "max_attempts": 1, "worker_id": "w"})
+    status, payload = call_sync(app.tasks["lookup"], '{"key": "b"}', ctx)
+    assert (status, json.loads(payload)["code"]) == ("err", "MISSING"), "the app's mapper, by base class"
+    status, payload = call_sync(app.tasks["vanish"], "{}", ctx)
+    assert json.loads(payload)["code"] == "VANISHED", "the task's mapper wins"
+    assert remuda.App(database_url).retry == remuda.RetryPolicy(), "by default 25 attempts, exponential"
 
 
 def test_get_times_out_with_wait_timeout(app):
