@@ -8,6 +8,7 @@ import inspect
 import json
 import os
 import threading
+import warnings
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar
 
 from . import _native, sending
@@ -64,6 +65,8 @@ class App:
         self.tasks: dict[str, Task[Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
+        # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)
+        self._checked: set[tuple[str, str]] = set()
 
     @property
     def client(self) -> _native.Client:
@@ -105,6 +108,24 @@ class App:
         if callable(name):
             return declare(name)
         return declare
+
+    def warn_if_unserved(self, kind: str, queue: str) -> None:
+        """Warns (once per kind and queue in this process, as ``remuda enqueue`` notes it)
+        when no live worker runs ``kind`` on ``queue``: the job waits until one does."""
+        key = (kind, queue)
+        if key in self._checked:
+            return
+        self._checked.add(key)
+        served, any_worker = self.client.kind_served(kind, queue)
+        if served:
+            return
+        why = "no worker is running" if not any_worker else f"no live worker runs {kind!r} on queue {queue!r}"
+        warnings.warn(
+            f"{why}: job of {kind!r} waits until a worker serving queue {queue!r} runs it "
+            f"(python -m remuda worker module:app --queues {queue})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
     def workflow(
         self,
@@ -232,6 +253,7 @@ class Task(Generic[T]):
         ``deadline=``, ``unique_key=``, ``queue=``, ``priority=``, …; see docs/python.md)."""
         payload, options = self.split(args, kwargs)
         id, duplicate = self.app.client.send(self.name, payload, sending.to_json(options))
+        self.app.warn_if_unserved(self.name, str(options.get("queue", self.queue)))
         return TaskHandle(self.app, id, duplicate)
 
     def send_in(self, conn: Any, *args: Any, **kwargs: Any) -> TaskHandle[T]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_the_sql_function_enqueues_from_psycopg_and_from_a_trigger(app, db, start_worker):
     row = db.execute("SELECT remuda.enqueue('add', %s::jsonb, priority => -1)", [json.dumps({"a": 1, "b": 2})]).fetchone()
@@ -39,6 +41,7 @@ def test_the_sql_function_refuses_bad_input_with_its_reason(db):
     assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone()[0] == 0
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_send_in_writes_the_row_send_writes_with_every_option(app, db):
     import datetime as dt
 

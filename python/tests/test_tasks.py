@@ -137,8 +137,12 @@ def test_get_of_a_job_or_run_that_does_not_exist_is_a_not_found_result(app):
 def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url):
     from psycopg.conninfo import conninfo_to_dict
 
+    from urllib.parse import urlencode
+
     p = conninfo_to_dict(database_url)
-    url = f"postgresql+psycopg://{p['user']}@{p['host']}:{p.get('port', 5432)}/{p['dbname']}"
+    # a Unix-socket host goes in the query, as libpq reads it there
+    query = urlencode({k: p[k] for k in ("host", "port", "user") if p.get(k)})
+    url = f"postgresql+psycopg:///{p['dbname']}?{query}"
     app = remuda.App(url)
     assert app.database_url == url.replace("+psycopg", "", 1)
     assert app.handle(1).info() is None, "it connects"
@@ -180,6 +184,26 @@ def test_an_apps_retry_policy_and_exception_mapper_apply_to_its_tasks(database_u
     assert remuda.App(database_url).retry == remuda.RetryPolicy(), "by default 25 attempts, exponential"
 
 
+def test_sending_a_kind_no_worker_runs_warns_once(app):
+    import warnings
+
+    with pytest.warns(RuntimeWarning, match="no worker is running"):
+        app.tasks["add"].send(1, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        app.tasks["add"].send(2, 3)  # said once per kind and queue
+
+
+def test_sending_a_kind_a_worker_runs_does_not_warn(app, start_worker):
+    import warnings
+
+    start_worker()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert app.tasks["add"].send(1, 2).get(timeout=30).unwrap() == 3
+
+
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_get_times_out_with_wait_timeout(app):
     handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
     result = handle.get(timeout=0.3)
@@ -202,6 +226,7 @@ def test_send_in_a_rolled_back_transaction_leaves_no_job(app, db, start_worker):
     assert handle.info()["priority"] == 3
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_send_options_and_bad_input_are_checked(app):
     add = app.tasks["add"]
     first = add.send(1, 2, unique_key="once", queue="held")

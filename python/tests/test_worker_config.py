@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import HERE
 
 
@@ -17,6 +19,7 @@ def python_m_remuda(database_url: str, *args: str, timeout: float = 120) -> subp
     return subprocess.run([sys.executable, "-m", "remuda", *args], cwd=HERE, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_command_tasks_of_the_config_file_run_beside_python_ones(app, db, tmp_path: Path):
     config = tmp_path / "remuda.toml"
     config.write_text('[worker]\nconcurrency = 4\n\n[tasks.shout]\ncommand = ["sh", "-c", "cat >/dev/null; echo \'{\\"said\\": \\"HEY\\"}\'"]\n')
@@ -37,6 +40,7 @@ def test_a_mistake_in_the_config_file_is_named_with_the_file(app, tmp_path: Path
     assert str(config) in refused.stderr and "concurency" in refused.stderr
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_once_exits_1_when_a_job_failed(app):
     app.tasks["broken"].send()
     done = python_m_remuda(app.database_url, "worker", "tasks:app", "--once")

@@ -92,6 +92,12 @@ impl Client {
         job.map(|j| text(&j)).transpose()
     }
 
+    /// Whether a live worker serves `queue` and runs `kind`, and whether any worker lives:
+    /// `(served, any_worker)`.
+    fn kind_served(&self, py: Python<'_>, kind: &str, queue: &str) -> PyResult<(bool, bool)> {
+        block_on(py, self.inner.kind_served(kind, queue))
+    }
+
     /// The job as JSON, or `None`.
     fn job(&self, py: Python<'_>, id: i64) -> PyResult<Option<String>> {
         block_on(py, self.inner.job(id))?
