@@ -95,6 +95,10 @@ def make_app(database_url: str) -> remuda.App:
     def square(item: int, index: int) -> int:
         return item * item
 
+    @app.task("total", retry=RetryPolicy.none())
+    def total(values: TaskResult[list[int]]) -> int:
+        return sum(values.unwrap())
+
     @app.task("combine")
     def combine(x: TaskResult[int], y: TaskResult[int]) -> int:
         return x.unwrap() + y.unwrap()

@@ -70,6 +70,18 @@ def test_nodes_take_their_tasks_queue(app, start_worker):
         app.workflow("dupes", [double.node(x=1, node_id="a"), double.node(x=2, node_id="a")]).start()
 
 
+def test_a_maps_result_reaches_a_task_result_parameter_as_one(app, start_worker):
+    start_worker()
+    listing, square, total = app.tasks["listing"], app.tasks["square"], app.tasks["total"]
+    numbers = listing.node(n=3)
+    squares = square.node(map={"over": numbers, "pointer": "/items"}, node_id="squares")
+    summed = total.node(args_from={"values": squares}, node_id="summed")
+    handle = app.workflow("summed", [numbers, squares, summed], output=summed).start()
+    result = handle.get(timeout=60)
+    assert result.is_ok(), (result, handle.status())
+    assert result.unwrap() == 1 + 4 + 9, "TaskResult[list[int]] of the elements' values"
+
+
 def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app, start_worker):
     start_worker()
     add, listing, square = app.tasks["add"], app.tasks["listing"], app.tasks["square"]
