@@ -115,28 +115,10 @@ async fn a_runs_jobs_are_listed_with_their_node_and_bulk_delete_says_it_skipped_
     let run = stdout(&remuda(&db, &["workflow", "start", spec.to_str().expect("path")]).await)
         .trim()
         .to_string();
-    let ran = remuda(
-        &db,
-        &[
-            "worker",
-            "--once",
-            "--config",
-            config.to_str().expect("path"),
-        ],
-    )
-    .await;
+    let ran = worker_once(&db, &config).await;
     assert_eq!(code(&ran), 0, "{}", stderr(&ran));
     let plain = enqueue(&db, &["each"]).await;
-    let ran = remuda(
-        &db,
-        &[
-            "worker",
-            "--once",
-            "--config",
-            config.to_str().expect("path"),
-        ],
-    )
-    .await;
+    let ran = worker_once(&db, &config).await;
     assert_eq!(code(&ran), 0, "{}", stderr(&ran));
 
     let of_run = json(&remuda(&db, &["jobs", "--workflow", &run, "--json"]).await);

@@ -498,16 +498,7 @@ async fn a_verbose_worker_logs_each_job_with_its_outcome_and_duration() {
     );
     assert!(log.contains("job started"), "{log}");
     enqueue(&db, &["ping"]).await;
-    let quiet = remuda(
-        &db,
-        &[
-            "worker",
-            "--once",
-            "--config",
-            config.to_str().expect("path"),
-        ],
-    )
-    .await;
+    let quiet = worker_once(&db, &config).await;
     assert!(
         !stderr(&quiet).contains("job started"),
         "{}",

@@ -198,6 +198,12 @@ pub async fn enqueue(db: &TestDatabase, args: &[&str]) -> i64 {
     json(&output)["id"].as_i64().expect("id")
 }
 
+/// `remuda worker --once --config CONFIG`: runs what is due, then exits.
+pub async fn worker_once(db: &TestDatabase, config: &Path) -> Output {
+    let config = config.to_str().expect("a UTF-8 path");
+    remuda(db, &["worker", "--once", "--config", config]).await
+}
+
 /// A migrated test database.
 pub async fn migrated() -> TestDatabase {
     TestDatabase::new().await.expect("test database")
