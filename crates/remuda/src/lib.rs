@@ -63,5 +63,5 @@ pub use db::{Database, Jsonb};
 pub use error::{error_chain, Error, Result};
 pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};
 pub use retry::Backoff;
-pub use task::{DynTask, JobContext, Task, TaskError, TaskOptions};
+pub use task::{DynTask, JobContext, StopReason, StopSignal, Task, TaskError, TaskOptions};
 pub use worker::{QueueOrder, Worker, WorkerConfig, WorkerReport, WorkerStats};

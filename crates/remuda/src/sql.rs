@@ -65,6 +65,8 @@ pub(crate) const LEADER_RESIGN: &str = include_str!("sql/maintenance/leader_resi
 pub(crate) const MARK_DEAD: &str = include_str!("sql/workers/mark_dead.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
 pub(crate) const PROMOTE: &str = include_str!("sql/jobs/promote.sql");
+/// A worker's own retries and snoozes $1 made available once due (see remuda.promote_jobs).
+pub(crate) const PROMOTE_IDS: &str = include_str!("sql/jobs/promote_ids.sql");
 /// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
 pub(crate) const PRUNE_WORKERS: &str = include_str!("sql/workers/prune_workers.sql");
 /// Number of jobs per queue and state, each state counted in its own index rather than the …
@@ -297,6 +299,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("leader_resign", LEADER_RESIGN),
     ("mark_dead", MARK_DEAD),
     ("promote", PROMOTE),
+    ("promote_ids", PROMOTE_IDS),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("queue_get", QUEUE_GET),

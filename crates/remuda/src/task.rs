@@ -34,7 +34,8 @@ use futures_util::future::BoxFuture;
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::Value;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -83,21 +84,107 @@ pub struct JobContext {
     pub timeout: Option<std::time::Duration>,
     /// Fires when the attempt must stop: the job was cancelled, the worker is shutting down,
     /// or it lost contact with the database for too long. A task that ignores it is
-    /// aborted after the worker's `cancel_grace`.
+    /// aborted after the worker's `cancel_grace`. Read it through [`JobContext::is_cancelled`],
+    /// [`JobContext::cancelled`] or [`JobContext::stop_reason`]: those tell the worker that
+    /// the task saw the stop (see [`StopSignal`]).
     pub cancel: CancellationToken,
+    /// Why the attempt was asked to stop, and whether the task saw it.
+    pub stop: StopSignal,
     /// For a workflow node's job: its run, its node, and the results it may read.
     pub workflow: Option<crate::workflow::WorkflowContext>,
 }
 
 impl JobContext {
-    /// Whether the attempt was asked to stop.
+    /// Whether the attempt was asked to stop. A `true` answer counts as the task seeing the
+    /// stop: whatever it returns afterwards, the job is given back unfinished (not for a
+    /// cancel, which ends it) without spending the attempt.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        let stopped = self.cancel.is_cancelled();
+        if stopped {
+            self.stop.mark_seen();
+        }
+        stopped
     }
 
-    /// Resolves when the attempt is asked to stop (for `tokio::select!` beside the work).
+    /// Resolves when the attempt is asked to stop (for `tokio::select!` beside the work);
+    /// the task has then seen the stop (see [`JobContext::is_cancelled`]).
     pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
+        self.cancel.cancelled().await;
+        self.stop.mark_seen();
+    }
+
+    /// Why the attempt was asked to stop, or `None` while it runs on; an answer counts as
+    /// the task seeing the stop. A task tells a shutdown (its job runs again elsewhere)
+    /// from a cancel (its job ends) by it.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        if !self.cancel.is_cancelled() {
+            return None;
+        }
+        self.stop.mark_seen();
+        Some(self.stop.reason().unwrap_or(StopReason::Shutdown))
+    }
+}
+
+/// Why a running attempt is asked to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The job was cancelled: it ends cancelled, whatever the task returns.
+    Cancel,
+    /// The worker is shutting down: the job is given back for another worker.
+    Shutdown,
+    /// The attempt ran past its timeout.
+    Timeout,
+    /// The worker lost contact with the database for too long and may have been declared
+    /// dead: its jobs may already run elsewhere.
+    Fenced,
+}
+
+impl StopReason {
+    /// `cancel`, `shutdown`, `timeout` or `fenced`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::Cancel => "cancel",
+            StopReason::Shutdown => "shutdown",
+            StopReason::Timeout => "timeout",
+            StopReason::Fenced => "fenced",
+        }
+    }
+}
+
+/// The stop of one attempt: the reason it was asked for (the first one given) and whether
+/// the task saw it. A task that saw the stop and then returned was cut short, so the worker
+/// gives its job back without spending an attempt instead of storing a partial result; a
+/// task that finished without looking completes as usual.
+#[derive(Clone, Debug, Default)]
+pub struct StopSignal(Arc<StopState>);
+
+/// What a [`StopSignal`] shares between the worker and the task (one allocation a job).
+#[derive(Debug, Default)]
+struct StopState {
+    reason: OnceLock<StopReason>,
+    seen: AtomicBool,
+}
+
+impl StopSignal {
+    /// Records why the attempt is stopped (a later reason does not replace the first).
+    pub fn set_reason(&self, reason: StopReason) {
+        let _ = self.0.reason.set(reason);
+    }
+
+    /// The reason given, if any (without counting as seen). A stop with none given is the
+    /// worker's shutdown.
+    pub fn reason(&self) -> Option<StopReason> {
+        self.0.reason.get().copied()
+    }
+
+    /// Records that the task saw the stop (a bridge to another runtime says it for its task).
+    pub fn mark_seen(&self) {
+        self.0.seen.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the task saw the stop.
+    pub fn was_seen(&self) -> bool {
+        self.0.seen.load(Ordering::Relaxed)
     }
 }
 

@@ -3,8 +3,10 @@
 
 mod common;
 
-use common::{error_code, setup, start_with, Flaky, FlakyArgs, Misbehave, MisbehaveArgs};
-use remuda::{JobResult, JobState};
+use common::{
+    error_code, fast_config, setup, start, start_with, Flaky, FlakyArgs, Misbehave, MisbehaveArgs,
+};
+use remuda::{JobResult, JobState, Worker, WorkerConfig};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,6 +44,52 @@ async fn a_failing_job_backs_off_retries_and_succeeds_keeping_every_error() {
     assert!(gap >= chrono::Duration::milliseconds(50), "gap {gap}");
     let report = worker.shutdown().await;
     assert_eq!((report.retried, report.completed), (2, 1));
+}
+
+/// Retries due sooner than the promotion's next tick run when due: the worker that wrote them
+/// promotes them itself (Flaky backs off 100 ms, then 200 ms, each jittered down to half).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_due_before_the_next_promotion_runs_after_its_delay() {
+    let (_db, client) = setup().await;
+    let id = client
+        .enqueue::<Flaky>(&FlakyArgs {
+            succeed_on: 3,
+            code: "FLAKY".into(),
+        })
+        .await
+        .expect("enqueue");
+    let config = WorkerConfig {
+        promote_interval: Duration::from_secs(2),
+        ..fast_config()
+    };
+    let task = Flaky {
+        runs: Arc::new(AtomicUsize::new(0)),
+    };
+    let worker = start(Worker::new(client.clone()).config(config).register(task));
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("finished");
+    assert_eq!(job.state, JobState::Completed, "{job:?}");
+    let starts: Vec<_> = job
+        .errors
+        .iter()
+        .skip(1)
+        .filter_map(|e| e.started_at)
+        .chain(job.started_at)
+        .collect();
+    let gaps: Vec<i64> = job
+        .errors
+        .iter()
+        .zip(starts)
+        .map(|(failed, next)| (next - failed.at).num_milliseconds())
+        .collect();
+    // 50–100 and 100–200 ms, not the promotion's next tick 2 s apart
+    assert!(
+        gaps.len() == 2 && gaps[0] >= 50 && gaps[1] >= 100 && gaps.iter().all(|g| *g < 600),
+        "{gaps:?}"
+    );
+    worker.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

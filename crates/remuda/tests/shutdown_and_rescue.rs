@@ -28,6 +28,33 @@ impl Task for Sleep {
     }
 }
 
+/// Works until it sees a stop, then returns its partial count as a success; records the
+/// reason it read. A later run (the stop no longer there) finishes at once.
+struct Partial {
+    reasons: std::sync::Arc<std::sync::Mutex<Vec<&'static str>>>,
+}
+
+impl Task for Partial {
+    const KIND: &'static str = "partial";
+    type Args = ();
+    type Output = String;
+
+    async fn run(&self, ctx: JobContext, _: ()) -> Result<String, TaskError> {
+        if ctx.attempt > 1 || !self.reasons.lock().expect("lock").is_empty() {
+            return Ok("whole".into());
+        }
+        let mut steps = 0;
+        loop {
+            if let Some(reason) = ctx.stop_reason() {
+                self.reasons.lock().expect("lock").push(reason.as_str());
+                return Ok(format!("partial after {steps} steps"));
+            }
+            steps += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
 async fn wait_for_running(client: &remuda::Client, n: usize) {
     for _ in 0..200 {
         let running = client
@@ -74,6 +101,81 @@ async fn shutdown_lets_short_jobs_finish_and_releases_long_ones_without_burning_
         client.workers().await.expect("workers").is_empty(),
         "the worker left the registry"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_saw_the_shutdown_is_given_back_whatever_it_returned_and_counted_once() {
+    let (_db, client) = setup().await;
+    let id = client.enqueue::<Partial>(&()).await.expect("enqueue");
+    let reasons = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let config = WorkerConfig {
+        shutdown_timeout: Duration::from_millis(300),
+        ..fast_config()
+    };
+    let task = Partial {
+        reasons: reasons.clone(),
+    };
+    let worker = start(Worker::new(client.clone()).config(config).register(task));
+    wait_for_running(&client, 1).await;
+    let report = worker.shutdown().await;
+    assert_eq!(*reasons.lock().expect("lock"), vec!["shutdown"]);
+    assert_eq!(
+        (report.completed, report.released),
+        (0, 1),
+        "each job counted once"
+    );
+    let job = client.job(id).await.expect("lookup").expect("exists");
+    assert_eq!(
+        job.state,
+        JobState::Available,
+        "the partial result was not stored"
+    );
+    assert_eq!(job.attempt, 0, "the cut-short attempt is not counted");
+    assert!(job.result.is_none());
+
+    let task = Partial { reasons };
+    let _worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(task),
+    );
+    let job = client
+        .wait(id, Duration::from_secs(15))
+        .await
+        .expect("run again");
+    assert_eq!(job.state, JobState::Completed);
+    assert_eq!(job.attempt, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_task_reads_cancel_as_its_stop_reason() {
+    let (_db, client) = setup().await;
+    let id = client.enqueue::<Partial>(&()).await.expect("enqueue");
+    let reasons = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let task = Partial {
+        reasons: reasons.clone(),
+    };
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(task),
+    );
+    wait_for_running(&client, 1).await;
+    client.cancel(id).await.expect("cancel");
+    let job = client
+        .wait(id, Duration::from_secs(15))
+        .await
+        .expect("ends");
+    assert_eq!(job.state, JobState::Cancelled);
+    for _ in 0..200 {
+        if !reasons.lock().expect("lock").is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*reasons.lock().expect("lock"), vec!["cancel"]);
+    let report = worker.shutdown().await;
+    assert_eq!(report.released, 0, "a cancelled job is not given back");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

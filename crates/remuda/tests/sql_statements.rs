@@ -159,7 +159,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "promote",
             "int, text, bigint",
             "1000, 'w', 1",
-            "Index Scan using jobs_pkey on jobs",
+            "Index Scan using jobs_scheduled_idx on jobs",
         ),
         (
             "prune",
@@ -180,6 +180,30 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "{name}: expected {expected}:\n{plan}"
         );
     }
+    // the promotion's update, in remuda.promote_jobs, under the function's own settings
+    let body: String = conn
+        .query_one(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.promote_jobs'::regproc",
+            &[],
+        )
+        .await
+        .expect("the function")
+        .get(0);
+    conn.batch_execute("SET enable_seqscan = off")
+        .await
+        .expect("set");
+    let plan = generic_plan(
+        &conn,
+        "promote_jobs",
+        "bigint[]",
+        &body.replace("ANY(ids)", "ANY($1)"),
+        "'{1,2}'",
+    )
+    .await;
+    assert!(
+        plan.contains("Index Scan using jobs_pkey on jobs"),
+        "promote_jobs:\n{plan}"
+    );
 }
 
 /// The statements run under planner settings of their own (`remuda::sql::PLANS`) plan no scan

@@ -84,6 +84,7 @@ mod tests {
             worker_id: "w".into(),
             timeout: None,
             cancel: Default::default(),
+            stop: Default::default(),
             workflow: None,
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));

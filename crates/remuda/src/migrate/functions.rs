@@ -41,6 +41,7 @@ macro_rules! function {
 pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "notify_insert", 0),
     function!("jobs", "retry_or_fail", 8),
+    function!("jobs", "promote_jobs", 8),
     function!("jobs", "outcome_state", 8),
     function!("jobs", "is_final", 8),
     function!("jobs", "is_transient", 0),

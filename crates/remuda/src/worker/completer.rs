@@ -49,6 +49,7 @@ pub(crate) async fn run(
     give_up: CancellationToken,
     stats: Arc<WorkerStats>,
     lag: prometheus_client::metrics::histogram::Histogram,
+    promote_within: Duration,
 ) {
     // the general lane writes in a task of its own: a seam hook that keeps failing (its
     // error rolls the write back) holds back the outcomes of flagged jobs and failures, not
@@ -69,6 +70,7 @@ pub(crate) async fn run(
                 if !batch.outcomes.is_empty() {
                     write_with_retry(&db, &worker_id, &batch.outcomes, &give_up, &stats).await;
                     observe_lag(&lag, &batch.outcomes);
+                    super::due_soon::promote_when_due(&db, &batch.outcomes, promote_within);
                 }
                 batch.answer_flushes();
                 if stop {

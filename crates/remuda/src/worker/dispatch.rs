@@ -63,7 +63,7 @@ pub(crate) async fn run(
 /// Stops a running job, or remembers the cancel for an executor about to start.
 fn cancel(shared: &Shared, id: i64) {
     if let Some(running) = lock(&shared.running).get(&id) {
-        running.stop(shared.config.cancel_grace);
+        running.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
         return;
     }
     let mut early = lock(&shared.early_cancels);

@@ -93,6 +93,7 @@ pub(crate) async fn execute(
         max_attempts: job.max_attempts,
         worker_id: shared.worker_id.clone(),
         cancel: stop.soft.clone(),
+        stop: stop.signal.clone(),
         timeout,
         workflow,
     };
@@ -121,11 +122,14 @@ pub(crate) async fn execute(
         } => Some(result),
     };
     let release = Outcome::Release { run: job.run() };
+    // a task that saw the stop and returned was cut short, whatever it returned
+    let cut_short = stop.soft.is_cancelled() && stop.signal.was_seen();
     let (outcome, ended) = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
         // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
         // left as it is, and one stopped by a stale cancel runs again.
         None => (release, "stopped".to_string()),
+        Some(Ok(_)) if cut_short => (release, "stopped".to_string()),
         Some(Ok(Ok(output))) => (success(&shared, &job, output), "completed".to_string()),
         // an error after being asked to stop is most likely the stop itself: not counted
         Some(Ok(Err(_))) if stop.soft.is_cancelled() => (release, "stopped".to_string()),
@@ -152,6 +156,15 @@ pub(crate) async fn execute(
             )
         }
     };
+    // a cancelled job is not given back: its release finds it cancelled and leaves it
+    if matches!(outcome, Outcome::Release { .. })
+        && stop.signal.reason() != Some(crate::task::StopReason::Cancel)
+    {
+        shared
+            .stats
+            .released
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     observe(&shared, &job, &outcome, began.elapsed());
     tracing::info!(
         target: JOB_LOG,

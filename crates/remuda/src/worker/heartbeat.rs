@@ -116,7 +116,7 @@ fn fence(shared: &Shared, grace: Duration) {
     // a claim whose answer arrives after this starts nothing (see the producer)
     shared.epoch.fetch_add(1, Ordering::SeqCst);
     for job in running.values() {
-        job.stop(grace);
+        job.stop(crate::task::StopReason::Fenced, grace);
     }
 }
 

@@ -30,6 +30,7 @@ mod activity;
 mod claim;
 mod completer;
 mod dispatch;
+mod due_soon;
 mod executor;
 pub use executor::JOB_LOG;
 mod gauges;
@@ -70,6 +71,9 @@ pub struct WorkerStats {
     pub failed: AtomicU64,
     /// Attempts that asked to run again later without counting ([`TaskError::snooze`](crate::TaskError::snooze)).
     pub snoozed: AtomicU64,
+    /// Attempts stopped unfinished (shutdown, fencing, a cancel) whose jobs were given back:
+    /// each attempt is counted once, here or in the counts above.
+    pub released: AtomicU64,
     /// Outcomes the database rejected because the job was no longer this worker's at that
     /// attempt (cancelled, or rescued while this worker was cut off): stale writes, refused.
     pub rejected: AtomicU64,
@@ -105,6 +109,8 @@ pub struct WorkerReport {
 pub(crate) struct Running {
     /// Handed to the task as [`JobContext::cancel`](crate::JobContext::cancel).
     pub soft: CancellationToken,
+    /// Handed to the task as [`JobContext::stop`](crate::JobContext::stop): why it stops.
+    pub signal: crate::task::StopSignal,
     /// Aborts the attempt at once (after the grace, or when the job is surely taken over).
     pub hard: CancellationToken,
     /// Which run of the job this is (attempt and claim time, the guard of its writes): a
@@ -114,8 +120,9 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Asks the job to stop; it is aborted if it has not returned after `grace`.
-    pub fn stop(&self, grace: Duration) {
+    /// Asks the job to stop for `reason`; it is aborted if it has not returned after `grace`.
+    pub fn stop(&self, reason: crate::task::StopReason, grace: Duration) {
+        self.signal.set_reason(reason);
         self.soft.cancel();
         if grace.is_zero() {
             self.hard.cancel();
@@ -379,6 +386,7 @@ impl Worker {
             give_up.clone(),
             self.stats.clone(),
             self.client.metrics().lag().clone(),
+            config.promote_interval,
         ));
         let shared = Arc::new(Shared {
             db: db.clone(),
@@ -515,6 +523,9 @@ impl Worker {
         let background_failure = failures.reason();
         if background_failure.is_some() {
             shared.fenced.store(true, Ordering::SeqCst);
+            for running in lock(&shared.running).values() {
+                running.signal.set_reason(crate::task::StopReason::Fenced);
+            }
             shared.stop_all.cancel();
             abort_all(&shared);
         }
@@ -530,7 +541,6 @@ impl Worker {
         });
         let mut forced = false;
         let all = u32::try_from(config.concurrency).unwrap_or(u32::MAX);
-        let mut released = 0u64;
         let running_now = lock(&shared.running).len();
         if running_now > 0 {
             tracing::info!(
@@ -544,9 +554,9 @@ impl Worker {
             _ = &mut force => { forced = true; false }
         };
         if !finished {
-            released = lock(&shared.running).len() as u64;
+            let still = lock(&shared.running).len();
             tracing::info!(
-                "remuda worker {worker_id}: stopping and releasing {released} jobs still running"
+                "remuda worker {worker_id}: stopping the {still} jobs still running and releasing those that stop unfinished"
             );
             shared.stop_all.cancel();
             if forced {
@@ -639,7 +649,7 @@ impl Worker {
             completed: self.stats.completed.load(Ordering::Relaxed),
             retried: self.stats.retried.load(Ordering::Relaxed),
             failed: self.stats.failed.load(Ordering::Relaxed),
-            released,
+            released: self.stats.released.load(Ordering::Relaxed),
             rejected: self.stats.rejected.load(Ordering::Relaxed),
         })
     }
@@ -662,6 +672,7 @@ pub(crate) fn finish_run(
 /// Aborts every running job now (a forced shutdown): each gives its job back.
 fn abort_all(shared: &Shared) {
     for running in lock(&shared.running).values() {
+        running.signal.set_reason(crate::task::StopReason::Shutdown);
         running.soft.cancel();
         running.hard.cancel();
     }
@@ -705,6 +716,7 @@ mod tests {
     fn entry(attempt: i32, started_at: chrono::DateTime<chrono::Utc>) -> Running {
         Running {
             soft: CancellationToken::new(),
+            signal: Default::default(),
             hard: CancellationToken::new(),
             run: (attempt, started_at),
         }

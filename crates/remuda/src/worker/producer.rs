@@ -327,6 +327,7 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
     };
     let stop = Running {
         soft: shared.stop_all.child_token(),
+        signal: Default::default(),
         hard: tokio_util::sync::CancellationToken::new(),
         run: (job.attempt, job.started_at),
     };
@@ -341,7 +342,7 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
         running.insert(job.id, stop.clone());
     }
     if lock(&shared.early_cancels).remove(&job.id).is_some() {
-        stop.stop(shared.config.cancel_grace);
+        stop.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
     }
     tokio::spawn(executor::execute(shared.clone(), job, stop, permit));
 }

@@ -9,16 +9,13 @@ WITH lease AS (
     WHERE name = 'default' AND leader_id = $2 AND term = $3 AND expires_at > now()
     FOR SHARE
 ), promoted AS (
-    UPDATE remuda.jobs SET state = 'available'
-    WHERE EXISTS (SELECT 1 FROM lease) AND id = ANY(ARRAY(
+    SELECT remuda.promote_jobs(ARRAY(
         SELECT id FROM remuda.jobs
         WHERE state = 'scheduled' AND run_at <= now()
         ORDER BY run_at
         LIMIT $1
-        FOR UPDATE SKIP LOCKED))
-    RETURNING queue
+        FOR UPDATE SKIP LOCKED)) AS n
+    WHERE EXISTS (SELECT 1 FROM lease)
 )
-SELECT (SELECT count(*) FROM promoted) AS promoted,
-       (SELECT count(*) FROM (SELECT pg_notify('remuda_insert', q.queue)
-                              FROM (SELECT DISTINCT queue FROM promoted) q) w) AS woken,
+SELECT COALESCE((SELECT n FROM promoted), 0) AS promoted,
        (SELECT min(run_at) FROM remuda.jobs WHERE state = 'scheduled' AND run_at > now()) AS next_run_at
