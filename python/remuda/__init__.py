@@ -17,19 +17,27 @@ Rust worker runtime.
 and ``python -m remuda worker myapp.tasks:app`` runs the worker.
 """
 
-from .app import App, Task, TaskHandle
+from .app import App
 from .context import JobContext, current_job
-from .errors import RemudaError
+from .errors import InputTypeError, InputValueError, RemudaError
+from .sending import SendOptions
+from .task import AsyncTask, Sending, SyncTask, Task, TaskHandle
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
 from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
     "App",
+    "AsyncTask",
     "INPUT",
+    "InputTypeError",
+    "InputValueError",
     "JobContext",
     "RemudaError",
     "RetryPolicy",
+    "SendOptions",
+    "Sending",
+    "SyncTask",
     "Task",
     "TaskError",
     "TaskFailed",

@@ -3,23 +3,34 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import json
 import os
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, ParamSpec, Protocol, TypeVar, overload
 
-from . import _native, sending
-from .errors import RemudaError
-from .result import TaskError, TaskResult
+from . import _native
+from .errors import InputTypeError, InputValueError
 from .retry import RetryPolicy
+from .task import AsyncTask, SyncTask, Task, TaskHandle
 
 if TYPE_CHECKING:
-    from .workflow import TaskNode, Workflow, WorkflowNode
+    from .workflow import Workflow, WorkflowHandle, WorkflowNode
 
-T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class TaskDecorator(Protocol):
+    """What ``@app.task("name", …)`` returns: it makes a plain function a
+    :class:`SyncTask` and an ``async def`` an :class:`AsyncTask`."""
+
+    # an async def matches both; the first that matches is the one meant
+    @overload
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def __call__(self, fn: Callable[P, R], /) -> SyncTask[P, R]: ...
 
 
 def plain_url(url: str | None) -> str | None:
@@ -62,7 +73,7 @@ class App:
         #: exception classes mapped to error codes for every task; a task's own mapper adds
         #: to it and wins for the classes both name
         self.exception_mapper: dict[type[BaseException], str] = dict(exception_mapper or {})
-        self.tasks: dict[str, Task[Any]] = {}
+        self.tasks: dict[str, Task[Any, Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
         # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)
@@ -78,6 +89,25 @@ class App:
                 self._client = _native.Client(self.database_url, self.migrate)
             return self._client
 
+    @overload
+    def task(self, name: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def task(self, name: Callable[P, R], /) -> SyncTask[P, R]: ...
+
+    @overload
+    def task(
+        self,
+        name: str | None = None,
+        *,
+        queue: str = "default",
+        priority: int = 0,
+        timeout: float | None = None,
+        retry: RetryPolicy | None = None,
+        max_attempts: int | None = None,
+        exception_mapper: dict[type[BaseException], str] | None = None,
+    ) -> TaskDecorator: ...
+
     def task(
         self,
         name: str | Callable[..., Any] | None = None,
@@ -91,21 +121,25 @@ class App:
     ) -> Any:
         """Declares a task: ``@app.task("resize", queue="media", retry=RetryPolicy.exponential(…))``
         (or bare ``@app.task``, named after the function). Plain ``def`` and ``async def``
-        functions both work; they take the job's args as keyword arguments."""
+        functions both work; they take the job's args as keyword arguments. The task is
+        typed as the function: ``send`` checks its arguments, ``get()`` gives its result."""
 
-        def declare(fn: Callable[..., Any]) -> Task[Any]:
+        def declare(fn: Callable[..., Any]) -> Task[Any, Any]:
             kind = name if isinstance(name, str) else default_kind(fn)
             if kind in self.tasks:
-                raise ValueError(f"task {kind!r} is declared twice")
+                raise InputValueError(f"task {kind!r} is declared twice")
             policy = retry or self.retry
             if max_attempts is not None:
                 policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
             mapper = {**self.exception_mapper, **(exception_mapper or {})}
-            task: Task[Any] = Task(self, kind, fn, queue, priority, timeout, policy, mapper)
+            make: Callable[..., Task[Any, Any]] = AsyncTask if inspect.iscoroutinefunction(fn) else SyncTask
+            task = make(self, kind, fn, queue, priority, timeout, policy, mapper)
             self.tasks[kind] = task
             return task
 
-        if callable(name):
+        if name is not None and not isinstance(name, str):
+            if not callable(name):
+                raise InputTypeError(f"@app.task({name!r}): give the task's name as a str, or use @app.task bare")
             return declare(name)
         return declare
 
@@ -127,31 +161,58 @@ class App:
             stacklevel=3,
         )
 
+    @overload
     def workflow(
         self,
         name: str,
-        nodes: Iterable[WorkflowNode],
+        nodes: Iterable[WorkflowNode[Any]],
         *,
-        output: WorkflowNode | None = None,
+        output: WorkflowNode[R],
         on_error: str = "fail",
-        success: list[list[WorkflowNode]] | None = None,
+        success: list[list[WorkflowNode[Any]]] | None = None,
         deadline: str | None = None,
         notify: dict[str, Any] | None = None,
-    ) -> Workflow:
+    ) -> Workflow[R]: ...
+
+    @overload
+    def workflow(
+        self,
+        name: str,
+        nodes: Iterable[WorkflowNode[Any]],
+        *,
+        output: None = None,
+        on_error: str = "fail",
+        success: list[list[WorkflowNode[Any]]] | None = None,
+        deadline: str | None = None,
+        notify: dict[str, Any] | None = None,
+    ) -> Workflow[Any]: ...
+
+    def workflow(
+        self,
+        name: str,
+        nodes: Iterable[WorkflowNode[Any]],
+        *,
+        output: WorkflowNode[Any] | None = None,
+        on_error: str = "fail",
+        success: list[list[WorkflowNode[Any]]] | None = None,
+        deadline: str | None = None,
+        notify: dict[str, Any] | None = None,
+    ) -> Workflow[Any]:
         """A workflow definition from nodes (``task.node(…)``, :func:`remuda.sleep`,
         :func:`remuda.signal`, ``other_workflow.node(…)``)."""
         from .workflow import Workflow
 
         return Workflow(self, name, list(nodes), output, on_error, success, deadline, notify)
 
-    def workflow_handle(self, id: int) -> Any:
+    def workflow_handle(self, id: int) -> WorkflowHandle[Any]:
         """A handle on an existing run."""
         from .workflow import WorkflowHandle
 
         return WorkflowHandle(self, id, False)
 
     def handle(self, id: int) -> TaskHandle[Any]:
-        """A handle on an existing job."""
+        """A handle on an existing job (its result as stored: ``task.handle(id)`` rebuilds
+        it as the task's)."""
         return TaskHandle(self, id, False)
 
     def run_worker(
@@ -174,199 +235,13 @@ class App:
         return run(self, queues=queues, concurrency=concurrency, processes=processes, config=config, name=name, app_path=app_path, stop=stop, once=once)
 
 
-class Task(Generic[T]):
-    """A declared task: call it directly, ``send`` it, or make a workflow ``node`` of it."""
-
-    def __init__(
-        self,
-        app: App,
-        name: str,
-        fn: Callable[..., Any],
-        queue: str,
-        priority: int,
-        timeout: float | None,
-        retry: RetryPolicy,
-        exception_mapper: dict[type[BaseException], str],
-    ) -> None:
-        self.app = app
-        self.name = name
-        self.fn = fn
-        self.queue = queue
-        self.priority = priority
-        self.timeout = timeout
-        self.retry = retry
-        self.exception_mapper = exception_mapper
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.signature = inspect.signature(fn)
-        for param in self.signature.parameters.values():
-            if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
-                raise TypeError(
-                    f"task {name}: parameter {param.name!r} is positional-only or *args; a job's args are passed by name, "
-                    "so give every parameter a name (**kwargs is fine)"
-                )
-        self.__doc__ = fn.__doc__
-        self.__name__ = getattr(fn, "__name__", name)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<remuda task {self.name!r}>"
-
-    def spec(self) -> dict[str, Any]:
-        """The options the worker registers the kind with."""
-        timeout = None if self.timeout is None else sending.seconds("timeout", self.timeout)
-        spec = {"queue": self.queue, "priority": self.priority, "timeout": timeout}
-        spec.update(self.retry.to_json())
-        return spec
-
-    def defaults(self) -> dict[str, Any]:
-        """What its jobs and workflow nodes get unless told otherwise."""
-        return {"queue": self.queue, "priority": self.priority, "max_attempts": self.retry.max_attempts, "timeout": self.timeout}
-
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], partial: bool = False) -> dict[str, Any]:
-        """Positional and keyword arguments as the job's args (by name; ``**kwargs`` spread
-        out). A send must give every required argument (``partial``: a workflow node may
-        take some from ``args_from``)."""
-        try:
-            bound = self.signature.bind_partial(*args, **kwargs) if partial else self.signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"task {self.name}: {e}") from None
-        out: dict[str, Any] = {}
-        for key, value in bound.arguments.items():
-            if self.signature.parameters[key].kind == inspect.Parameter.VAR_KEYWORD:
-                out.update(value)
-            else:
-                out[key] = value
-        return out
-
-    def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The job's args as JSON and the send options among the keywords."""
-        params = self.signature.parameters
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in sending.OPTIONS and k not in params}
-        merged = self.defaults()
-        merged.update(options)
-        return encode(self.name, self.bind(args, kwargs)), sending.normalise(merged)
-
-    def send(self, *args: Any, **kwargs: Any) -> TaskHandle[T]:
-        """Enqueues a job: the task's arguments plus send options (``delay=``, ``run_at=``,
-        ``deadline=``, ``unique_key=``, ``queue=``, ``priority=``, …; see docs/python.md)."""
-        payload, options = self.split(args, kwargs)
-        id, duplicate = self.app.client.send(self.name, payload, sending.to_json(options))
-        self.app.warn_if_unserved(self.name, str(options.get("queue", self.queue)))
-        return TaskHandle(self.app, id, duplicate)
-
-    def send_in(self, conn: Any, *args: Any, **kwargs: Any) -> TaskHandle[T]:
-        """Enqueues a job inside the caller's psycopg (3) transaction (``conn`` is a
-        connection or cursor), through the SQL function ``remuda.enqueue``: the job exists
-        if and only if that transaction commits."""
-        payload, options = self.split(args, kwargs)
-        statement, params = sending.enqueue_sql(self.name, payload, options)
-        row = conn.execute(statement, params).fetchone()
-        return TaskHandle(self.app, int(row[0]), False)
-
-    def send_many(self, calls: Iterable[dict[str, Any]], **options: Any) -> int:
-        """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
-        jobs due now): how many were inserted."""
-        merged = self.defaults()
-        merged.update(options)
-        payloads = [encode(self.name, self.bind((), dict(c))) for c in calls]
-        return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(sending.normalise(merged))))
-
-    def node(self, *args: Any, **kwargs: Any) -> TaskNode:
-        """A workflow node running this task: its arguments plus ``waits_for=[…]``,
-        ``args_from={"arg": node}``, ``join="all"|"any"|"quorum"``, ``min_success=``,
-        ``run_if=``, ``skip_if=``, ``context_from=[…]``, ``allow_failed_deps=``, ``map=``,
-        ``node_id=``, ``queue=``, ``priority=``, ``max_attempts=``, ``timeout=``, ``deadline=``
-        (queue, priority, attempts and timeout default to the task's). A map node
-        (``map={"over": node, "pointer": "/items"}``) runs once per element, with the element
-        and its position added to the args as ``item`` and ``index``."""
-        from .workflow import TaskNode
-
-        return TaskNode.of(self, args, kwargs)
-
-
 def default_kind(fn: Callable[..., Any]) -> str:
     """A task's kind when the decorator names none: ``module.function``. A worker imports
     the module by its name, so a function of ``__main__`` or inside another needs a name."""
     module, qualname = fn.__module__, fn.__qualname__
     if module == "__main__" or "<locals>" in qualname:
-        raise ValueError(
+        raise InputValueError(
             f"task {qualname} needs a name (@app.task(\"name\")): defined in {module} or inside a function, "
             "its default name would differ in the worker that imports it"
         )
     return f"{module}.{qualname}"
-
-
-def encode(kind: str, args: dict[str, Any]) -> str:
-    """Arguments as JSON, or a clear error naming what could not be encoded."""
-    try:
-        return json.dumps(args, allow_nan=False, default=_refuse)
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"task {kind}: the arguments are not JSON: {e}") from None
-
-
-def _refuse(value: Any) -> Any:
-    if isinstance(value, TaskResult):
-        return value.to_json()
-    raise TypeError(f"{type(value).__name__} is not JSON (pass plain dicts, lists, strings and numbers)")
-
-
-class TaskHandle(Generic[T]):
-    """A sent job: ``id``, ``duplicate`` (a unique job's holder was returned) and ``get``."""
-
-    def __init__(self, app: App, id: int, duplicate: bool) -> None:
-        self.app = app
-        self.id = id
-        self.duplicate = duplicate
-
-    def __repr__(self) -> str:
-        return f"TaskHandle(id={self.id})"
-
-    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[T]:
-        """Waits (LISTEN/NOTIFY, no polling) for the job's final state: its result, or
-        ``TaskError("WAIT_TIMEOUT")`` if ``timeout`` seconds (or ``timeout_ms``) pass first
-        (``None``: no limit). Every outcome of the job is a :class:`TaskResult`, a job that
-        does not exist too (``TaskError("NOT_FOUND")``); only bad arguments and database
-        failures raise :class:`RemudaError`."""
-        if timeout_ms is not None:
-            timeout = timeout_ms / 1000
-        wait = 100 * 365 * 86400.0 if timeout is None else sending.seconds("timeout", timeout)
-        try:
-            text = self.app.client.wait(self.id, wait)
-        except RemudaError as e:
-            if e.code != "NOT_FOUND":
-                raise
-            return TaskResult(err=TaskError("NOT_FOUND", f"there is no job {self.id}: it was never enqueued, or retention deleted it"))
-        if text is None:
-            return TaskResult(err=TaskError("WAIT_TIMEOUT", f"job {self.id} did not finish within {timeout}s"))
-        return job_result(json.loads(text))
-
-    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[T]:
-        """:meth:`get` for asyncio code (the wait runs off the event loop)."""
-        return await asyncio.to_thread(self.get, timeout, timeout_ms=timeout_ms)
-
-    def info(self) -> dict[str, Any] | None:
-        """The job as stored (state, attempts, errors, result), or ``None``."""
-        text = self.app.client.job(self.id)
-        return None if text is None else json.loads(text)
-
-    def cancel(self) -> str:
-        """Cancels the job (a running one is asked to stop): the state it had."""
-        return str(self.app.client.cancel(self.id))
-
-
-def job_result(job: dict[str, Any]) -> TaskResult[Any]:
-    """The outcome of a job in a final state."""
-    result = job.get("result")
-    if isinstance(result, dict) and ("ok" in result or "err" in result):
-        return TaskResult.from_json(result)
-    state = job.get("state")
-    if state == "cancelled":
-        return TaskResult(err=TaskError("CANCELLED", f"job {job.get('id')} was cancelled"))
-    if state == "expired":
-        return TaskResult(err=TaskError("EXPIRED", f"job {job.get('id')} did not start before its deadline"))
-    errors = job.get("errors") or []
-    if errors:
-        return TaskResult(err=TaskError.from_json(errors[-1]))
-    return TaskResult(err=TaskError("NO_RESULT", f"job {job.get('id')} ended {state} without a result"))

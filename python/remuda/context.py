@@ -12,9 +12,17 @@ from typing import Any
 class JobContext:
     """The job a task body is running: its id, attempt, and whether it must stop.
 
-    ``cancelled`` is set when the job is cancelled, the worker shuts down, or the worker lost
-    the job (fencing): a long task should check :meth:`is_cancelled` (or wait on
-    ``cancelled``) and return. Async tasks are also cancelled (``asyncio.CancelledError``).
+    A long task checks :meth:`is_cancelled` (or :attr:`stop_reason`) and returns when it is
+    asked to stop: the job was cancelled (``"cancel"``), the worker shuts down
+    (``"shutdown"``), the attempt ran out of time (``"timeout"``), or the worker lost the
+    database long enough that the job may run elsewhere (``"fenced"``). Async tasks are also
+    cancelled (``asyncio.CancelledError``).
+
+    A body that saw the stop (``is_cancelled()`` answered ``True``, ``stop_reason`` was not
+    ``None``, :meth:`wait_cancelled` returned ``True``, or its async task was cancelled) was cut
+    short: whatever it returns, its job is given back for another worker without spending
+    an attempt (a cancelled job stays cancelled). A body that finishes without looking
+    completes as usual.
     """
 
     id: int
@@ -26,10 +34,42 @@ class JobContext:
     timeout: float | None = None
     workflow: dict[str, Any] | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    _reason: str | None = field(default=None, repr=False)
+    _seen: bool = field(default=False, repr=False)
 
     def is_cancelled(self) -> bool:
-        """Whether the job was asked to stop."""
-        return self.cancelled.is_set()
+        """Whether the job was asked to stop (``True`` counts as seeing the stop)."""
+        if self.cancelled.is_set():
+            self._seen = True
+            return True
+        return False
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the job must stop: ``"cancel"``, ``"shutdown"``, ``"timeout"`` or
+        ``"fenced"``; ``None`` while it runs on (an answer counts as seeing the stop)."""
+        if not self.cancelled.is_set():
+            return None
+        self._seen = True
+        return self._reason or "shutdown"
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Waits up to ``timeout`` seconds for a stop: whether one came (``True`` counts as
+        seeing it). A body sleeping between steps sleeps here."""
+        if self.cancelled.wait(timeout):
+            self._seen = True
+            return True
+        return False
+
+    def stop(self, reason: str) -> None:
+        """Asks the body to stop for ``reason`` (the worker's call; the first reason stays)."""
+        if self._reason is None:
+            self._reason = reason
+        self.cancelled.set()
+
+    def saw_stop(self) -> bool:
+        """Whether the body saw a stop it was asked for."""
+        return self._seen and self.cancelled.is_set()
 
     @staticmethod
     def from_info(info: dict[str, Any]) -> JobContext:

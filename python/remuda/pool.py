@@ -82,18 +82,19 @@ class _Slot:
     def run(self, job: _Job) -> Any:
         if self.process is None or not self.process.is_alive():
             self.start()
-        assert self.conn is not None
+        process, conn = self.process, self.conn
+        assert process is not None and conn is not None
         try:
-            self.conn.send((job.kind, job.args, job.info_json))
-            ready = wait([self.conn, self.process.sentinel])
-            if self.conn in ready:
-                return self.conn.recv()
+            conn.send((job.kind, job.args, job.info_json))
+            ready = wait([conn, process.sentinel])
+            if conn in ready:
+                return conn.recv()
         except (EOFError, OSError):
             pass
         # dead: waited for, then replaced by the next job's start
-        self.process.join()
-        code = self.process.exitcode
-        self.conn.close()
+        process.join()
+        code = process.exitcode
+        conn.close()
         self.process = None
         if self.stopping:
             raise Stopped("the process running it was stopped")

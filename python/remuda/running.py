@@ -3,76 +3,84 @@ output JSON)`` or ``("err", {"code", "message", "data", "retryable"})``."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import traceback
-import typing
 from typing import TYPE_CHECKING, Any
 
+from . import codec
 from .context import JobContext, _enter, _leave
 from .result import TaskError, TaskResult
 
 if TYPE_CHECKING:
-    from .app import Task
+    from .task import Task
 
 Outcome = tuple[str, str]
 
 
-def prepare(task: Task[Any], args: dict[str, Any]) -> dict[str, Any]:
-    """Args for the call: a tagged result passed by ``args_from`` becomes a
-    :class:`TaskResult` where the parameter is annotated as one."""
-    for name, param in task.signature.parameters.items():
-        value = args.get(name)
-        if isinstance(value, dict) and _wants_result(param.annotation, task.fn):
-            args[name] = TaskResult.from_json(value)
-    return args
+def prepare(task: Task[Any, Any], args_json: str) -> dict[str, Any]:
+    """The job's args as the function takes them: bound to its parameters and rebuilt from
+    their annotations (:mod:`remuda.codec`; a tagged result passed by ``args_from`` becomes a
+    :class:`TaskResult` where the parameter is annotated as one)."""
+    return task.codec.decode_args(task.name, json.loads(args_json))
 
 
-def _wants_result(annotation: Any, fn: Any) -> bool:
-    if isinstance(annotation, str):
-        return annotation.split("[", 1)[0].strip().endswith("TaskResult")
-    return annotation is TaskResult or typing.get_origin(annotation) is TaskResult
-
-
-def call_sync(task: Task[Any], args_json: str, ctx: JobContext) -> Outcome:
+def call_sync(task: Task[Any, Any], args_json: str, ctx: JobContext) -> Outcome:
     """Runs a plain function."""
     token = _enter(ctx)
     try:
-        args = prepare(task, json.loads(args_json))
-        return encode(task, task.fn(**args))
+        args = prepare(task, args_json)
+        outcome = encode(task, task.fn(**args))
     except BaseException as e:  # noqa: BLE001 - every failure becomes the job's error
-        return failure(task, e)
+        outcome = failure(task, e)
     finally:
         _leave(token)
+    return stopped(ctx) or outcome
 
 
-async def call_async(task: Task[Any], args_json: str, ctx: JobContext) -> Outcome:
+async def call_async(task: Task[Any, Any], args_json: str, ctx: JobContext) -> Outcome:
     """Runs an ``async def`` function on the worker's event loop."""
     token = _enter(ctx)
     try:
-        args = prepare(task, json.loads(args_json))
-        return encode(task, await task.fn(**args))
-    except BaseException as e:  # noqa: BLE001 - cancellation included: the worker decides
-        return failure(task, e)
+        args = prepare(task, args_json)
+        outcome = encode(task, await task.fn(**args))
+    except asyncio.CancelledError as e:
+        # a cancelled task saw its stop; a cancel from elsewhere is its error
+        ctx.is_cancelled()
+        outcome = failure(task, e)
+    except BaseException as e:  # noqa: BLE001 - every failure becomes the job's error
+        outcome = failure(task, e)
     finally:
         _leave(token)
+    return stopped(ctx) or outcome
 
 
-def encode(task: Task[Any], value: Any) -> Outcome:
+def stopped(ctx: JobContext) -> Outcome | None:
+    """``("stopped", reason)`` when the body saw the stop it was asked for: the worker gives
+    its job back unfinished, whatever the body returned."""
+    if ctx.saw_stop():
+        return "stopped", ctx.stop_reason or "shutdown"
+    return None
+
+
+def encode(task: Task[Any, Any], value: Any) -> Outcome:
     """A return value as an outcome: a :class:`TaskResult` as it says, anything else ok."""
     if isinstance(value, TaskResult):
         if value.is_err():
             return "err", json.dumps(value.err.to_json(), default=str)  # type: ignore[union-attr]
         value = value.ok
     try:
-        return "ok", json.dumps(value, allow_nan=False)
+        return "ok", codec.dumps(value)
     except (TypeError, ValueError) as e:
         error = TaskError("UNSERIALIZABLE_RESULT", f"task {task.name} returned a value that is not JSON: {e}", retryable=False)
         return "err", json.dumps(error.to_json())
 
 
-def failure(task: Task[Any], e: BaseException) -> Outcome:
+def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
     """An exception as an error: the mapped code (by class, most specific first), else
     ``UNHANDLED_EXCEPTION``; its type and traceback in ``data``."""
+    if isinstance(e, codec.BadArgs):
+        return "err", json.dumps(TaskError("BAD_ARGS", str(e), retryable=False).to_json())
     code = "UNHANDLED_EXCEPTION"
     for cls in type(e).__mro__:
         if cls in task.exception_mapper:

@@ -5,71 +5,116 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any
+from typing import Any, Sequence, TypedDict
+
+from .errors import InputTypeError, InputValueError
+
+
+class SendOptions(TypedDict, total=False):
+    """What ``send`` takes besides the task's arguments (``task.options(…)``), as the Rust
+    client and the SQL function ``remuda.enqueue`` take them: durations in seconds or a
+    ``timedelta``, times as aware ``datetime``."""
+
+    queue: str
+    priority: int
+    max_attempts: int
+    run_at: dt.datetime
+    delay: float | dt.timedelta
+    deadline: dt.datetime
+    timeout: float | dt.timedelta
+    unique_key: str
+    unique_by_args: bool
+    unique_states: Sequence[str]
+    unique_period: float | dt.timedelta
+    unique_per_queue: bool
+    concurrency_key: str
+    target_worker: str
+    requires: Sequence[str]
+    notify: dict[str, Any]
+
 
 #: Keyword arguments of ``send`` that are options, not task arguments (unless the task
 #: function itself has a parameter of that name).
-OPTIONS = frozenset(
-    {
-        "queue",
-        "priority",
-        "max_attempts",
-        "run_at",
-        "delay",
-        "deadline",
-        "timeout",
-        "unique_key",
-        "unique_by_args",
-        "unique_states",
-        "unique_period",
-        "unique_per_queue",
-        "concurrency_key",
-        "target_worker",
-        "requires",
-        "notify",
-    }
-)
+OPTIONS = frozenset(SendOptions.__annotations__)
 
 _DURATIONS = ("delay", "timeout", "unique_period")
 _TIMES = ("run_at", "deadline")
+_TEXTS = ("queue", "unique_key", "concurrency_key", "target_worker")
+_INTS = ("priority", "max_attempts")
+_FLAGS = ("unique_by_args", "unique_per_queue")
+_NAMES = ("requires", "unique_states")
+_I32 = 2**31 - 1
+#: the job states a unique key can be held in
+STATES = ("scheduled", "available", "running", "completed", "failed", "cancelled", "expired")
 
 
 def seconds(name: str, value: Any) -> float:
-    """A duration (seconds or a ``timedelta``) as seconds."""
+    """A duration (seconds or a ``timedelta``) as seconds, 0 or more."""
     if isinstance(value, dt.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise TypeError(f"{name} must be seconds or a datetime.timedelta, not {type(value).__name__}")
+        secs = value.total_seconds()
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        secs = float(value)
+    else:
+        raise InputTypeError(f"{name}={value!r}: give seconds (a number) or a datetime.timedelta, not {type(value).__name__}")
+    if not secs >= 0 or secs == float("inf"):
+        raise InputValueError(f"{name}={value!r}: give a finite number of seconds, 0 or more")
+    return secs
 
 
 def when(name: str, value: Any) -> dt.datetime:
     """A time; naive datetimes are refused (they would be read in the server's zone)."""
     if not isinstance(value, dt.datetime):
-        raise TypeError(f"{name} must be a datetime.datetime, not {type(value).__name__}")
+        raise InputTypeError(f"{name}={value!r}: give a datetime.datetime, not {type(value).__name__}")
     if value.tzinfo is None:
-        raise ValueError(f"{name} {value} has no time zone: give an aware datetime such as datetime.now(timezone.utc)")
+        raise InputValueError(f"{name}={value}: the time has no time zone; give an aware datetime such as datetime.now(timezone.utc)")
     return value
 
 
 def normalise(options: dict[str, Any]) -> dict[str, Any]:
-    """Options with ``None`` dropped, durations in seconds and times checked."""
+    """Options with ``None`` dropped, each checked (its type, its range) with a message
+    naming it, durations in seconds."""
     out: dict[str, Any] = {}
     for key, value in options.items():
         if value is None:
             continue
-        if key not in OPTIONS:
-            raise TypeError(f"unknown send option {key!r}")
-        if key in _DURATIONS:
-            value = seconds(key, value)
-        elif key in _TIMES:
-            value = when(key, value)
-        elif key in ("requires", "unique_states"):
-            if isinstance(value, str):
-                raise TypeError(f"{key} is a list of names, such as ['gpu']")
-            value = [str(v) for v in value]
-        out[key] = value
+        out[key] = _option(key, value)
+    if "run_at" in out and "delay" in out:
+        raise InputValueError("run_at and delay both given: give one of them")
     return out
+
+
+def _option(key: str, value: Any) -> Any:
+    if key not in OPTIONS:
+        raise InputTypeError(f"unknown send option {key!r}: the options are {', '.join(sorted(OPTIONS))}")
+    if key in _DURATIONS:
+        return seconds(key, value)
+    if key in _TIMES:
+        return when(key, value)
+    if key in _TEXTS:
+        if not isinstance(value, str):
+            raise InputTypeError(f"{key}={value!r}: give a str, not {type(value).__name__}")
+        return value
+    if key in _INTS:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise InputTypeError(f"{key}={value!r}: give an int, not {type(value).__name__}")
+        low = 1 if key == "max_attempts" else -_I32 - 1
+        if not low <= value <= _I32:
+            raise InputValueError(f"{key}={value}: give an int from {low} to {_I32}")
+        return value
+    if key in _FLAGS:
+        if not isinstance(value, bool):
+            raise InputTypeError(f"{key}={value!r}: give True or False, not {type(value).__name__}")
+        return value
+    if key in _NAMES:
+        if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)) or not all(isinstance(v, str) for v in value):
+            raise InputTypeError(f"{key}={value!r}: give a list of names, such as ['gpu']")
+        if key == "unique_states" and not set(value) <= set(STATES):
+            unknown = sorted(set(value) - set(STATES))
+            raise InputValueError(f"unique_states={list(value)!r}: {', '.join(unknown)} is not a job state ({', '.join(STATES)})")
+        return list(value)
+    if not isinstance(value, dict):
+        raise InputTypeError(f"notify={value!r}: give a dict such as {{'webhook': 'https://…'}}")
+    return value
 
 
 def to_json(options: dict[str, Any]) -> str:

@@ -75,14 +75,19 @@ def run(
     pump = threading.Thread(target=dispatcher.serve, name="remuda-dispatcher", daemon=True)
     pump.start()
     if stop is not None:
-        threading.Thread(target=lambda: (stop.wait(), native.stop()), name="remuda-stop", daemon=True).start()
+        threading.Thread(target=_stop_when, args=(stop, native), name="remuda-stop", daemon=True).start()
     try:
-        report = json.loads(native.run())
+        report = dict(json.loads(native.run()))
     finally:
         native.stop()
         pump.join(timeout=5)
         dispatcher.close()
     return report
+
+
+def _stop_when(stop: threading.Event, native: _native.Worker) -> None:
+    stop.wait()
+    native.stop()
 
 
 class Dispatcher:
@@ -113,7 +118,7 @@ class Dispatcher:
                 if message[0] == "run":
                     self.start(*message[1:])
                 else:
-                    self.cancel(message[1])
+                    self.cancel(message[1], message[2])
 
     def start(self, token: int, kind: str, args: str, info_json: str, done: Any) -> None:
         """Starts one job on its pool; a job that cannot start is answered at once (the
@@ -142,9 +147,13 @@ class Dispatcher:
     def finish(self, token: int, future: Future[Any], done: Any) -> None:
         """Reports a run's outcome to Rust."""
         with self.lock:
-            self.running.pop(token, None)
+            entry = self.running.pop(token, None)
         if future.cancelled():
-            done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
+            # cancelled on a stop: it never ran on, or its async task saw the cancellation
+            if entry is not None and entry[0].cancelled.is_set():
+                done("stopped", entry[0].stop_reason or "shutdown")
+            else:
+                done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
             return
         error = future.exception()
         if isinstance(error, ProcessLost):
@@ -157,7 +166,7 @@ class Dispatcher:
             status, payload = future.result()
             done(status, payload)
 
-    def cancel(self, token: int) -> None:
+    def cancel(self, token: int, reason: str) -> None:
         """Asks a run to stop: its flag, and a cancellation of its future (an async task is
         cancelled; a body not yet started never starts; a body in a process of the pool,
         which cannot see the flag, has its process killed before the outcome is said)."""
@@ -166,7 +175,7 @@ class Dispatcher:
         if entry is None:
             return
         ctx, future, in_process = entry
-        ctx.cancelled.set()
+        ctx.stop(reason)
         if future is None:
             return
         if in_process and self.processes is not None:
@@ -179,7 +188,7 @@ class Dispatcher:
         with self.lock:
             running = list(self.running.values())
         for ctx, _, _ in running:
-            ctx.cancelled.set()
+            ctx.stop("shutdown")
         self.threads.shutdown(wait=False, cancel_futures=True)
         self.loop.call_soon_threadsafe(self.loop.stop)
         if self.processes is not None:

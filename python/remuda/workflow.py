@@ -5,16 +5,21 @@ by remuda's engine (result passing, joins, conditions, maps, sleeps, signals, su
 
 from __future__ import annotations
 
-import asyncio
 import json
-from typing import TYPE_CHECKING, Any, Iterable
+import warnings
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar, Union
 
 from .errors import RemudaError
 from .result import TaskError, TaskResult
+from . import codec
 from .sending import seconds
+from .task import native_wait, wait_seconds
 
 if TYPE_CHECKING:
-    from .app import App, Task
+    from .app import App
+    from .task import Task
+
+R = TypeVar("R")
 
 INPUT = "$input"
 """The run's input, as an ``args_from`` source: ``args_from={"params": remuda.INPUT}``."""
@@ -31,17 +36,20 @@ _NODE_OPTIONS = (
 )
 
 
-class WorkflowNode:
-    """A node of a workflow: what it waits for and, once placed, its id."""
+class WorkflowNode(Generic[R]):
+    """A node of a workflow: what it waits for and, once placed, its id. ``R`` is its
+    result's type (what an ``args_from`` parameter annotated ``TaskResult[R]`` gets)."""
 
-    def __init__(self, node_id: str | None, default_id: str, waits_for: Iterable[WorkflowNode | str], fields: dict[str, Any]) -> None:
+    def __init__(self, node_id: str | None, default_id: str, waits_for: Iterable[Ref], fields: dict[str, Any]) -> None:
         self.node_id = node_id
         self.default_id = default_id
         self.waits_for = list(waits_for)
         self.fields = fields
-        self.args_from: dict[str, WorkflowNode | str] = {}
-        self.context_from: list[WorkflowNode | str] = []
+        self.args_from: dict[str, Ref] = {}
+        self.context_from: list[Ref] = []
         self.conditions: dict[str, dict[str, Any]] = {}
+        #: rebuilds the node's result as its task returns it (``None``: as stored)
+        self.decode: Callable[[Any], Any] | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.node_id or self.default_id}>"
@@ -63,11 +71,15 @@ class WorkflowNode:
         return out
 
 
-class TaskNode(WorkflowNode):
+#: a node, or a node's id (or :data:`INPUT`) as text
+Ref = Union[WorkflowNode[Any], str]
+
+
+class TaskNode(WorkflowNode[R]):
     """A node running a task with arguments (``task.node(…)``)."""
 
     @staticmethod
-    def of(task: Task[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskNode:
+    def of(task: Task[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskNode[Any]:
         """The node ``task.node(*args, **kwargs)`` describes."""
         node_id = kwargs.pop("node_id", None)
         waits_for = kwargs.pop("waits_for", ())
@@ -83,13 +95,15 @@ class TaskNode(WorkflowNode):
             if key in kwargs and key not in params:
                 fields[key] = kwargs.pop(key)
         fields["args"] = task.bind(args, kwargs, partial=True)
-        node = TaskNode(node_id, task.name, waits_for, fields)
+        node: TaskNode[Any] = TaskNode(node_id, task.name, waits_for, fields)
         node.args_from = dict(args_from)
         node.context_from = list(context_from)
         for key, condition in (("run_if", run_if), ("skip_if", skip_if)):
             if condition is not None:
                 node.conditions[key] = dict(condition)
+        node.decode = task.codec.decode_result
         if map_over is not None:
+            node.decode = lambda values: [task.codec.decode_result(v) for v in values] if isinstance(values, list) else values
             node.conditions["map"] = {"node": map_over["over"], **{k: v for k, v in map_over.items() if k != "over"}}
         return node
 
@@ -101,28 +115,28 @@ class TaskNode(WorkflowNode):
         return out
 
 
-def sleep(duration: float | str, *, node_id: str | None = None, waits_for: Iterable[WorkflowNode | str] = ()) -> WorkflowNode:
+def sleep(duration: float | str, *, node_id: str | None = None, waits_for: Iterable[Ref] = ()) -> WorkflowNode[None]:
     """A durable timer node (seconds, or ``"10m"``)."""
     return WorkflowNode(node_id, "sleep", waits_for, {"sleep": duration})
 
 
-def signal(name: str, *, node_id: str | None = None, timeout: float | str | None = None, waits_for: Iterable[WorkflowNode | str] = ()) -> WorkflowNode:
+def signal(name: str, *, node_id: str | None = None, timeout: float | str | None = None, waits_for: Iterable[Ref] = ()) -> WorkflowNode[Any]:
     """A node that waits for the run to receive signal ``name`` (``handle.signal(name,
     data)``); it completes with the data, or fails with ``SIGNAL_TIMEOUT``."""
     return WorkflowNode(node_id, name, waits_for, {"signal": name, "timeout": timeout})
 
 
-class Workflow:
+class Workflow(Generic[R]):
     """A workflow definition: ``start`` runs it; ``node`` makes it a sub-workflow of another."""
 
     def __init__(
         self,
         app: App,
         name: str,
-        nodes: list[WorkflowNode],
-        output: WorkflowNode | None,
+        nodes: list[WorkflowNode[Any]],
+        output: WorkflowNode[R] | None,
         on_error: str,
-        success: list[list[WorkflowNode]] | None,
+        success: list[list[WorkflowNode[Any]]] | None,
         deadline: str | None,
         notify: dict[str, Any] | None,
     ) -> None:
@@ -175,36 +189,42 @@ class Workflow:
         ``INVALID_SPEC``) and returns the compiled form ``remuda.start_workflow`` takes."""
         from . import _native
 
-        return json.loads(_native.Client.compile_workflow(json.dumps(self.spec())))
+        return dict(json.loads(_native.Client.compile_workflow(codec.dumps(self.spec()))))
 
-    def start(self, input: Any = None, *, key: str | None = None) -> WorkflowHandle:
+    def start(self, input: Any = None, *, key: str | None = None) -> WorkflowHandle[R]:
         """Starts a run with ``input`` (what ``args_from={…: remuda.INPUT}`` passes); with an
-        idempotency ``key``, a second start returns the first run."""
-        id, existed = self.app.client.start_workflow(json.dumps(self.spec()), json.dumps(input), key)
-        return WorkflowHandle(self.app, id, existed)
+        idempotency ``key``, a second start returns the first run (``existed``), and warns
+        (``RuntimeWarning``) when it was started with another input: the input given now is
+        not used."""
+        id, existed, warning = self.app.client.start_workflow(codec.dumps(self.spec()), codec.dumps(input), key)
+        if warning is not None:
+            warnings.warn(warning, RuntimeWarning, stacklevel=2)
+        return WorkflowHandle(self.app, id, existed, None if self.output is None else self.output.decode)
 
     def node(
         self,
         *,
         node_id: str | None = None,
-        waits_for: Iterable[WorkflowNode | str] = (),
-        args_from: dict[str, WorkflowNode | str] | None = None,
+        waits_for: Iterable[Ref] = (),
+        args_from: dict[str, Ref] | None = None,
         **fields: Any,
-    ) -> WorkflowNode:
+    ) -> WorkflowNode[R]:
         """This workflow as a node of another (a sub-workflow; horsies' ``SubWorkflowNode``):
         it starts with the ``args_from`` results as its input."""
-        node = WorkflowNode(node_id, self.name, waits_for, {"workflow": self.spec(), **fields})
+        node: WorkflowNode[R] = WorkflowNode(node_id, self.name, waits_for, {"workflow": self.spec(), **fields})
         node.args_from = dict(args_from or {})
         return node
 
 
-class WorkflowHandle:
+class WorkflowHandle(Generic[R]):
     """A run: ``status``, ``get``, ``pause``, ``resume``, ``cancel``, ``retry``, ``signal``."""
 
-    def __init__(self, app: App, id: int, existed: bool) -> None:
+    def __init__(self, app: App, id: int, existed: bool, decode: Callable[[Any], Any] | None = None) -> None:
         self.app = app
         self.id = id
         self.existed = existed
+        #: rebuilds the output as the output node's task returns it
+        self.decode = decode
 
     def __repr__(self) -> str:
         return f"WorkflowHandle(id={self.id})"
@@ -214,33 +234,42 @@ class WorkflowHandle:
         text = self.app.client.workflow(self.id)
         if text is None:
             raise LookupError(f"no workflow run {self.id}")
-        return json.loads(text)  # type: ignore[no-any-return]
+        return dict(json.loads(text))
 
-    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[Any]:
+    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[R]:
         """Waits for the run to end: its output, its error, or ``WAIT_TIMEOUT``; a run that
         does not exist is ``NOT_FOUND``, as a job's :meth:`TaskHandle.get` says."""
-        if timeout_ms is not None:
-            timeout = timeout_ms / 1000
-        wait = 100 * 365 * 86400.0 if timeout is None else float(timeout)
         try:
-            text = self.app.client.wait_workflow(self.id, wait)
+            text = self.app.client.wait_workflow(self.id, wait_seconds(timeout, timeout_ms))
         except RemudaError as e:
-            if e.code != "NOT_FOUND":
-                raise
-            return TaskResult(err=TaskError("NOT_FOUND", f"there is no workflow run {self.id}"))
+            return self._missing(e)
+        return self._outcome(text, timeout if timeout_ms is None else timeout_ms / 1000)
+
+    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[R]:
+        """:meth:`get` for asyncio code: the wait holds no thread."""
+        wait = wait_seconds(timeout, timeout_ms)
+        try:
+            text = await native_wait(lambda done: self.app.client.wait_workflow_callback(self.id, wait, done))
+        except RemudaError as e:
+            return self._missing(e)
+        return self._outcome(text, timeout if timeout_ms is None else timeout_ms / 1000)
+
+    def _missing(self, e: RemudaError) -> TaskResult[R]:
+        if e.code != "NOT_FOUND":
+            raise e
+        return TaskResult(err=TaskError("NOT_FOUND", f"there is no workflow run {self.id}"))
+
+    def _outcome(self, text: str | None, timeout: float | None) -> TaskResult[R]:
         if text is None:
             return TaskResult(err=TaskError("WAIT_TIMEOUT", f"workflow run {self.id} did not end within {timeout}s"))
         run = json.loads(text)
         if run.get("state") == "completed":
-            return TaskResult(ok=run.get("output"))
+            output = run.get("output")
+            return TaskResult(ok=output if self.decode is None else self.decode(output))
         error = run.get("error")
         if isinstance(error, dict):
             return TaskResult(err=TaskError(str(error.get("code", "FAILED")), str(error.get("message", "")), error))
         return TaskResult(err=TaskError(str(run.get("state", "FAILED")).upper(), f"workflow run {self.id} ended {run.get('state')}"))
-
-    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[Any]:
-        """:meth:`get` for asyncio code."""
-        return await asyncio.to_thread(self.get, timeout, timeout_ms=timeout_ms)
 
     def pause(self) -> str:
         """Pauses the run (no node starts; running ones finish): the state it had."""
@@ -260,10 +289,10 @@ class WorkflowHandle:
 
     def signal(self, name: str, data: Any = None) -> int:
         """Sends the run signal ``name`` with ``data``: how many signal nodes it completed."""
-        return int(self.app.client.signal_workflow(self.id, name, json.dumps(data)))
+        return int(self.app.client.signal_workflow(self.id, name, codec.dumps(data)))
 
 
-def ref(ids: dict[int, str], node: WorkflowNode | str) -> str:
+def ref(ids: dict[int, str], node: Ref) -> str:
     """A node's id (a string is taken as an id, or ``remuda.INPUT``)."""
     if isinstance(node, str):
         return node

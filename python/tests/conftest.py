@@ -11,10 +11,11 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator, Protocol
 
 import psycopg
 import pytest
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import remuda
@@ -32,11 +33,29 @@ def base_url() -> str:
     return url
 
 
+def job_info(handle: remuda.TaskHandle[Any]) -> dict[str, Any]:
+    """The job as stored (it exists)."""
+    info = handle.info()
+    assert info is not None, f"there is no job {handle.id}"
+    return info
+
+
+def wait_state(handle: remuda.TaskHandle[Any], state: str, timeout: float = 30.0) -> dict[str, Any]:
+    """The job once it is in ``state`` (polled; a failure after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = job_info(handle)
+        if info["state"] == state:
+            return info
+        time.sleep(0.05)
+    raise AssertionError(f"job {handle.id} never reached {state}: {handle.info()}")
+
+
 def libpq(url: str) -> str:
     """The URL as libpq takes it (without remuda's own parameters)."""
     params = conninfo_to_dict(url)
     params.pop("pooler", None)
-    return make_conninfo(**params)
+    return make_conninfo("", **params)
 
 
 @pytest.fixture
@@ -44,15 +63,15 @@ def database_url() -> Iterator[str]:
     base = base_url()
     name = f"remuda_py_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(libpq(base), autocommit=True) as admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     params = conninfo_to_dict(base)
     params["dbname"] = name
-    url = make_conninfo(**params)
+    url = make_conninfo("", **params)
     try:
         yield url
     finally:
         with psycopg.connect(libpq(base), autocommit=True) as admin:
-            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -82,9 +101,9 @@ cancel_grace = "500ms"
 class WorkerProcess:
     """``python -m remuda worker tasks:app`` in a process of its own."""
 
-    def __init__(self, database_url: str, tmp: Path, *args: str) -> None:
+    def __init__(self, database_url: str, tmp: Path, *args: str, settings: str = FAST) -> None:
         config = tmp / f"worker-{uuid.uuid4().hex[:6]}.toml"
-        config.write_text(FAST)
+        config.write_text(settings)
         env = {**os.environ, "REMUDA_TEST_URL": database_url}
         self.log = tmp / f"{config.stem}.log"
         with open(self.log, "w") as log:
@@ -128,13 +147,21 @@ class WorkerProcess:
                 self.process.wait(5)
 
 
+class StartWorker(Protocol):
+    """The ``start_worker`` fixture: starts ``python -m remuda worker tasks:app`` with these
+    arguments and the worker config ``settings`` (``FAST`` by default), and waits until it
+    is registered."""
+
+    def __call__(self, *args: str, settings: str = FAST) -> WorkerProcess: ...
+
+
 @pytest.fixture
-def start_worker(database_url: str, app: remuda.App, tmp_path: Path) -> Iterator[Callable[..., WorkerProcess]]:
+def start_worker(database_url: str, app: remuda.App, tmp_path: Path) -> Iterator[StartWorker]:
     app.client  # the schema exists before workers start
     started: list[WorkerProcess] = []
 
-    def start(*args: str) -> WorkerProcess:
-        worker = WorkerProcess(database_url, tmp_path, *args)
+    def start(*args: str, settings: str = FAST) -> WorkerProcess:
+        worker = WorkerProcess(database_url, tmp_path, *args, settings=settings)
         started.append(worker)
         worker.wait_registered()
         return worker

@@ -4,9 +4,16 @@ process imports ``tasks:app``, made from ``$REMUDA_TEST_URL``."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import enum
 import os
 import time
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
+
+import pydantic
 
 import remuda
 from remuda import RetryPolicy, TaskError, TaskResult
@@ -14,6 +21,43 @@ from remuda import RetryPolicy, TaskError, TaskResult
 
 class Upstream(Exception):
     """A failure worth retrying."""
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+@dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+    at: dt.datetime
+
+
+class Order(pydantic.BaseModel):
+    id: uuid.UUID
+    amount: Decimal
+    placed: dt.date
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """Every type beyond JSON that a task takes and returns, rebuilt on both sides."""
+
+    when: dt.datetime
+    day: dt.date
+    id: uuid.UUID
+    amount: Decimal
+    color: Color
+    point: Point
+    pair: tuple[int, str]
+    order: Order
+    points: list[Point]
+    by_name: dict[str, Color]
+    wait: dt.timedelta
+    tags: frozenset[str]
+    maybe: Point | None
 
 
 def note_and_work(path: str, seconds: float) -> int:
@@ -49,7 +93,8 @@ def make_app(database_url: str) -> remuda.App:
 
     @app.task("broken", retry=RetryPolicy.none())
     def broken() -> None:
-        return {}["missing"]  # type: ignore[no-any-return]
+        nothing: dict[str, None] = {}
+        return nothing["missing"]
 
     @app.task("refuse", retry=RetryPolicy.none())
     def refuse(why: str) -> TaskResult[int]:
@@ -130,7 +175,72 @@ def make_app(database_url: str) -> remuda.App:
             raise
         return "woke"
 
+    @app.task("shapes", retry=RetryPolicy.none())
+    def shapes(
+        when: dt.datetime,
+        day: dt.date,
+        id: uuid.UUID,
+        amount: Decimal,
+        color: Color,
+        point: Point,
+        pair: tuple[int, str],
+        order: Order,
+        points: list[Point],
+        by_name: dict[str, Color],
+        wait: dt.timedelta,
+        tags: frozenset[str],
+        maybe: Point | None = None,
+    ) -> Shapes:
+        # each argument arrives as its annotation says, or the job fails
+        values: list[tuple[object, type]] = [
+            (when, dt.datetime), (day, dt.date), (id, uuid.UUID), (amount, Decimal), (color, Color), (point, Point),
+            (pair, tuple), (order, Order), (wait, dt.timedelta), (tags, frozenset),
+            *((p, Point) for p in points), *((c, Color) for c in by_name.values()),
+        ]
+        for value, kind in values:
+            if not isinstance(value, kind):
+                raise TypeError(f"{value!r} is not a {kind.__name__}")
+        return Shapes(when, day, id, amount, color, point, pair, order, points, by_name, wait, tags, maybe)
+
+    @app.task("patient", retry=RetryPolicy.fixed(0.1, max_attempts=3))
+    def patient(marker: str) -> str:
+        return wait_for_stop(marker)
+
+    @app.task("patient_timed", timeout=0.5, retry=RetryPolicy.fixed(0.1, max_attempts=2))
+    def patient_timed(marker: str) -> str:
+        return wait_for_stop(marker)
+
+    @app.task("patient_async", queue="async", retry=RetryPolicy.fixed(0.1, max_attempts=3))
+    async def patient_async(marker: str) -> str:
+        job = remuda.current_job()
+        assert job is not None
+        path = Path(marker)
+        if path.exists():
+            return f"done on attempt {job.attempt} after {path.read_text()}"
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            path.write_text(str(job.stop_reason))
+            return "partial"
+        return "slept a minute"
+
     return app
+
+
+def wait_for_stop(marker: str) -> str:
+    """The first run waits for its stop and notes its reason in ``marker`` (returning a
+    partial result); a later run finishes at once, saying what stopped the first."""
+    job = remuda.current_job()
+    assert job is not None
+    path = Path(marker)
+    if path.exists():
+        return f"done on attempt {job.attempt} after {path.read_text()}"
+    reason = job.stop_reason
+    while reason is None:
+        time.sleep(0.02)
+        reason = job.stop_reason
+    path.write_text(reason)
+    return "partial"
 
 
 app = make_app(os.environ["REMUDA_TEST_URL"]) if "REMUDA_TEST_URL" in os.environ else None

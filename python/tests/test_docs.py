@@ -73,7 +73,7 @@ def blocks(page: Path) -> list[Block]:
 def slug(heading: str) -> str:
     """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes."""
     text = re.sub(r"`|\*|_(?=\w)|(?<=\w)_", "", heading.strip()).lower()
-    kept = []
+    kept: list[str] = []
     for ch in text:
         cat = unicodedata.category(ch)
         if ch in " -_" or cat[0] in "LN":
@@ -83,7 +83,7 @@ def slug(heading: str) -> str:
 
 def anchors(page: Path) -> set[str]:
     seen: dict[str, int] = {}
-    out = set()
+    out: set[str] = set()
     in_fence = False
     for line in page.read_text(encoding="utf-8").splitlines():
         if line.strip().startswith("```"):
@@ -99,7 +99,7 @@ def anchors(page: Path) -> set[str]:
 
 
 def links(page: Path) -> list[tuple[int, str]]:
-    out = []
+    out: list[tuple[int, str]] = []
     in_fence = False
     for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip().startswith("```"):
@@ -113,7 +113,7 @@ def links(page: Path) -> list[tuple[int, str]]:
 
 
 def test_every_relative_link_and_anchor_resolves() -> None:
-    broken = []
+    broken: list[str] = []
     for page in PAGES:
         for number, target in links(page):
             if re.match(r"^[a-z]+:", target):

@@ -7,47 +7,51 @@ import datetime as dt
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
 import remuda
+from conftest import FAST, StartWorker, job_info
 
 
-def test_send_runs_and_get_returns_the_typed_result(app, start_worker):
+def test_send_runs_and_get_returns_the_typed_result(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     add = app.tasks["add"]
     assert add.send(2, 3).get(timeout=30) == remuda.TaskResult(ok=5)
     handle = add.send(a=40, b=2)
     result = handle.get(timeout=30)
     assert result.is_ok() and result.unwrap() == 42
-    assert handle.info()["state"] == "completed"
+    assert job_info(handle)["state"] == "completed"
+    assert isinstance(add, remuda.SyncTask)
     assert add(1, 1) == 2, "a task is still a function"
 
 
-def test_errors_retries_and_mapped_exceptions(app, start_worker):
+def test_errors_retries_and_mapped_exceptions(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     flaky = app.tasks["flaky"]
     retried = flaky.send(succeed_on=3)
     assert retried.get(timeout=30).unwrap() == 3, "UPSTREAM is in retry_on: retried to attempt 3"
-    errors = retried.info()["errors"]
+    errors = job_info(retried)["errors"]
     assert [e["code"] for e in errors] == ["UPSTREAM", "UPSTREAM"]
 
     mapped = flaky.send(succeed_on=1, bad=True).get(timeout=30)
-    assert mapped.is_err() and mapped.err.code == "BAD_INPUT"
-    assert "bad is set" in mapped.err.message
-    assert mapped.err.data["exception"] == "ValueError"
+    assert mapped.is_err() and mapped.err_value.code == "BAD_INPUT"
+    assert "bad is set" in mapped.err_value.message
+    assert mapped.err_value.data["exception"] == "ValueError"
 
     exhausted = flaky.send(succeed_on=9)
     result = exhausted.get(timeout=30)
-    assert result.err.code == "UPSTREAM"
-    assert exhausted.info()["attempt"] == 3, "max_attempts of the policy"
+    assert result.err_value.code == "UPSTREAM"
+    assert job_info(exhausted)["attempt"] == 3, "max_attempts of the policy"
 
     unhandled = app.tasks["broken"].send().get(timeout=30)
-    assert unhandled.err.code == "UNHANDLED_EXCEPTION"
-    assert "KeyError" in unhandled.err.data["traceback"]
+    assert unhandled.err_value.code == "UNHANDLED_EXCEPTION"
+    assert "KeyError" in unhandled.err_value.data["traceback"]
 
     refused = app.tasks["refuse"].send(why="no stock").get(timeout=30)
     assert refused.err == remuda.TaskError("REFUSED", "no stock", {"why": "no stock"})
@@ -55,17 +59,17 @@ def test_errors_retries_and_mapped_exceptions(app, start_worker):
         refused.unwrap()
 
 
-def test_async_tasks_run_on_the_event_loop(app, start_worker):
+def test_async_tasks_run_on_the_event_loop(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker("--queues", "async")
     results = [app.tasks["double"].send(x=i) for i in range(20)]
     assert [h.get(timeout=30).unwrap() for h in results] == [2 * i for i in range(20)]
 
 
-async def _get_async(handle):
+async def _get_async(handle: remuda.TaskHandle[Any]) -> remuda.TaskResult[Any]:
     return await handle.get_async(timeout=30)
 
 
-def test_get_async_awaits_the_result(app, start_worker):
+def test_get_async_awaits_the_result(app: remuda.App, start_worker: StartWorker) -> None:
     import asyncio
 
     start_worker()
@@ -73,7 +77,7 @@ def test_get_async_awaits_the_result(app, start_worker):
     assert asyncio.run(_get_async(handle)).unwrap() == 3
 
 
-def test_plain_functions_run_in_a_process_pool(app, start_worker):
+def test_plain_functions_run_in_a_process_pool(app: remuda.App, start_worker: StartWorker) -> None:
     worker = start_worker("--queues", "cpu", "--processes", "2")
     pids = {app.tasks["pid"].send().get(timeout=60).unwrap() for _ in range(6)}
     assert worker.process.pid not in pids, "run in the pool's processes, not the worker's"
@@ -83,10 +87,10 @@ def test_plain_functions_run_in_a_process_pool(app, start_worker):
     assert "leaked" not in worker.stderr(), worker.stderr()
 
 
-def test_a_process_that_dies_fails_its_job_and_the_pool_is_replaced(app, start_worker):
+def test_a_process_that_dies_fails_its_job_and_the_pool_is_replaced(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker("--queues", "cpu", "--processes", "1")
     died = app.tasks["die"].send().get(timeout=60)
-    assert died.err.code == "WORKER_PROCESS_LOST", died
+    assert died.err_value.code == "WORKER_PROCESS_LOST", died
     assert app.tasks["pid"].send().get(timeout=60).is_ok(), "a new pool runs the next job"
 
 
@@ -96,7 +100,7 @@ def _notes(path: Path) -> list[tuple[int, int]]:
     return [tuple(map(int, line.split())) for line in path.read_text().splitlines()]  # type: ignore[misc]
 
 
-def test_a_dead_pool_process_fails_only_its_own_job_and_nothing_runs_twice(app, start_worker, tmp_path):
+def test_a_dead_pool_process_fails_only_its_own_job_and_nothing_runs_twice(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
     start_worker("--queues", "cpu", "--processes", "2")
     steady, victim = tmp_path / "steady", tmp_path / "victim"
     kept = app.tasks["tally"].send(path=str(steady), seconds=3)
@@ -107,34 +111,34 @@ def test_a_dead_pool_process_fails_only_its_own_job_and_nothing_runs_twice(app, 
         time.sleep(0.05)
     (victim_pid, _), = _notes(victim)
     os.kill(victim_pid, signal.SIGKILL)
-    assert lost.get(timeout=60).err.code == "WORKER_PROCESS_LOST"
+    assert lost.get(timeout=60).err_value.code == "WORKER_PROCESS_LOST"
     result = kept.get(timeout=60)
     assert result.unwrap() == 1, "the other job was not failed, and ended in its first attempt"
     assert len(_notes(steady)) == 1, f"it ran once: {_notes(steady)}"
     assert app.tasks["pid"].send().get(timeout=60).is_ok(), "the dead process was replaced"
 
 
-def test_a_pool_body_past_its_timeout_is_stopped_before_its_next_attempt(app, start_worker, tmp_path):
+def test_a_pool_body_past_its_timeout_is_stopped_before_its_next_attempt(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
     start_worker("--queues", "cpu", "--processes", "2")
     notes = tmp_path / "overrun"
     result = app.tasks["overrun"].send(path=str(notes), seconds=4).get(timeout=60)
-    assert result.err.code == "TIMEOUT", result
+    assert result.err_value.code == "TIMEOUT", result
     time.sleep(4.5)
     seen = _notes(notes)
     assert [attempt for _, attempt in seen] == [1, 2], f"each attempt began once: {seen}"
     assert seen[0][0] != seen[1][0], "the first attempt's process was replaced"
 
 
-def test_get_of_a_job_or_run_that_does_not_exist_is_a_not_found_result(app):
+def test_get_of_a_job_or_run_that_does_not_exist_is_a_not_found_result(app: remuda.App) -> None:
     app.client  # migrated
     missing = app.handle(987654321).get(timeout=1)
-    assert missing.err.code == "NOT_FOUND", missing
-    assert "987654321" in missing.err.message
+    assert missing.err_value.code == "NOT_FOUND", missing
+    assert "987654321" in missing.err_value.message
     run = app.workflow_handle(987654321).get(timeout=1)
-    assert run.err.code == "NOT_FOUND", run
+    assert run.err_value.code == "NOT_FOUND", run
 
 
-def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url):
+def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url: str) -> None:
     from psycopg.conninfo import conninfo_to_dict
 
     from urllib.parse import urlencode
@@ -148,16 +152,16 @@ def test_a_sqlalchemy_style_url_with_a_driver_is_accepted(database_url):
     assert app.handle(1).info() is None, "it connects"
 
 
-def test_an_error_said_not_retryable_ends_the_job_and_comes_back_so(app, start_worker):
+def test_an_error_said_not_retryable_ends_the_job_and_comes_back_so(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     handle = app.tasks["refuse_for_good"].send()
     result = handle.get(timeout=60)
-    assert result.err.code == "GONE"
-    assert result.err.retryable is False, result.err
-    assert handle.info()["attempt"] == 1, "no retry"
+    assert result.err_value.code == "GONE"
+    assert result.err_value.retryable is False, result.err
+    assert job_info(handle)["attempt"] == 1, "no retry"
 
 
-def test_an_apps_retry_policy_and_exception_mapper_apply_to_its_tasks(database_url):
+def test_an_apps_retry_policy_and_exception_mapper_apply_to_its_tasks(database_url: str) -> None:
     from remuda.context import JobContext
     from remuda.running import call_sync
 
@@ -184,7 +188,7 @@ def test_an_apps_retry_policy_and_exception_mapper_apply_to_its_tasks(database_u
     assert remuda.App(database_url).retry == remuda.RetryPolicy(), "by default 25 attempts, exponential"
 
 
-def test_sending_a_kind_no_worker_runs_warns_once(app):
+def test_sending_a_kind_no_worker_runs_warns_once(app: remuda.App) -> None:
     import warnings
 
     with pytest.warns(RuntimeWarning, match="no worker is running"):
@@ -194,7 +198,7 @@ def test_sending_a_kind_no_worker_runs_warns_once(app):
         app.tasks["add"].send(2, 3)  # said once per kind and queue
 
 
-def test_sending_a_kind_a_worker_runs_does_not_warn(app, start_worker):
+def test_sending_a_kind_a_worker_runs_does_not_warn(app: remuda.App, start_worker: StartWorker) -> None:
     import warnings
 
     start_worker()
@@ -204,41 +208,42 @@ def test_sending_a_kind_a_worker_runs_does_not_warn(app, start_worker):
 
 
 @pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
-def test_get_times_out_with_wait_timeout(app):
-    handle = app.tasks["add"].send(1, 1, queue="nobody-serves-this")
+def test_get_times_out_with_wait_timeout(app: remuda.App) -> None:
+    handle = app.tasks["add"].options(queue="nobody-serves-this").send(1, 1)
     result = handle.get(timeout=0.3)
-    assert result.err.code == "WAIT_TIMEOUT"
+    assert result.err_value.code == "WAIT_TIMEOUT"
     assert handle.get(timeout_ms=100).err_value.error_code == "WAIT_TIMEOUT"
-    assert handle.info()["state"] == "available", "the job is still waiting"
+    assert job_info(handle)["state"] == "available", "the job is still waiting"
 
 
-def test_send_in_a_rolled_back_transaction_leaves_no_job(app, db, start_worker):
+def test_send_in_a_rolled_back_transaction_leaves_no_job(app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker) -> None:
     add = app.tasks["add"]
     with pytest.raises(RuntimeError):
         with db.transaction():
             add.send_in(db, 1, 2)
             raise RuntimeError("roll back")
-    assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone()[0] == 0
+    row = db.execute("SELECT count(*) FROM remuda.jobs").fetchone()
+    assert row is not None and row[0] == 0
     with db.transaction():
-        handle = add.send_in(db, 5, 6, priority=3, delay=dt.timedelta(milliseconds=1))
+        handle = add.options(priority=3, delay=dt.timedelta(milliseconds=1)).send_in(db, 5, 6)
     start_worker()
     assert handle.get(timeout=30).unwrap() == 11
-    assert handle.info()["priority"] == 3
+    assert job_info(handle)["priority"] == 3
 
 
 @pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
-def test_send_options_and_bad_input_are_checked(app):
+def test_send_options_and_bad_input_are_checked(app: remuda.App) -> None:
     add = app.tasks["add"]
     first = add.send(1, 2, unique_key="once", queue="held")
-    again = add.send(1, 2, unique_key="once", queue="held")
+    again = add.options(unique_key="once", queue="held").send(1, 2)
     assert again.duplicate and again.id == first.id
-    later = add.send(1, 2, run_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1))
-    assert later.info()["state"] == "scheduled"
+    later = add.options(run_at=dt.datetime.now(dt.timezone.utc) + dt.timedelta(hours=1)).send(1, 2)
+    assert job_info(later)["state"] == "scheduled"
     with pytest.raises(remuda.RemudaError) as refused:
-        add.send(1, 2, max_attempts=0)
+        add.options(max_attempts=0).send(1, 2)
     assert refused.value.code == "BAD_INPUT" and "max_attempts" in refused.value.message
     with pytest.raises(ValueError, match="time zone"):
-        add.send(1, 2, run_at=dt.datetime(2030, 1, 1))
+        add.options(run_at=dt.datetime(2030, 1, 1)).send(1, 2)
     with pytest.raises(TypeError, match="unexpected keyword|got an unexpected"):
         add.send(1, 2, c=3)
     with pytest.raises(TypeError, match="not JSON"):
@@ -261,3 +266,44 @@ def test_send_options_and_bad_input_are_checked(app):
 
     assert spread.bind((), {"a": 1, "b": 2}) == {"a": 1, "b": 2}, "**kwargs are spread into the args"
     assert app.tasks["add"].send_many([{"a": i, "b": i} for i in range(100)]) == 100
+
+
+@pytest.mark.filterwarnings("ignore:no live worker runs:RuntimeWarning")
+def test_pending_async_waits_hold_no_thread_so_a_finished_job_is_not_delayed(app: remuda.App, start_worker: StartWorker) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    start_worker()
+    add = app.tasks["add"]
+    never = add.options(queue="nobody").send(1, 2)
+
+    async def main() -> remuda.TaskResult[Any]:
+        # one thread for everything run off the loop: a wait holding it would hold all
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=1))
+        threads = threading.active_count()
+        pending = [asyncio.create_task(never.get_async(timeout=30)) for _ in range(8)]
+        await asyncio.sleep(0.2)
+        assert threading.active_count() == threads, "no thread per wait"
+        finished = add.send(2, 3)
+        try:
+            return await asyncio.wait_for(finished.get_async(timeout=20), 15)
+        finally:
+            for task in pending:
+                task.cancel()
+
+    assert asyncio.run(main()).unwrap() == 5
+
+
+DEFAULT_PROMOTION = FAST.replace('promote_interval = "100ms"', 'promote_interval = "1s"')
+
+
+def test_a_retry_after_under_a_second_runs_after_its_delay_not_the_next_promotion(app: remuda.App, start_worker: StartWorker) -> None:
+    start_worker(settings=DEFAULT_PROMOTION)
+    handle = app.tasks["flaky"].send(succeed_on=3)
+    assert handle.get(timeout=30).unwrap() == 3
+    info = job_info(handle)
+    starts = [dt.datetime.fromisoformat(e["started_at"]) for e in info["errors"]] + [dt.datetime.fromisoformat(info["started_at"])]
+    ends = [dt.datetime.fromisoformat(e["at"]) for e in info["errors"]]
+    gaps = [(start - end).total_seconds() for end, start in zip(ends, starts[1:])]
+    # fixed(0.05): each retry after 50 ms, not at the promotion's next tick a second apart
+    assert len(gaps) == 2 and all(0.04 <= g < 0.3 for g in gaps), gaps

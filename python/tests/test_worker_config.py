@@ -8,22 +8,28 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import psycopg
 import pytest
 
+import remuda
 from conftest import HERE
 
 
-def python_m_remuda(database_url: str, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def python_m_remuda(database_url: str | None, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    assert database_url is not None, "the app's database"
     env = {**os.environ, "REMUDA_TEST_URL": database_url}
     return subprocess.run([sys.executable, "-m", "remuda", *args], cwd=HERE, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
-def test_command_tasks_of_the_config_file_run_beside_python_ones(app, db, tmp_path: Path):
+def test_command_tasks_of_the_config_file_run_beside_python_ones(app: remuda.App, db: psycopg.Connection[Any], tmp_path: Path) -> None:
     config = tmp_path / "remuda.toml"
     config.write_text('[worker]\nconcurrency = 4\n\n[tasks.shout]\ncommand = ["sh", "-c", "cat >/dev/null; echo \'{\\"said\\": \\"HEY\\"}\'"]\n')
-    shout = db.execute("SELECT remuda.enqueue('shout', '{\"word\": \"hey\"}', max_attempts => 1)").fetchone()[0]
+    row = db.execute("SELECT remuda.enqueue('shout', '{\"word\": \"hey\"}', max_attempts => 1)").fetchone()
+    assert row is not None
+    shout = row[0]
     added = app.tasks["add"].send(2, 2)
     done = python_m_remuda(app.database_url, "worker", "tasks:app", "--config", str(config), "--once")
     assert done.returncode == 0, done.stderr
@@ -32,7 +38,7 @@ def test_command_tasks_of_the_config_file_run_beside_python_ones(app, db, tmp_pa
     assert result.unwrap() == {"said": "HEY"}, result
 
 
-def test_a_mistake_in_the_config_file_is_named_with_the_file(app, tmp_path: Path):
+def test_a_mistake_in_the_config_file_is_named_with_the_file(app: remuda.App, tmp_path: Path) -> None:
     config = tmp_path / "remuda.toml"
     config.write_text("[worker]\nconcurency = 4\n")
     refused = python_m_remuda(app.database_url, "worker", "tasks:app", "--config", str(config))
@@ -41,14 +47,14 @@ def test_a_mistake_in_the_config_file_is_named_with_the_file(app, tmp_path: Path
 
 
 @pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
-def test_once_exits_1_when_a_job_failed(app):
+def test_once_exits_1_when_a_job_failed(app: remuda.App) -> None:
     app.tasks["broken"].send()
     done = python_m_remuda(app.database_url, "worker", "tasks:app", "--once")
     assert done.returncode == 1, done.stderr
     assert "1 failed" in done.stderr
 
 
-def test_the_benchmark_drains_every_job_and_measures_pickup(database_url):
+def test_the_benchmark_drains_every_job_and_measures_pickup(database_url: str) -> None:
     env = {**os.environ, "DATABASE_URL": database_url}
     done = subprocess.run(
         [sys.executable, "-m", "remuda", "bench", "--jobs", "300", "--pickup", "5", "--json"],

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 import remuda
+from conftest import StartWorker
 
 
-def test_args_from_passes_typed_results_into_a_join(app, start_worker):
+def test_args_from_passes_typed_results_into_a_join(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     add, combine = app.tasks["add"], app.tasks["combine"]
     left = add.node(1, 2, node_id="left")
@@ -22,9 +23,11 @@ def test_args_from_passes_typed_results_into_a_join(app, start_worker):
     assert nodes["combine"]["state"] == "completed"
     again = wf.start(key="sums-1")
     assert wf.start(key="sums-1").id == again.id, "one run per key"
+    with pytest.warns(RuntimeWarning, match="the input given now was ignored"):
+        assert wf.start({"other": 1}, key="sums-1").id == again.id
 
 
-def test_the_run_input_a_signal_and_controls(app, start_worker):
+def test_the_run_input_a_signal_and_controls(app: remuda.App, start_worker: StartWorker) -> None:
     add = app.tasks["add"]
     first = add.node(args_from={"a": remuda.INPUT}, b=1)
     approval = remuda.signal("approve", waits_for=[first])
@@ -33,7 +36,7 @@ def test_the_run_input_a_signal_and_controls(app, start_worker):
     assert handle.pause() == "running"
     assert handle.resume() == "paused"
     start_worker()
-    assert handle.get(timeout=0.5).err.code == "WAIT_TIMEOUT", "waits for the signal"
+    assert handle.get(timeout=0.5).err_value.code == "WAIT_TIMEOUT", "waits for the signal"
     assert handle.signal("approve", {"by": "ops"}) == 1
     assert handle.get(timeout=60).unwrap() == 4
     status = handle.status()
@@ -41,14 +44,14 @@ def test_the_run_input_a_signal_and_controls(app, start_worker):
     assert status["nodes"]["approve"]["result"] == {"ok": {"by": "ops"}}
 
 
-def test_a_failed_run_is_retried_and_a_bad_definition_lists_its_problems(app, start_worker):
+def test_a_failed_run_is_retried_and_a_bad_definition_lists_its_problems(app: remuda.App, start_worker: StartWorker) -> None:
     refuse, add = app.tasks["refuse"], app.tasks["add"]
     bad = refuse.node(why="no")
     after = add.node(1, 1, waits_for=[bad])
     handle = app.workflow("fails", [bad, after]).start()
     start_worker()
     result = handle.get(timeout=60)
-    assert result.is_err() and result.err.code == "REFUSED"
+    assert result.is_err() and result.err_value.code == "REFUSED"
     assert handle.retry() == "failed"
     assert handle.cancel() in ("running", "failed")
     loop = add.node(1, 1, node_id="a", waits_for=["b"])
@@ -59,7 +62,7 @@ def test_a_failed_run_is_retried_and_a_bad_definition_lists_its_problems(app, st
     assert app.workflow("ok", [add.node(1, 2)]).compile()["nodes"][0]["id"] == "add"
 
 
-def test_nodes_take_their_tasks_queue(app, start_worker):
+def test_nodes_take_their_tasks_queue(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker("--queues", "async")
     double = app.tasks["double"]
     first = double.node(x=2)
@@ -70,7 +73,7 @@ def test_nodes_take_their_tasks_queue(app, start_worker):
         app.workflow("dupes", [double.node(x=1, node_id="a"), double.node(x=2, node_id="a")]).start()
 
 
-def test_a_maps_result_reaches_a_task_result_parameter_as_one(app, start_worker):
+def test_a_maps_result_reaches_a_task_result_parameter_as_one(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     listing, square, total = app.tasks["listing"], app.tasks["square"], app.tasks["total"]
     numbers = listing.node(n=3)
@@ -82,7 +85,7 @@ def test_a_maps_result_reaches_a_task_result_parameter_as_one(app, start_worker)
     assert result.unwrap() == 1 + 4 + 9, "TaskResult[list[int]] of the elements' values"
 
 
-def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app, start_worker):
+def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     add, listing, square = app.tasks["add"], app.tasks["listing"], app.tasks["square"]
     numbers = listing.node(n=4)

@@ -92,6 +92,40 @@ impl Client {
         job.map(|j| text(&j)).transpose()
     }
 
+    /// Waits for a job as `wait` does, on the shared runtime without holding a thread:
+    /// `callback(job_json | None, error | None)` is called (from a runtime thread) when it
+    /// ends. The returned handle stops the wait early.
+    fn wait_callback(&self, id: i64, timeout: f64, callback: PyObject) -> PyResult<Waiting> {
+        let timeout = seconds("timeout", timeout)?;
+        let client = self.inner.clone();
+        spawn_wait(callback, async move {
+            match client.wait(id, timeout).await {
+                Ok(job) => Ok(Some(serde_json::to_string(&job)?)),
+                Err(remuda::Error::WaitTimeout { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    /// Waits for a run as `wait_workflow` does, without holding a thread (see
+    /// `wait_callback`).
+    fn wait_workflow_callback(
+        &self,
+        id: i64,
+        timeout: f64,
+        callback: PyObject,
+    ) -> PyResult<Waiting> {
+        let timeout = seconds("timeout", timeout)?;
+        let client = self.inner.clone();
+        spawn_wait(callback, async move {
+            match client.wait_workflow(id, timeout).await {
+                Ok(run) => Ok(Some(serde_json::to_string(&run)?)),
+                Err(remuda::Error::WorkflowWaitTimeout { .. }) => Ok(None),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
     /// Whether a live worker serves `queue` and runs `kind`, and whether any worker lives:
     /// `(served, any_worker)`.
     fn kind_served(&self, py: Python<'_>, kind: &str, queue: &str) -> PyResult<(bool, bool)> {
@@ -120,7 +154,8 @@ impl Client {
     }
 
     /// Starts a run of a spec (JSON) with input (JSON) and an idempotency key:
-    /// `(id, existed)`.
+    /// `(id, existed, warning)`, the warning saying when the key's run was started with
+    /// another input (the input given now was not used).
     #[pyo3(signature = (spec, input, key = None))]
     fn start_workflow(
         &self,
@@ -128,11 +163,11 @@ impl Client {
         spec: &str,
         input: &str,
         key: Option<&str>,
-    ) -> PyResult<(i64, bool)> {
+    ) -> PyResult<(i64, bool, Option<String>)> {
         let spec: WorkflowSpec = parse("workflow spec", spec)?;
         let input: Value = parse("workflow input", input)?;
         let started = block_on(py, self.inner.start_workflow_spec(&spec, &input, key))?;
-        Ok((started.id, started.existed))
+        Ok((started.id, started.existed, started.warning(key)))
     }
 
     /// A run with its nodes as JSON, or `None`.
@@ -201,6 +236,44 @@ where
         }
         py.check_signals()?;
     }
+}
+
+/// A wait running on the shared runtime (`Client.wait_callback`).
+#[pyclass(frozen, module = "remuda._native")]
+pub struct Waiting {
+    task: tokio::task::AbortHandle,
+}
+
+#[pymethods]
+impl Waiting {
+    /// Stops the wait (its callback is then never called).
+    fn cancel(&self) {
+        self.task.abort();
+    }
+}
+
+/// Runs `wait` on the shared runtime and gives its outcome to `callback(text, error)`.
+fn spawn_wait<F>(callback: PyObject, wait: F) -> PyResult<Waiting>
+where
+    F: std::future::Future<Output = remuda::Result<Option<String>>> + Send + 'static,
+{
+    let handle = crate::convert::runtime()?.spawn(async move {
+        let outcome = wait.await;
+        Python::with_gil(|py| {
+            let (value, failure) = match outcome {
+                Ok(text) => (text, None),
+                Err(e) => (None, Some(from_remuda(e).into_value(py))),
+            };
+            if let Err(e) = callback.call1(py, (value, failure)) {
+                // the callback only schedules the result on its event loop: a failure there
+                // is a bug of the package, said where Python says unraisable errors
+                e.write_unraisable(py, None);
+            }
+        });
+    });
+    Ok(Waiting {
+        task: handle.abort_handle(),
+    })
 }
 
 /// Longest a wait holds on without looking at Python's signals.

@@ -29,12 +29,11 @@ where
         .map_err(from_remuda)
 }
 
-/// `remuda.RemudaError(code, message)`, made in Python (the class lives in the package).
+/// `remuda.RemudaError(code, message)` (for `BAD_INPUT`, the subclass that is also a
+/// `ValueError`), made in Python: the classes live in the package.
 pub fn error(code: &str, message: &str) -> PyErr {
     Python::with_gil(|py| {
-        let class = py
-            .import("remuda.errors")
-            .and_then(|m| m.getattr("RemudaError"));
+        let class = py.import("remuda.errors").and_then(|m| m.getattr("make"));
         match class.and_then(|c| c.call1((code, message))) {
             Ok(instance) => PyErr::from_value(instance),
             Err(e) => e,

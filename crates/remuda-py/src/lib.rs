@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Client>()?;
+    m.add_class::<client::Waiting>()?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::Done>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;

@@ -8,7 +8,7 @@ use crate::convert::{block_on, error, parse, text};
 use crate::options::TaskSpec;
 use futures_util::future::BoxFuture;
 use pyo3::prelude::*;
-use remuda::{DynTask, JobContext, Jsonb, TaskError};
+use remuda::{DynTask, JobContext, Jsonb, StopReason, TaskError};
 use remuda_cli::config::Config;
 use remuda_cli::worker_setup::{self, Overrides};
 use serde::Deserialize;
@@ -29,8 +29,8 @@ enum Message {
         info: String,
         done: Done,
     },
-    /// The run with this token must stop.
-    Cancel(u64),
+    /// The run with this token must stop, and why (`cancel`, `shutdown`, `timeout`, `fenced`).
+    Cancel(u64, &'static str),
 }
 
 /// The answer of one job: `("ok", output JSON)`, `("err", {"code", "message", "data",
@@ -89,6 +89,7 @@ impl DynTask for PythonTask {
             let mut guard = StopOnDrop {
                 queue: self.queue.clone(),
                 token: Some(token),
+                ctx: ctx.clone(),
             };
             let outcome = tokio::select! {
                 outcome = &mut rx => outcome,
@@ -99,6 +100,14 @@ impl DynTask for PythonTask {
             };
             guard.token = None;
             match outcome {
+                // the body saw the stop and returned: the worker gives the job back
+                Ok((status, _)) if status == "stopped" => {
+                    ctx.stop.mark_seen();
+                    Err(TaskError::new(
+                        "STOPPED",
+                        "the task saw the stop and returned early",
+                    ))
+                }
                 Ok((status, payload)) => answer(&status, payload),
                 Err(_) => Err(TaskError::new(
                     "WORKER_STOPPING",
@@ -115,13 +124,20 @@ struct StopOnDrop {
     queue: mpsc::Sender<Message>,
     /// The run still going in Python; `None` once it answered or was told.
     token: Option<u64>,
+    /// The attempt's context: why it stops (a drop without a stop asked is its timeout).
+    ctx: JobContext,
 }
 
 impl StopOnDrop {
     fn stop(&mut self) {
         if let Some(token) = self.token.take() {
+            let reason = if self.ctx.cancel.is_cancelled() {
+                self.ctx.stop.reason().unwrap_or(StopReason::Shutdown)
+            } else {
+                StopReason::Timeout
+            };
             // a stopped dispatcher has nothing left to stop
-            let _ = self.queue.send(Message::Cancel(token));
+            let _ = self.queue.send(Message::Cancel(token, reason.as_str()));
         }
     }
 }
@@ -400,9 +416,10 @@ impl Worker {
                     .into_pyobject(py)?
                     .into_any()
                     .unbind()),
-                Message::Cancel(token) => {
-                    Ok(("cancel", token).into_pyobject(py)?.into_any().unbind())
-                }
+                Message::Cancel(token, reason) => Ok(("cancel", token, reason)
+                    .into_pyobject(py)?
+                    .into_any()
+                    .unbind()),
             })
             .collect::<PyResult<Vec<_>>>()
             .map(Some)

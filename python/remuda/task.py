@@ -1,0 +1,338 @@
+"""Declared tasks and sent jobs: ``@app.task`` makes a :class:`SyncTask` or an
+:class:`AsyncTask`, generic in the function's parameters and result; ``send`` checks its
+arguments against them and returns a :class:`TaskHandle` whose ``get()`` is a
+:class:`TaskResult` of that result."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generic, Iterable, Optional, ParamSpec, TypeVar, overload
+
+from . import _native, codec, sending
+from .errors import InputTypeError, RemudaError
+from .result import TaskError, TaskResult
+from .retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .app import App
+    from .sending import SendOptions
+    from .workflow import TaskNode
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class Task(Generic[P, R]):
+    """A declared task: ``send`` it, ``options(…)`` then send it, or make a workflow
+    ``node`` of it. ``P`` are the function's parameters, ``R`` what it returns (for an
+    ``async def``, what it returns when awaited)."""
+
+    def __init__(
+        self,
+        app: App,
+        name: str,
+        fn: Callable[P, Any],
+        queue: str,
+        priority: int,
+        timeout: float | None,
+        retry: RetryPolicy,
+        exception_mapper: dict[type[BaseException], str],
+    ) -> None:
+        self.app = app
+        self.name = name
+        self.fn = fn
+        self.queue = queue
+        self.priority = priority
+        self.timeout = timeout
+        self.retry = retry
+        self.exception_mapper = exception_mapper
+        self.is_async = inspect.iscoroutinefunction(fn)
+        self.signature = signature_of(fn)
+        for param in self.signature.parameters.values():
+            if param.kind in (param.POSITIONAL_ONLY, param.VAR_POSITIONAL):
+                raise InputTypeError(
+                    f"task {name}: parameter {param.name!r} is positional-only or *args; a job's args are passed by name, "
+                    "so give every parameter a name (**kwargs is fine)"
+                )
+        #: how each argument and the result are rebuilt from JSON (from the annotations)
+        self.codec = codec.TaskCodec(fn, self.signature)
+        self.__doc__ = fn.__doc__
+        self.__name__ = getattr(fn, "__name__", name)
+
+    def __repr__(self) -> str:
+        return f"<remuda task {self.name!r}>"
+
+    def spec(self) -> dict[str, Any]:
+        """The options the worker registers the kind with."""
+        timeout = None if self.timeout is None else sending.seconds("timeout", self.timeout)
+        spec = {"queue": self.queue, "priority": self.priority, "timeout": timeout}
+        spec.update(self.retry.to_json())
+        return spec
+
+    def defaults(self) -> dict[str, Any]:
+        """What its jobs and workflow nodes get unless told otherwise."""
+        return {"queue": self.queue, "priority": self.priority, "max_attempts": self.retry.max_attempts, "timeout": self.timeout}
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], partial: bool = False) -> dict[str, Any]:
+        """Positional and keyword arguments as the job's args (by name; ``**kwargs`` spread
+        out). A send must give every required argument (``partial``: a workflow node may
+        take some from ``args_from``)."""
+        try:
+            bound = self.signature.bind_partial(*args, **kwargs) if partial else self.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise InputTypeError(f"task {self.name}{self.signature}: {e}") from None
+        out: dict[str, Any] = {}
+        for key, value in bound.arguments.items():
+            if self.signature.parameters[key].kind == inspect.Parameter.VAR_KEYWORD:
+                out.update(value)
+            else:
+                out[key] = value
+        return out
+
+    def encode(self, args: dict[str, Any]) -> str:
+        """The job's args as JSON (see :mod:`remuda.codec` for the types beyond JSON)."""
+        return self.codec.encode_args(self.name, args)
+
+    def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The job's args as JSON and the send options among the keywords (an option that
+        is also a parameter's name is the argument)."""
+        params = self.signature.parameters
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in sending.OPTIONS and k not in params}
+        return self.encode(self.bind(args, kwargs)), options
+
+    def send(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """Enqueues a job with the task's arguments (checked against its signature). Send
+        options (``delay=``, ``unique_key=``, …) go through :meth:`options`; given here
+        among the arguments they are taken too, untyped."""
+        payload, options = self.split(args, dict(kwargs))
+        return self._send(payload, options)
+
+    def send_in(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """Enqueues a job inside the caller's psycopg (3) transaction (``conn`` is a
+        connection or cursor), through the SQL function ``remuda.enqueue``: the job exists
+        if and only if that transaction commits."""
+        payload, options = self.split(args, dict(kwargs))
+        return self._send_in(conn, payload, options)
+
+    def send_many(self, calls: Iterable[dict[str, Any]], **options: Unpack[SendOptions]) -> int:
+        """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
+        jobs due now): how many were inserted."""
+        payloads = [self.encode(self.bind((), dict(c))) for c in calls]
+        merged = sending.normalise({**self.defaults(), **options})
+        return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
+
+    def options(self, **options: Unpack[SendOptions]) -> Sending[P, R]:
+        """The task with send options: ``charge.options(delay=60, unique_key="o-1").send(order_id="o-1")``
+        (every option in ``remuda.sending.SendOptions``; checked here)."""
+        sending.normalise(dict(options))
+        return Sending(self, dict(options))
+
+    def handle(self, id: int) -> TaskHandle[R]:
+        """A handle on an existing job of this task (its result rebuilt as the task's)."""
+        return TaskHandle(self.app, id, False, self.codec)
+
+    @overload
+    def node(self, *args: Any, map: dict[str, Any], **kwargs: Any) -> TaskNode[list[R]]: ...
+
+    @overload
+    def node(self, *args: Any, map: None = None, **kwargs: Any) -> TaskNode[R]: ...
+
+    def node(self, *args: Any, map: dict[str, Any] | None = None, **kwargs: Any) -> TaskNode[Any]:
+        """A workflow node running this task: its arguments plus ``waits_for=[…]``,
+        ``args_from={"arg": node}``, ``join="all"|"any"|"quorum"``, ``min_success=``,
+        ``run_if=``, ``skip_if=``, ``context_from=[…]``, ``allow_failed_deps=``, ``map=``,
+        ``node_id=``, ``queue=``, ``priority=``, ``max_attempts=``, ``timeout=``, ``deadline=``
+        (queue, priority, attempts and timeout default to the task's). A map node
+        (``map={"over": node, "pointer": "/items"}``) runs once per element, with the element
+        and its position added to the args as ``item`` and ``index``; its result is the list
+        of the elements' results."""
+        from .workflow import TaskNode
+
+        if map is not None:
+            kwargs["map"] = map
+        return TaskNode.of(self, args, kwargs)
+
+    def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
+        merged = sending.normalise({**self.defaults(), **options})
+        id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
+        self.app.warn_if_unserved(self.name, str(merged.get("queue", self.queue)))
+        return TaskHandle(self.app, id, duplicate, self.codec)
+
+    def _send_in(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
+        merged = sending.normalise({**self.defaults(), **options})
+        statement, params = sending.enqueue_sql(self.name, payload, merged)
+        row = conn.execute(statement, params).fetchone()
+        return TaskHandle(self.app, int(row[0]), False, self.codec)
+
+
+class SyncTask(Task[P, R]):
+    """A task of a plain ``def``: calling it runs the function here."""
+
+    def __init__(self, app: App, name: str, fn: Callable[P, R], *rest: Any) -> None:
+        super().__init__(app, name, fn, *rest)
+        self._call = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._call(*args, **kwargs)
+
+
+class AsyncTask(Task[P, R]):
+    """A task of an ``async def``: calling it returns the coroutine, as the function does."""
+
+    def __init__(self, app: App, name: str, fn: Callable[P, Coroutine[Any, Any, R]], *rest: Any) -> None:
+        super().__init__(app, name, fn, *rest)
+        self._call = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, R]:
+        return self._call(*args, **kwargs)
+
+
+class Sending(Generic[P, R]):
+    """A task with send options (:meth:`Task.options`): ``send``, ``send_in`` and
+    ``send_many`` as the task's, with those options."""
+
+    def __init__(self, task: Task[P, R], options: dict[str, Any]) -> None:
+        self.task = task
+        self.opts = options
+
+    def send(self, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """:meth:`Task.send` with these options."""
+        payload, extra = self.task.split(args, dict(kwargs))
+        return self.task._send(payload, {**self.opts, **extra})
+
+    def send_in(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """:meth:`Task.send_in` with these options."""
+        payload, extra = self.task.split(args, dict(kwargs))
+        return self.task._send_in(conn, payload, {**self.opts, **extra})
+
+    def send_many(self, calls: Iterable[dict[str, Any]]) -> int:
+        """:meth:`Task.send_many` with these options."""
+        return self.task.send_many(calls, **self.opts)
+
+
+class TaskHandle(Generic[R]):
+    """A sent job: ``id``, ``duplicate`` (a unique job's holder was returned) and ``get``."""
+
+    def __init__(self, app: App, id: int, duplicate: bool, decoder: codec.TaskCodec | None = None) -> None:
+        self.app = app
+        self.id = id
+        self.duplicate = duplicate
+        self.decoder = decoder
+
+    def __repr__(self) -> str:
+        return f"TaskHandle(id={self.id})"
+
+    def get(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[R]:
+        """Waits (LISTEN/NOTIFY, no polling) for the job's final state: its result, or
+        ``TaskError("WAIT_TIMEOUT")`` if ``timeout`` seconds (or ``timeout_ms``) pass first
+        (``None``: no limit). Every outcome of the job is a :class:`TaskResult`, a job that
+        does not exist too (``TaskError("NOT_FOUND")``); only bad arguments and database
+        failures raise :class:`RemudaError`."""
+        wait = wait_seconds(timeout, timeout_ms)
+        try:
+            text = self.app.client.wait(self.id, wait)
+        except RemudaError as e:
+            return self._missing(e)
+        return self._outcome(text, timeout if timeout_ms is None else timeout_ms / 1000)
+
+    async def get_async(self, timeout: float | None = None, *, timeout_ms: int | None = None) -> TaskResult[R]:
+        """:meth:`get` for asyncio code: the wait is the Rust client's, on its own runtime,
+        and holds no thread while it waits."""
+        wait = wait_seconds(timeout, timeout_ms)
+        try:
+            text = await native_wait(lambda done: self.app.client.wait_callback(self.id, wait, done))
+        except RemudaError as e:
+            return self._missing(e)
+        return self._outcome(text, timeout if timeout_ms is None else timeout_ms / 1000)
+
+    def info(self) -> dict[str, Any] | None:
+        """The job as stored (state, attempts, errors, result), or ``None``."""
+        text = self.app.client.job(self.id)
+        return None if text is None else dict(json.loads(text))
+
+    def cancel(self) -> str:
+        """Cancels the job (a running one is asked to stop): the state it had."""
+        return str(self.app.client.cancel(self.id))
+
+    def _missing(self, e: RemudaError) -> TaskResult[R]:
+        if e.code != "NOT_FOUND":
+            raise e
+        return TaskResult(err=TaskError("NOT_FOUND", f"there is no job {self.id}: it was never enqueued, or retention deleted it"))
+
+    def _outcome(self, text: str | None, timeout: float | None) -> TaskResult[R]:
+        if text is None:
+            return TaskResult(err=TaskError("WAIT_TIMEOUT", f"job {self.id} did not finish within {timeout}s"))
+        result: TaskResult[R] = job_result(json.loads(text))
+        if self.decoder is not None and result.is_ok():
+            return TaskResult(ok=self.decoder.decode_result(result.ok))
+        return result
+
+
+def signature_of(fn: Callable[..., Any]) -> inspect.Signature:
+    """The function's signature with its annotations resolved where they can be (so that
+    messages read ``add(a: int, b: int) -> int``, not ``'int'``)."""
+    try:
+        return inspect.signature(fn, eval_str=True)
+    except Exception:  # noqa: BLE001 - a name that cannot be resolved leaves the text
+        return inspect.signature(fn)
+
+
+def wait_seconds(timeout: float | None, timeout_ms: int | None) -> float:
+    """A wait's limit in seconds (no limit: a century)."""
+    if timeout_ms is not None:
+        return sending.seconds("timeout_ms", timeout_ms) / 1000
+    return 100 * 365 * 86400.0 if timeout is None else sending.seconds("timeout", timeout)
+
+
+Settle = Callable[[Optional[str], Optional[BaseException]], None]
+
+
+async def native_wait(start: Callable[[Settle], _native.Waiting]) -> str | None:
+    """Awaits a wait of the Rust client started by ``start(done)`` on its own runtime (no
+    thread held): what it gave, or the error it raised. A wait given up (the awaiting task
+    cancelled) is stopped at once."""
+    future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+    waiting = start(resolver(future))
+    try:
+        return await future
+    finally:
+        waiting.cancel()
+
+
+def resolver(future: asyncio.Future[str | None]) -> Settle:
+    """What the Rust client calls, from its own thread, when a wait ends: the future is set
+    on its event loop."""
+    loop = future.get_loop()
+
+    def resolve(text: str | None, error: BaseException | None) -> None:
+        def settle() -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(text)
+
+        loop.call_soon_threadsafe(settle)
+
+    return resolve
+
+
+def job_result(job: dict[str, Any]) -> TaskResult[Any]:
+    """The outcome of a job in a final state."""
+    result = job.get("result")
+    if isinstance(result, dict) and ("ok" in result or "err" in result):
+        return TaskResult.from_json(result)
+    state = job.get("state")
+    if state == "cancelled":
+        return TaskResult(err=TaskError("CANCELLED", f"job {job.get('id')} was cancelled"))
+    if state == "expired":
+        return TaskResult(err=TaskError("EXPIRED", f"job {job.get('id')} did not start before its deadline"))
+    errors = job.get("errors") or []
+    if errors:
+        return TaskResult(err=TaskError.from_json(errors[-1]))
+    return TaskResult(err=TaskError("NO_RESULT", f"job {job.get('id')} ended {state} without a result"))

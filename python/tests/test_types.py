@@ -1,0 +1,112 @@
+"""Arguments and results beyond JSON rebuilt from the annotations; args a task cannot take
+refused with its signature; one rule for bad input (a ``RemudaError`` with code
+``BAD_INPUT`` that is also a ``TypeError`` or a ``ValueError``, naming the option)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+import pytest
+
+import remuda
+from conftest import StartWorker, job_info
+from tasks import Color, Order, Point, Shapes
+
+
+def test_dates_uuids_decimals_enums_dataclasses_pydantic_and_tuples_round_trip(app: remuda.App, start_worker: StartWorker) -> None:
+    when = dt.datetime(2026, 12, 4, 9, 30, 15, 250_000, tzinfo=dt.timezone(dt.timedelta(hours=1)))
+    point = Point(1, -2, when)
+    sent = Shapes(
+        when=when,
+        day=dt.date(2026, 2, 28),
+        id=uuid.UUID("12345678-1234-5678-1234-567812345678"),
+        amount=Decimal("1234.5600"),
+        color=Color.BLUE,
+        point=point,
+        pair=(7, "seven"),
+        order=Order(id=uuid.uuid4(), amount=Decimal("0.10"), placed=dt.date(2026, 1, 1)),
+        points=[point, Point(3, 4, when)],
+        by_name={"sky": Color.BLUE, "rose": Color.RED},
+        wait=dt.timedelta(seconds=90, milliseconds=5),
+        tags=frozenset({"a", "b"}),
+        maybe=None,
+    )
+    start_worker()
+    fields = {name: getattr(sent, name) for name in sent.__dataclass_fields__}
+    handle = app.tasks["shapes"].send(**fields)
+    result = handle.get(timeout=30)
+    assert result.unwrap() == sent, result
+    # stored as plain JSON: the exact decimal as text, the date as ISO 8601
+    stored = job_info(handle)["args"]
+    assert stored["amount"] == "1234.5600" and stored["when"] == "2026-12-04T09:30:15.250000+01:00"
+    assert stored["pair"] == [7, "seven"] and stored["color"] == "blue"
+    # a handle made later rebuilds the result as the task's too
+    assert app.tasks["shapes"].handle(handle.id).get(timeout=5).unwrap() == sent
+    assert isinstance(app.handle(handle.id).get(timeout=5).unwrap(), dict), "an untyped handle gives the JSON"
+
+
+def test_sql_args_a_task_cannot_take_fail_its_job_with_the_signature(
+    app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
+) -> None:
+    bad: dict[str, object] = {"not an object": [1, 2], "missing b": {"a": 1}, "unknown c": {"a": 1, "b": 2, "c": 3}}
+    ids = {why: db.execute("SELECT remuda.enqueue('add', %s::jsonb)", [json.dumps(args)]).fetchone() for why, args in bad.items()}
+    wrong_uuid = db.execute("SELECT remuda.enqueue('shapes', %s::jsonb)", [json.dumps({"id": "nope"})]).fetchone()
+    start_worker()
+    for why, row in ids.items():
+        assert row is not None
+        result = app.handle(row[0]).get(timeout=30)
+        error = result.err_value
+        assert error.code == "BAD_ARGS", (why, error)
+        assert "task add(a: int, b: int) -> int" in error.message, error.message
+        assert job_info(app.handle(row[0]))["attempt"] == 1, "not retried: the same args would fail again"
+    assert "no b" in app.handle(ids["missing b"][0]).get(timeout=5).err_value.message  # type: ignore[index]
+    assert "takes no c" in app.handle(ids["unknown c"][0]).get(timeout=5).err_value.message  # type: ignore[index]
+    assert wrong_uuid is not None
+    message = app.handle(wrong_uuid[0]).get(timeout=30).err_value.message
+    assert "the args have no" in message, "missing arguments are named before types are read"
+
+
+def test_a_value_the_annotation_cannot_take_names_the_parameter(
+    app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
+) -> None:
+    args = {
+        "when": "not a time", "day": "2026-01-01", "id": str(uuid.uuid4()), "amount": "1", "color": "red",
+        "point": {"x": 1, "y": 2, "at": "2026-01-01T00:00:00+00:00"}, "pair": [1, "a"],
+        "order": {"id": str(uuid.uuid4()), "amount": "1", "placed": "2026-01-01"}, "points": [], "by_name": {},
+        "wait": 1, "tags": [],
+    }
+    row = db.execute("SELECT remuda.enqueue('shapes', %s::jsonb)", [json.dumps(args)]).fetchone()
+    assert row is not None
+    start_worker()
+    error = app.handle(row[0]).get(timeout=30).err_value
+    assert error.code == "BAD_ARGS" and error.retryable is False
+    assert "when=\"not a time\"" in error.message and "task shapes(" in error.message, error.message
+
+
+def test_bad_input_is_a_remuda_error_and_a_type_or_value_error_naming_the_option(app: remuda.App) -> None:
+    add = app.tasks["add"]
+    cases: list[tuple[Any, type[Exception], str]] = [
+        (lambda: add.options(priority="high"), remuda.InputTypeError, "priority='high': give an int"),  # type: ignore[arg-type]
+        (lambda: add.options(max_attempts=0), remuda.InputValueError, "max_attempts=0"),
+        (lambda: add.options(delay=-1), remuda.InputValueError, "delay=-1"),
+        (lambda: add.options(delay="soon"), remuda.InputTypeError, "delay='soon'"),  # type: ignore[arg-type]
+        (lambda: add.options(unique_by_args="yes"), remuda.InputTypeError, "unique_by_args='yes'"),  # type: ignore[arg-type]
+        (lambda: add.options(requires="gpu"), remuda.InputTypeError, "requires='gpu'"),
+        (lambda: add.options(run_at=dt.datetime(2030, 1, 1)), remuda.InputValueError, "run_at=2030-01-01 00:00:00"),
+        (lambda: add.options(bogus=1), remuda.InputTypeError, "unknown send option 'bogus'"),  # type: ignore[call-arg]
+        (lambda: add.send(1), remuda.InputTypeError, "task add(a: "),
+        (lambda: add.send(1, object()), remuda.InputTypeError, "object is not JSON"),
+        (lambda: add.options(unique_states=["nope"]).send(1, 2), remuda.InputValueError, "unique_states"),
+    ]
+    for call, kind, says in cases:
+        with pytest.raises(remuda.RemudaError) as raised:
+            call()
+        error = raised.value
+        assert type(error) is kind, (says, error)
+        assert error.code == "BAD_INPUT" and says in error.message, (says, error.message)
+        assert isinstance(error, TypeError if kind is remuda.InputTypeError else ValueError)
