@@ -21,19 +21,21 @@ from .app import App
 from .context import JobContext, current_job
 from .errors import InputTypeError, InputValueError, RemudaError
 from .sending import SendOptions
-from .task import AsyncTask, Sending, SyncTask, Task, TaskHandle
+from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
 from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
     "App",
+    "AsyncResultTask",
     "AsyncTask",
     "INPUT",
     "InputTypeError",
     "InputValueError",
     "JobContext",
     "RemudaError",
+    "ResultTask",
     "RetryPolicy",
     "SendOptions",
     "Sending",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import threading
 import warnings
@@ -12,7 +11,8 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, ParamSpec,
 from . import _native
 from .errors import InputTypeError, InputValueError
 from .retry import RetryPolicy
-from .task import AsyncTask, SyncTask, Task, TaskHandle
+from .result import TaskResult
+from .task import AsyncResultTask, AsyncTask, ResultTask, SyncTask, Task, TaskHandle, task_class
 
 if TYPE_CHECKING:
     from .workflow import Workflow, WorkflowHandle, WorkflowNode
@@ -25,9 +25,15 @@ class TaskDecorator(Protocol):
     """What ``@app.task("name", …)`` returns: it makes a plain function a
     :class:`SyncTask` and an ``async def`` an :class:`AsyncTask`."""
 
-    # an async def matches both; the first that matches is the one meant
+    # a function matches several; the first that matches is the one meant
+    @overload
+    def __call__(self, fn: Callable[P, Coroutine[Any, Any, TaskResult[R]]], /) -> AsyncResultTask[P, R]: ...  # type: ignore[overload-overlap]
+
     @overload
     def __call__(self, fn: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def __call__(self, fn: Callable[P, TaskResult[R]], /) -> ResultTask[P, R]: ...  # type: ignore[overload-overlap]
 
     @overload
     def __call__(self, fn: Callable[P, R], /) -> SyncTask[P, R]: ...
@@ -90,7 +96,13 @@ class App:
             return self._client
 
     @overload
+    def task(self, name: Callable[P, Coroutine[Any, Any, TaskResult[R]]], /) -> AsyncResultTask[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
     def task(self, name: Callable[P, Coroutine[Any, Any, R]], /) -> AsyncTask[P, R]: ...  # type: ignore[overload-overlap]
+
+    @overload
+    def task(self, name: Callable[P, TaskResult[R]], /) -> ResultTask[P, R]: ...  # type: ignore[overload-overlap]
 
     @overload
     def task(self, name: Callable[P, R], /) -> SyncTask[P, R]: ...
@@ -132,8 +144,7 @@ class App:
             if max_attempts is not None:
                 policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
             mapper = {**self.exception_mapper, **(exception_mapper or {})}
-            make: Callable[..., Task[Any, Any]] = AsyncTask if inspect.iscoroutinefunction(fn) else SyncTask
-            task = make(self, kind, fn, queue, priority, timeout, policy, mapper)
+            task = task_class(fn)(self, kind, fn, queue, priority, timeout, policy, mapper)
             self.tasks[kind] = task
             return task
 

@@ -64,7 +64,7 @@ def default(value: Any) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.init}
     if isinstance(value, (set, frozenset)):
         return list(cast("set[Any]", value))
     dump: Callable[..., Any] | None = getattr(value, "model_dump", None)
@@ -95,7 +95,7 @@ class TaskCodec:
             decoder = decoder_for(hints.get(name, param.annotation))
             if decoder is not None:
                 self.params[name] = decoder
-        self.result = decoder_for(hints.get("return", signature.return_annotation))
+        self.result = decoder_for(_stored_result(hints.get("return", signature.return_annotation)))
         self.required = {n for n, p in signature.parameters.items() if p.default is p.empty and p.kind != p.VAR_KEYWORD}
         self.open = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
 
@@ -111,24 +111,27 @@ class TaskCodec:
     def decode_args(self, kind: str, args: Any) -> dict[str, Any]:
         """A job's args as the function takes them; :class:`BadArgs` naming the parameter
         and the signature when they cannot bind."""
-        where = f"task {kind}{self.signature}"
         if not isinstance(args, dict):
-            raise BadArgs(f"{where} takes its args as a JSON object of its parameters, not {json.dumps(args)[:200]}")
+            raise BadArgs(f"{self.where(kind)} takes its args as a JSON object of its parameters, not {json.dumps(args)[:200]}")
         values = cast("dict[str, Any]", args)
         missing = sorted(self.required - values.keys())
         if missing:
-            raise BadArgs(f"{where}: the args have no {', '.join(missing)}")
+            raise BadArgs(f"{self.where(kind)}: the args have no {', '.join(missing)}")
         if not self.open:
             unknown = sorted(values.keys() - self.signature.parameters.keys())
             if unknown:
-                raise BadArgs(f"{where} takes no {', '.join(unknown)}")
+                raise BadArgs(f"{self.where(kind)} takes no {', '.join(unknown)}")
         for name, decoder in self.params.items():
             if name in values:
                 try:
                     values[name] = decoder(values[name])
-                except (TypeError, ValueError, KeyError, decimal.InvalidOperation) as e:
-                    raise BadArgs(f"{where}: {name}={json.dumps(values[name], default=str)[:200]} cannot be read as annotated: {e}") from None
+                except Exception as e:  # noqa: BLE001 - whatever building the value raised (a class's own checks too)
+                    raise BadArgs(f"{self.where(kind)}: {name}={json.dumps(values[name], default=str)[:200]} cannot be read as annotated: {e}") from None
         return values
+
+    def where(self, kind: str) -> str:
+        """The task as its errors name it: ``task add(a: int, b: int) -> int``."""
+        return f"task {kind}{self.signature}"
 
     def decode_result(self, value: Any) -> Any:
         """A stored result as the function's return annotation says (unchanged when it
@@ -137,8 +140,27 @@ class TaskCodec:
             return value
         try:
             return self.result(value)
-        except (TypeError, ValueError, KeyError, decimal.InvalidOperation):
+        except Exception:  # noqa: BLE001 - see above
             return value
+
+
+def returns_task_result(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` is annotated to return a ``TaskResult``."""
+    annotation = _hints(fn).get("return", getattr(fn, "__annotations__", {}).get("return"))
+    if isinstance(annotation, str):
+        return annotation.split("[", 1)[0].strip().endswith("TaskResult")
+    return annotation is TaskResult or typing.get_origin(annotation) is TaskResult
+
+
+def _stored_result(annotation: Any) -> Any:
+    """What a function annotated ``annotation`` stores as its result: a ``TaskResult[X]``
+    stores its value, an ``X`` (the error is stored apart)."""
+    if typing.get_origin(annotation) is TaskResult:
+        args = typing.get_args(annotation)
+        return args[0] if args else Any
+    if annotation is TaskResult:
+        return Any
+    return annotation
 
 
 def _hints(fn: Callable[..., Any]) -> dict[str, Any]:
@@ -234,26 +256,40 @@ def _generic(origin: Any, args: tuple[Any, ...]) -> Decoder | None:
 
 
 def _union(arms: tuple[Any, ...]) -> Decoder | None:
+    """``A | B | None``: a value whose JSON type a plain arm takes (``int``, ``str``, …) is
+    passed as it is (``str | datetime`` keeps text as text); any other is given to each
+    structured arm in turn, the first that reads it wins."""
     decoders = [d for d in (decoder_for(a) for a in arms if a is not type(None)) if d is not None]
     if not decoders:
         return None
-    optional = type(None) in arms
-    plain = any(decoder_for(a) is None for a in arms if a is not type(None))
+    kept = tuple(t for a in arms for t in _json_types(a))
 
     def decode(value: Any) -> Any:
-        if value is None and optional:
-            return None
+        if isinstance(value, kept):
+            return value
         errors: list[str] = []
         for decoder in decoders:
             try:
                 return decoder(value)
-            except (TypeError, ValueError, KeyError, decimal.InvalidOperation) as e:
+            except Exception as e:  # noqa: BLE001 - the next arm may read it
                 errors.append(str(e))
-        if plain:
-            return value
         raise ValueError("; ".join(errors))
 
     return decode
+
+
+def _json_types(arm: Any) -> tuple[type, ...]:
+    """The JSON values an arm of a union takes as they are."""
+    if arm is type(None):
+        return (type(None),)
+    if arm is Any or arm is object:
+        return (object,)
+    plain = typing.get_origin(arm) or arm
+    if plain is float:
+        return (float, int)
+    if plain in (int, str, bool, dict, list) and decoder_for(arm) is None:
+        return (plain,)
+    return ()
 
 
 def _tuple(args: tuple[Any, ...]) -> Decoder:
@@ -274,12 +310,15 @@ def _tuple(args: tuple[Any, ...]) -> Decoder:
 
 
 def _dataclass(cls: type) -> Decoder:
-    hints = _hints_of_class(cls)
-    fields = {f.name: decoder_for(hints.get(f.name, f.type)) for f in dataclasses.fields(cls) if f.init}
+    # made at the first value, not here: a dataclass may hold itself (a tree of nodes)
+    fields: dict[str, Decoder | None] = {}
 
     def decode(value: Any) -> Any:
         if isinstance(value, cls):
             return value
+        if not fields:
+            hints = _hints_of_class(cls)
+            fields.update({f.name: decoder_for(hints.get(f.name, f.type)) for f in dataclasses.fields(cls) if f.init})
         data = _object(value)
         unknown = sorted(data.keys() - fields.keys())
         if unknown:
@@ -291,7 +330,8 @@ def _dataclass(cls: type) -> Decoder:
 
 def _hints_of_class(cls: type) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(cls)
+        # the class's own name resolves too (a class holding itself, defined in a function)
+        return typing.get_type_hints(cls, localns={cls.__name__: cls})
     except Exception:  # noqa: BLE001 - unresolvable annotations are taken as plain JSON
         return {}
 

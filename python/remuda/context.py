@@ -8,6 +8,41 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+class StopFlag(threading.Event):
+    """The flag a job's stop sets: a ``threading.Event`` whose ``is_set()`` and ``wait()``
+    answering ``True`` count as the body seeing the stop (however it reads it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = "shutdown"
+        #: whether the body read the flag as set
+        self.seen = False
+        self._asked = threading.Lock()
+
+    def ask(self, reason: str) -> None:
+        """Sets the flag for ``reason``; a later reason does not replace the first."""
+        with self._asked:
+            if not super().is_set():
+                self.reason = reason
+                super().set()
+
+    def asked(self) -> bool:
+        """Whether a stop was asked (the worker's look: not the body seeing it)."""
+        return super().is_set()
+
+    def is_set(self) -> bool:
+        if super().is_set():
+            self.seen = True
+            return True
+        return False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if super().wait(timeout):
+            self.seen = True
+            return True
+        return False
+
+
 @dataclass
 class JobContext:
     """The job a task body is running: its id, attempt, and whether it must stop.
@@ -33,16 +68,11 @@ class JobContext:
     worker_id: str
     timeout: float | None = None
     workflow: dict[str, Any] | None = None
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    _reason: str | None = field(default=None, repr=False)
-    _seen: bool = field(default=False, repr=False)
+    cancelled: StopFlag = field(default_factory=lambda: StopFlag())
 
     def is_cancelled(self) -> bool:
         """Whether the job was asked to stop (``True`` counts as seeing the stop)."""
-        if self.cancelled.is_set():
-            self._seen = True
-            return True
-        return False
+        return self.cancelled.is_set()
 
     @property
     def stop_reason(self) -> str | None:
@@ -50,26 +80,20 @@ class JobContext:
         ``"fenced"``; ``None`` while it runs on (an answer counts as seeing the stop)."""
         if not self.cancelled.is_set():
             return None
-        self._seen = True
-        return self._reason or "shutdown"
+        return self.cancelled.reason
 
     def wait_cancelled(self, timeout: float | None = None) -> bool:
         """Waits up to ``timeout`` seconds for a stop: whether one came (``True`` counts as
         seeing it). A body sleeping between steps sleeps here."""
-        if self.cancelled.wait(timeout):
-            self._seen = True
-            return True
-        return False
+        return self.cancelled.wait(timeout)
 
     def stop(self, reason: str) -> None:
         """Asks the body to stop for ``reason`` (the worker's call; the first reason stays)."""
-        if self._reason is None:
-            self._reason = reason
-        self.cancelled.set()
+        self.cancelled.ask(reason)
 
     def saw_stop(self) -> bool:
         """Whether the body saw a stop it was asked for."""
-        return self._seen and self.cancelled.is_set()
+        return self.cancelled.seen
 
     @staticmethod
     def from_info(info: dict[str, Any]) -> JobContext:

@@ -191,6 +191,37 @@ class AsyncTask(Task[P, R]):
         return self._call(*args, **kwargs)
 
 
+class ResultTask(Task[P, R]):
+    """A task of a plain ``def`` returning ``TaskResult[R]``: its jobs' results are ``R``s
+    (the error is stored apart); calling it returns the ``TaskResult``."""
+
+    def __init__(self, app: App, name: str, fn: Callable[P, TaskResult[R]], *rest: Any) -> None:
+        super().__init__(app, name, fn, *rest)
+        self._call = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> TaskResult[R]:
+        return self._call(*args, **kwargs)
+
+
+class AsyncResultTask(Task[P, R]):
+    """A task of an ``async def`` returning ``TaskResult[R]`` (see :class:`ResultTask`)."""
+
+    def __init__(self, app: App, name: str, fn: Callable[P, Coroutine[Any, Any, TaskResult[R]]], *rest: Any) -> None:
+        super().__init__(app, name, fn, *rest)
+        self._call = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> Coroutine[Any, Any, TaskResult[R]]:
+        return self._call(*args, **kwargs)
+
+
+def task_class(fn: Callable[..., Any]) -> Callable[..., Task[Any, Any]]:
+    """The class a function's task is: by ``async`` and by a ``TaskResult`` return."""
+    returns_result = codec.returns_task_result(fn)
+    if inspect.iscoroutinefunction(fn):
+        return AsyncResultTask if returns_result else AsyncTask
+    return ResultTask if returns_result else SyncTask
+
+
 class Sending(Generic[P, R]):
     """A task with send options (:meth:`Task.options`): ``send``, ``send_in`` and
     ``send_many`` as the task's, with those options."""
@@ -317,7 +348,11 @@ def resolver(future: asyncio.Future[str | None]) -> Settle:
             else:
                 future.set_result(text)
 
-        loop.call_soon_threadsafe(settle)
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:
+            # the loop was closed before the wait ended: nobody awaits it any more
+            pass
 
     return resolve
 

@@ -28,6 +28,7 @@ from .running import call_async, call_sync
 
 if TYPE_CHECKING:
     from .app import App
+    from .task import Task
 
 
 def run(
@@ -104,8 +105,10 @@ class Dispatcher:
         self.app_path = app_path
         self.processes = ProcessSlots(processes, app_path, sys.path) if processes and app_path else None
         # by the run's token: a job released and claimed again keeps its id and attempt; the
-        # flag says whether it runs in a process of the pool
-        self.running: dict[int, tuple[JobContext, Future[Any] | None, bool]] = {}
+        # pool it runs on ("thread", "async" or "process")
+        self.running: dict[int, tuple[JobContext, Future[Any], str]] = {}
+        # the asyncio task of each async run, by token (read and written on the loop only)
+        self.async_tasks: dict[int, asyncio.Task[Any]] = {}
         self.lock = threading.Lock()
 
     def serve(self) -> None:
@@ -130,27 +133,48 @@ class Dispatcher:
                 done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r} in this app"}))
                 return
             future: Future[Any]
-            in_process = not task.is_async and self.processes is not None
             if task.is_async:
-                future = asyncio.run_coroutine_threadsafe(call_async(task, args, ctx), self.loop)
+                pool = "async"
+                future = asyncio.run_coroutine_threadsafe(self.run_async(token, task, args, ctx), self.loop)
             elif self.processes is not None:
+                pool = "process"
                 future = self.processes.submit(kind, args, info_json)
             else:
+                pool = "thread"
                 future = self.threads.submit(call_sync, task, args, ctx)
         except Exception as e:  # noqa: BLE001 - reported as the job's error
             done("err", json.dumps({"code": "WORKER_ERROR", "message": f"the job could not start: {type(e).__name__}: {e}"}))
             return
         with self.lock:
-            self.running[token] = (ctx, future, in_process)
+            self.running[token] = (ctx, future, pool)
         future.add_done_callback(lambda f: self.finish(token, f, done))
+
+    async def run_async(self, token: int, task: Task[Any, Any], args: str, ctx: JobContext) -> tuple[str, str]:
+        """An async run on the loop, its task known by token so that a stop cancels it
+        there: the outcome is said once the body has ended, never before."""
+        if ctx.cancelled.asked():
+            return "stopped", ctx.cancelled.reason
+        current = asyncio.current_task()
+        if current is not None:
+            self.async_tasks[token] = current
+        try:
+            return await call_async(task, args, ctx)
+        finally:
+            self.async_tasks.pop(token, None)
+
+    def cancel_async(self, token: int) -> None:
+        """Cancels an async run's task (on the loop)."""
+        running = self.async_tasks.get(token)
+        if running is not None:
+            running.cancel()
 
     def finish(self, token: int, future: Future[Any], done: Any) -> None:
         """Reports a run's outcome to Rust."""
         with self.lock:
             entry = self.running.pop(token, None)
         if future.cancelled():
-            # cancelled on a stop: it never ran on, or its async task saw the cancellation
-            if entry is not None and entry[0].cancelled.is_set():
+            # cancelled on a stop before it started
+            if entry is not None and entry[0].cancelled.asked():
                 done("stopped", entry[0].stop_reason or "shutdown")
             else:
                 done("err", json.dumps({"code": "CANCELLED", "message": "the task was cancelled before it ended"}))
@@ -167,18 +191,19 @@ class Dispatcher:
             done(status, payload)
 
     def cancel(self, token: int, reason: str) -> None:
-        """Asks a run to stop: its flag, and a cancellation of its future (an async task is
-        cancelled; a body not yet started never starts; a body in a process of the pool,
-        which cannot see the flag, has its process killed before the outcome is said)."""
+        """Asks a run to stop: its flag, and a cancellation (an async task is cancelled on
+        its loop and says its outcome when it has ended; a body not yet started never
+        starts; a body in a process of the pool, which cannot see the flag, has its process
+        killed before the outcome is said)."""
         with self.lock:
             entry = self.running.get(token)
         if entry is None:
             return
-        ctx, future, in_process = entry
+        ctx, future, pool = entry
         ctx.stop(reason)
-        if future is None:
-            return
-        if in_process and self.processes is not None:
+        if pool == "async":
+            self.loop.call_soon_threadsafe(self.cancel_async, token)
+        elif pool == "process" and self.processes is not None:
             self.processes.stop(future)
         else:
             future.cancel()

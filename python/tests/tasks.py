@@ -202,6 +202,28 @@ def make_app(database_url: str) -> remuda.App:
                 raise TypeError(f"{value!r} is not a {kind.__name__}")
         return Shapes(when, day, id, amount, color, point, pair, order, points, by_name, wait, tags, maybe)
 
+    @app.task("wait_for", retry=RetryPolicy.fixed(0.05, max_attempts=3))
+    def wait_for(wait: dt.timedelta) -> float:
+        return wait.total_seconds()
+
+    @app.task("tidy_async", queue="async", retry=RetryPolicy.fixed(0.1, max_attempts=3))
+    async def tidy_async(marker: str) -> str:
+        job = remuda.current_job()
+        assert job is not None
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            # a clean-up that takes a while: the job is still this worker's meanwhile
+            await asyncio.sleep(0.3)
+            info = app.handle(job.id).info()
+            Path(marker).write_text(str(info["state"]) if info else "gone")
+            raise
+        return "slept a minute"
+
+    @app.task("located")
+    def located(x: int) -> TaskResult[Point]:
+        return TaskResult(ok=Point(x, x, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
+
     @app.task("patient", retry=RetryPolicy.fixed(0.1, max_attempts=3))
     def patient(marker: str) -> str:
         return wait_for_stop(marker)

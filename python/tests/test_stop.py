@@ -55,6 +55,19 @@ def test_an_async_body_cancelled_by_the_shutdown_is_given_back_even_when_it_retu
     assert job.get(timeout=30).unwrap() == "done on attempt 1 after shutdown"
 
 
+def test_an_async_body_cleaning_up_after_the_shutdown_still_holds_its_job_until_it_ends(
+    app: remuda.App, start_worker: StartWorker, tmp_path: Path
+) -> None:
+    marker = tmp_path / "state"
+    first = start_worker()
+    job = app.tasks["tidy_async"].send(marker=str(marker))
+    wait_state(job, "running")
+    first.signal(signal.SIGTERM)
+    assert first.wait(30) == 0, first.stderr()
+    assert marker.read_text() == "running", "not given back before its clean-up ended"
+    assert job_info(job)["state"] == "available"
+
+
 def test_a_cancelled_body_reads_cancel_and_its_job_stays_cancelled(
     app: remuda.App, start_worker: StartWorker, tmp_path: Path
 ) -> None:

@@ -50,6 +50,36 @@ def test_dates_uuids_decimals_enums_dataclasses_pydantic_and_tuples_round_trip(a
     assert isinstance(app.handle(handle.id).get(timeout=5).unwrap(), dict), "an untyped handle gives the JSON"
 
 
+def test_a_task_returning_a_task_result_gives_its_value_rebuilt(app: remuda.App, start_worker: StartWorker) -> None:
+    start_worker()
+    assert app.tasks["located"].send(3).get(timeout=30).unwrap() == Point(3, 3, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    refused = app.tasks["refuse"].send("no").get(timeout=30)
+    assert refused.err_value.code == "REFUSED"
+
+
+def test_unions_keep_plain_json_and_dataclasses_skip_fields_not_in_init() -> None:
+    from dataclasses import dataclass, field
+
+    from remuda import codec
+
+    @dataclass
+    class Tree:
+        name: str
+        children: list[Tree]
+        size: int = field(init=False, default=0)
+
+    tree = Tree("root", [Tree("leaf", [])])
+    decode = codec.decoder_for(Tree)
+    assert decode is not None
+    assert decode(json.loads(codec.dumps(tree))) == tree, "a dataclass holding itself, init=False skipped"
+    either = codec.decoder_for(str | dt.datetime)
+    assert either is not None and either("2026-01-01") == "2026-01-01", "text stays text when str is an arm"
+    number = codec.decoder_for(int | Decimal)
+    assert number is not None and number(5) == 5 and type(number(5)) is int and number("5.10") == Decimal("5.10")
+    maybe = codec.decoder_for(Point | None)
+    assert maybe is not None and maybe(None) is None
+
+
 def test_sql_args_a_task_cannot_take_fail_its_job_with_the_signature(
     app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
 ) -> None:
@@ -69,6 +99,16 @@ def test_sql_args_a_task_cannot_take_fail_its_job_with_the_signature(
     assert wrong_uuid is not None
     message = app.handle(wrong_uuid[0]).get(timeout=30).err_value.message
     assert "the args have no" in message, "missing arguments are named before types are read"
+
+
+def test_a_value_too_large_for_its_type_fails_its_job_with_bad_args(
+    app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
+) -> None:
+    row = db.execute("SELECT remuda.enqueue('wait_for', %s::jsonb)", [json.dumps({"wait": 1e20})]).fetchone()
+    assert row is not None
+    start_worker()
+    error = app.handle(row[0]).get(timeout=30).err_value
+    assert error.code == "BAD_ARGS" and "wait=100000000000000000000 cannot be read" in error.message, error
 
 
 def test_a_value_the_annotation_cannot_take_names_the_parameter(

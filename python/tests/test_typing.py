@@ -28,11 +28,24 @@ async def notify(order_id: str) -> int:
     return 1
 
 
+@app.task("refund")
+def refund(order_id: str) -> remuda.TaskResult[int]:
+    return remuda.TaskResult(ok=1)
+
+
+@app.task("arefund")
+async def arefund(order_id: str) -> remuda.TaskResult[int]:
+    return remuda.TaskResult(ok=1)
+
+
 handle: remuda.TaskHandle[dict[str, int]] = charge.send(order_id="x", cents=5)
 got: remuda.TaskResult[dict[str, int]] = handle.get(timeout=1)
 count: int = notify.send(order_id="y").get().unwrap()
 later: remuda.TaskHandle[dict[str, int]] = charge.options(delay=5, unique_key="x").send("x", 1)
 direct: dict[str, int] = charge("x", 1)
+refunded: int = refund.send("x").get().unwrap()
+arefunded: int = arefund.send("x").get().unwrap()
+called: remuda.TaskResult[int] = refund("x")
 node = charge.node(order_id="x", cents=1)
 each: remuda.WorkflowNode[list[dict[str, int]]] = charge.node(map={"over": node}, order_id="x")
 flow = app.workflow("checkout", [node, each], output=node)

@@ -259,17 +259,22 @@ where
 {
     let handle = crate::convert::runtime()?.spawn(async move {
         let outcome = wait.await;
-        Python::with_gil(|py| {
-            let (value, failure) = match outcome {
-                Ok(text) => (text, None),
-                Err(e) => (None, Some(from_remuda(e).into_value(py))),
-            };
-            if let Err(e) = callback.call1(py, (value, failure)) {
-                // the callback only schedules the result on its event loop: a failure there
-                // is a bug of the package, said where Python says unraisable errors
-                e.write_unraisable(py, None);
-            }
-        });
+        // the GIL is taken on a blocking thread, never on one of the runtime's, which also
+        // drive the workers' claims and completions in this process
+        let _ = tokio::task::spawn_blocking(move || {
+            Python::with_gil(|py| {
+                let (value, failure) = match outcome {
+                    Ok(text) => (text, None),
+                    Err(e) => (None, Some(from_remuda(e).into_value(py))),
+                };
+                if let Err(e) = callback.call1(py, (value, failure)) {
+                    // the callback only schedules the result on its event loop: a failure there
+                    // is a bug of the package, said where Python says unraisable errors
+                    e.write_unraisable(py, None);
+                }
+            })
+        })
+        .await;
     });
     Ok(Waiting {
         task: handle.abort_handle(),

@@ -89,7 +89,8 @@ impl DynTask for PythonTask {
             let mut guard = StopOnDrop {
                 queue: self.queue.clone(),
                 token: Some(token),
-                ctx: ctx.clone(),
+                cancel: ctx.cancel.clone(),
+                stop: ctx.stop.clone(),
             };
             let outcome = tokio::select! {
                 outcome = &mut rx => outcome,
@@ -124,15 +125,16 @@ struct StopOnDrop {
     queue: mpsc::Sender<Message>,
     /// The run still going in Python; `None` once it answered or was told.
     token: Option<u64>,
-    /// The attempt's context: why it stops (a drop without a stop asked is its timeout).
-    ctx: JobContext,
+    /// The attempt's stop, and why (a drop without a stop asked is its timeout).
+    cancel: tokio_util::sync::CancellationToken,
+    stop: remuda::StopSignal,
 }
 
 impl StopOnDrop {
     fn stop(&mut self) {
         if let Some(token) = self.token.take() {
-            let reason = if self.ctx.cancel.is_cancelled() {
-                self.ctx.stop.reason().unwrap_or(StopReason::Shutdown)
+            let reason = if self.cancel.is_cancelled() {
+                self.stop.reason().unwrap_or(StopReason::Shutdown)
             } else {
                 StopReason::Timeout
             };

@@ -37,8 +37,9 @@ pub(crate) fn promote_when_due(db: &Database, written: &[Outcome], within: Durat
     tokio::spawn(async move {
         let mut rest = due.as_slice();
         while let Some(&(first, _)) = rest.first() {
-            tokio::time::sleep_until(committed + first).await;
             let together = rest.partition_point(|(delay, _)| *delay <= first + TOGETHER);
+            // until the last of the group is due: one promoted early would wait for the leader
+            tokio::time::sleep_until(committed + rest[together - 1].0).await;
             let ids: Vec<i64> = rest[..together].iter().map(|(_, id)| *id).collect();
             rest = &rest[together..];
             if let Err(e) = promote(&db, &ids).await {

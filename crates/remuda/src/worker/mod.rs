@@ -558,6 +558,10 @@ impl Worker {
             tracing::info!(
                 "remuda worker {worker_id}: stopping the {still} jobs still running and releasing those that stop unfinished"
             );
+            // said before the stop, so that a body reading it is not told otherwise later
+            for running in lock(&shared.running).values() {
+                running.signal.set_reason(crate::task::StopReason::Shutdown);
+            }
             shared.stop_all.cancel();
             if forced {
                 abort_all(&shared);
