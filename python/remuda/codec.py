@@ -76,9 +76,13 @@ def default(value: Any) -> Any:
     )
 
 
+#: made once: ``json.dumps`` with options builds an encoder at every call
+_ENCODER = json.JSONEncoder(allow_nan=False, default=default)
+
+
 def dumps(value: Any) -> str:
     """``value`` as JSON text (see the table above)."""
-    return json.dumps(value, allow_nan=False, default=default)
+    return _ENCODER.encode(value)
 
 
 class TaskCodec:
@@ -96,7 +100,8 @@ class TaskCodec:
             if decoder is not None:
                 self.params[name] = decoder
         self.result = decoder_for(_stored_result(hints.get("return", signature.return_annotation)))
-        self.required = {n for n, p in signature.parameters.items() if p.default is p.empty and p.kind != p.VAR_KEYWORD}
+        self.required = frozenset(n for n, p in signature.parameters.items() if p.default is p.empty and p.kind != p.VAR_KEYWORD)
+        self.names = frozenset(signature.parameters)
         self.open = any(p.kind == p.VAR_KEYWORD for p in signature.parameters.values())
 
     def encode_args(self, kind: str, args: dict[str, Any]) -> str:
@@ -114,13 +119,12 @@ class TaskCodec:
         if not isinstance(args, dict):
             raise BadArgs(f"{self.where(kind)} takes its args as a JSON object of its parameters, not {json.dumps(args)[:200]}")
         values = cast("dict[str, Any]", args)
-        missing = sorted(self.required - values.keys())
-        if missing:
-            raise BadArgs(f"{self.where(kind)}: the args have no {', '.join(missing)}")
-        if not self.open:
-            unknown = sorted(values.keys() - self.signature.parameters.keys())
-            if unknown:
-                raise BadArgs(f"{self.where(kind)} takes no {', '.join(unknown)}")
+        keys = values.keys()
+        # subset checks build nothing: the differences are made only to say what is wrong
+        if not self.required <= keys:
+            raise BadArgs(f"{self.where(kind)}: the args have no {', '.join(sorted(self.required - keys))}")
+        if not self.open and not keys <= self.names:
+            raise BadArgs(f"{self.where(kind)} takes no {', '.join(sorted(keys - self.names))}")
         for name, decoder in self.params.items():
             if name in values:
                 try:

@@ -17,14 +17,13 @@ class StopFlag(threading.Event):
         self.reason = "shutdown"
         #: whether the body read the flag as set
         self.seen = False
-        self._asked = threading.Lock()
 
     def ask(self, reason: str) -> None:
-        """Sets the flag for ``reason``; a later reason does not replace the first."""
-        with self._asked:
-            if not super().is_set():
-                self.reason = reason
-                super().set()
+        """Sets the flag for ``reason``; a later reason does not replace the first (the
+        worker's calls come from its dispatcher, and at its stop, when the reason is moot)."""
+        if not super().is_set():
+            self.reason = reason
+        super().set()
 
     def asked(self) -> bool:
         """Whether a stop was asked (the worker's look: not the body seeing it)."""
