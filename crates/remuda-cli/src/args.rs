@@ -112,6 +112,10 @@ pub enum Command {
     Prune(PruneArgs),
     /// Show who leads maintenance and each duty's last run.
     Maintenance(JsonFlag),
+    /// Verification mode: record every job's state changes (`on`, `off`) and check the
+    /// history against the state machine (`check`: exit 1 when something is found).
+    #[command(subcommand)]
+    History(HistoryCommand),
     /// List live workers.
     Workers(JsonFlag),
     /// Serve the web dashboard and the JSON API (`/api/v1`) until stopped.
@@ -347,6 +351,30 @@ pub struct JobIdArgs {
 }
 
 /// `remuda queue …`.
+/// `remuda history …`
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Record every state change of every job of this database in remuda.history.
+    On,
+    /// Stop recording (what was recorded stays).
+    Off,
+    /// Check the recorded history and the tables: illegal transitions, outcomes accepted
+    /// twice, lost jobs, stuck jobs.
+    Check(HistoryCheckArgs),
+}
+
+/// `remuda history check`
+#[derive(Debug, Args)]
+pub struct HistoryCheckArgs {
+    /// How long past its own rescue_after a silent worker's running job may wait for its
+    /// rescue before it counts as stuck.
+    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    pub slack: std::time::Duration,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum QueueCommand {
     /// Stop claiming from a queue cluster-wide (it keeps accepting jobs; running jobs finish).

@@ -1,6 +1,7 @@
 //! Maintenance through the binary: `remuda prune` deletes what is past its age (a dry run
 //! only counts), a queue's own retention is set and shown, and `remuda maintenance` shows
-//! the leader and each duty's last run.
+//! the leader and each duty's last run; `remuda history` switches verification mode and checks
+//! what it recorded.
 
 mod common;
 
@@ -176,4 +177,37 @@ completed = "1h"
         "{text}{}",
         stderr(&out)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_on_records_and_check_reports_a_change_written_around_the_state_machine() {
+    let db = migrated().await;
+    assert_eq!(code(&remuda(&db, &["history", "on"]).await), 0);
+    let id = enqueue(&db, &["noop"]).await;
+    let clean = remuda(&db, &["history", "check", "--json"]).await;
+    assert_eq!(code(&clean), 0, "{}", stderr(&clean));
+    assert_eq!(json(&clean)["jobs"], 1);
+    let pool = db.database().expect("pool");
+    pool.conn()
+        .await
+        .expect("connection")
+        .execute(
+            "UPDATE remuda.jobs SET state = 'completed' WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .expect("a completion around the claim");
+    let found = remuda(&db, &["history", "check"]).await;
+    assert_eq!(code(&found), 1);
+    assert!(
+        stdout(&found).contains(&format!(
+            "illegal transition: job {id}: available → completed"
+        )),
+        "{}",
+        stdout(&found)
+    );
+    let bad = remuda(&db, &["history", "check", "--slack", "soon"]).await;
+    assert_eq!(code(&bad), 2);
+    assert!(stderr(&bad).contains("--slack"), "{}", stderr(&bad));
+    assert_eq!(code(&remuda(&db, &["history", "off"]).await), 0);
 }

@@ -83,6 +83,37 @@ impl JobState {
             JobState::Completed | JobState::Failed | JobState::Cancelled | JobState::Expired
         )
     }
+
+    /// The job state machine: whether a job in `self` may move to `to` (`None` for `self`: the
+    /// job is inserted; `None` for `to`: it is deleted). The one definition of every path:
+    /// the history checker (`remuda::verify`) holds the recorded transitions against it.
+    ///
+    /// - inserted `scheduled` or `available` (a workflow's node job may be inserted held, as
+    ///   `scheduled`);
+    /// - `scheduled` → `available` (promotion, a paused run's resume), `cancelled`, `expired`;
+    /// - `available` → `running` (a claim), `scheduled` (held by its paused run), `cancelled`,
+    ///   `expired`;
+    /// - `running` → `completed`, `failed`, `scheduled` (a retry after a delay, a snooze),
+    ///   `available` (a retry at once, a release, a rescue), `cancelled`;
+    /// - a final state → `scheduled` or `available` (a manual retry, a run's retry);
+    /// - deleted: only from a final state (retention, `remuda delete`), or while waiting
+    ///   (`remuda delete` of a job that never ran).
+    pub fn may_become(from: Option<JobState>, to: Option<JobState>) -> bool {
+        use JobState::*;
+        match (from, to) {
+            (None, Some(to)) => matches!(to, Scheduled | Available),
+            (Some(from), None) => from.is_final() || matches!(from, Scheduled | Available),
+            (Some(Scheduled), Some(to)) => matches!(to, Available | Cancelled | Expired),
+            (Some(Available), Some(to)) => {
+                matches!(to, Running | Scheduled | Cancelled | Expired)
+            }
+            (Some(Running), Some(to)) => {
+                matches!(to, Completed | Failed | Scheduled | Available | Cancelled)
+            }
+            (Some(from), Some(to)) if from.is_final() => matches!(to, Scheduled | Available),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for JobState {

@@ -51,6 +51,7 @@ pub mod sql;
 pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod verify;
 pub mod worker;
 pub mod workflow;
 

@@ -65,6 +65,12 @@ pub(crate) const LEADER_RESIGN: &str = include_str!("sql/maintenance/leader_resi
 pub(crate) const MARK_DEAD: &str = include_str!("sql/workers/mark_dead.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
 pub(crate) const PROMOTE: &str = include_str!("sql/jobs/promote.sql");
+/// Verification mode's history, job by job in the order it was written (see migration 20).
+pub(crate) const VERIFY_HISTORY_READ: &str = include_str!("sql/verify/history_read.sql");
+/// Each job's state now, and whether a running one's worker is gone or silent (the checker).
+pub(crate) const VERIFY_JOBS_NOW: &str = include_str!("sql/verify/jobs_now.sql");
+/// Verification mode on or off for this database (see remuda.set_history).
+pub(crate) const VERIFY_SET_HISTORY: &str = include_str!("sql/verify/set_history.sql");
 /// A worker's own retries and snoozes $1 made available once due (see remuda.promote_jobs).
 pub(crate) const PROMOTE_IDS: &str = include_str!("sql/jobs/promote_ids.sql");
 /// Forget the dead workers $1 whose jobs have all been rescued (a job skipped because it was …
@@ -300,6 +306,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("mark_dead", MARK_DEAD),
     ("promote", PROMOTE),
     ("promote_ids", PROMOTE_IDS),
+    ("verify_history_read", VERIFY_HISTORY_READ),
+    ("verify_jobs_now", VERIFY_JOBS_NOW),
+    ("verify_set_history", VERIFY_SET_HISTORY),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("queue_get", QUEUE_GET),

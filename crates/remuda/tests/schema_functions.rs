@@ -83,11 +83,15 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
         &db,
         "DROP TABLE remuda.schema_functions;
          DROP TABLE remuda.failures;
+         DROP TABLE remuda.history;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
     let report = remuda::migrate::run(&db).await.expect("migrate");
-    assert_eq!(report.applied, vec!["0018_functions", "0019_failures"]);
+    assert_eq!(
+        report.applied,
+        vec!["0018_functions", "0019_failures", "0020_history"]
+    );
     assert!(report.functions.len() >= 40, "{report:?}");
     let hooks: Vec<String> = {
         let conn = db.conn().await.expect("connection");

@@ -6,6 +6,7 @@ pub use bench::workflows::Shape as WorkflowShape;
 mod dashboard;
 mod demo;
 mod enqueue;
+mod history;
 mod inspect;
 mod maintenance;
 mod notifications;
@@ -75,6 +76,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Notifications(args) => notifications::run(db, args).await,
         Command::Prune(args) => maintenance::prune(db, args).await,
         Command::Maintenance(flags) => maintenance::status(db, flags).await,
+        Command::History(command) => history::run(db, command).await,
         Command::Dashboard(args) => dashboard::run(db, args).await,
         Command::Top(args) => top::run(db, args).await,
         Command::Demo(args) => demo::run(db, args).await,

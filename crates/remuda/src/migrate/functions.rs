@@ -103,6 +103,8 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("enqueue", "enqueue", 17),
     function!("workflow", "wf_check", 17),
     function!("enqueue", "start_workflow", 17),
+    function!("jobs", "history_record", 20),
+    function!("jobs", "set_history", 20),
 ];
 
 /// The record of applied files, created on first use.

@@ -151,10 +151,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0019_failures.sql"),
     },
+    Migration {
+        version: 20,
+        name: "history",
+        mode: Mode::Transaction,
+        sql: include_str!("0020_history.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 19;
+pub const LATEST: i32 = 20;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

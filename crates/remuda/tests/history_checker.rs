@@ -1,0 +1,282 @@
+//! Verification mode: every state change of a job recorded from the job table itself, and a
+//! checker that holds the history against the state machine. Each class of finding is shown
+//! caught by a fault put in by hand, and a clean run shows nothing.
+
+mod common;
+
+use common::{setup, start_with, Add, AddArgs, Flaky, FlakyArgs};
+use remuda::verify::{check, set_history, Report};
+use remuda::{JobState, NewJob};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+const SLACK: Duration = Duration::from_secs(5);
+
+/// A fresh database with verification mode on.
+async fn recording() -> (common::TestDatabase, remuda::Client) {
+    let (db, client) = setup().await;
+    set_history(&db.database().expect("pool"), true)
+        .await
+        .expect("on");
+    (db, client)
+}
+
+/// Enqueues `a + b`: its id.
+async fn add(client: &remuda::Client, a: i64, b: i64) -> i64 {
+    client
+        .enqueue::<Add>(&AddArgs { a, b })
+        .await
+        .expect("enqueue")
+}
+
+async fn sql(db: &common::TestDatabase, statement: &str) {
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    conn.batch_execute(statement).await.expect(statement);
+}
+
+async fn findings(db: &common::TestDatabase) -> Report {
+    check(&db.database().expect("pool"), SLACK)
+        .await
+        .expect("check")
+}
+
+async fn path(db: &common::TestDatabase, id: i64) -> Vec<String> {
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    conn.query(
+        "SELECT coalesce(from_state, '-') || '>' || coalesce(to_state, '-') FROM remuda.history WHERE job_id = $1 ORDER BY seq",
+        &[&id],
+    )
+    .await
+    .expect("history")
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn off_by_default_nothing_is_recorded() {
+    let (db, client) = setup().await;
+    let id = add(&client, 1, 2).await;
+    assert!(
+        path(&db, id).await.is_empty(),
+        "no trigger while the mode is off"
+    );
+    let pool = db.database().expect("pool");
+    set_history(&pool, true).await.expect("on");
+    set_history(&pool, true)
+        .await
+        .expect("on twice is no error");
+    set_history(&pool, false).await.expect("off");
+    add(&client, 1, 2).await;
+    let pool = db.database().expect("pool");
+    let rows: i64 = pool
+        .conn()
+        .await
+        .expect("connection")
+        .query_one("SELECT count(*) FROM remuda.history", &[])
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(rows, 0, "switched off again, nothing is recorded");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_with_retries_and_a_cancel_records_every_change_and_is_clean() {
+    let (db, client) = recording().await;
+    let flaky = client
+        .enqueue::<Flaky>(&FlakyArgs {
+            succeed_on: 2,
+            code: "FLAKY".into(),
+        })
+        .await
+        .expect("enqueue");
+    let later = client
+        .insert(
+            NewJob::for_task::<Flaky>(&FlakyArgs {
+                succeed_on: 1,
+                code: "FLAKY".into(),
+            })
+            .expect("job")
+            .delay(Duration::from_secs(3600)),
+        )
+        .await
+        .expect("insert");
+    client.cancel(later).await.expect("cancel");
+    let worker = start_with(
+        &client,
+        Flaky {
+            runs: Arc::new(AtomicUsize::new(0)),
+        },
+    );
+    let job = client
+        .wait(flaky, Duration::from_secs(20))
+        .await
+        .expect("done");
+    assert_eq!(job.state, JobState::Completed);
+    worker.shutdown().await;
+    assert_eq!(
+        path(&db, flaky).await,
+        [
+            "->available",
+            "available>running",
+            "running>scheduled",
+            "scheduled>available",
+            "available>running",
+            "running>completed"
+        ]
+    );
+    assert_eq!(
+        path(&db, later).await,
+        ["->scheduled", "scheduled>cancelled"]
+    );
+    let report = findings(&db).await;
+    assert!(report.is_clean(), "{report:#?}");
+    assert_eq!(report.jobs, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_outside_the_state_machine_is_an_illegal_transition() {
+    let (db, client) = recording().await;
+    let id = add(&client, 1, 2).await;
+    // a completion written around the claim: available straight to completed
+    sql(
+        &db,
+        &format!("UPDATE remuda.jobs SET state = 'completed', finished_at = now() WHERE id = {id}"),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
+    assert_eq!(report.illegal_transitions[0].job, id);
+    assert!(report.illegal_transitions[0]
+        .what
+        .contains("available → completed"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_that_was_not_recorded_is_a_gap_in_the_path() {
+    let (db, client) = recording().await;
+    let id = add(&client, 1, 2).await;
+    // a claim written while the recorder was away, then a legal change recorded after it
+    sql(&db, "ALTER TABLE remuda.jobs DISABLE TRIGGER jobs_history").await;
+    sql(
+        &db,
+        &format!("UPDATE remuda.jobs SET state = 'running', attempt = 1, worker_id = 'w', started_at = now() WHERE id = {id}"),
+    )
+    .await;
+    sql(&db, "ALTER TABLE remuda.jobs ENABLE TRIGGER jobs_history").await;
+    let report = findings(&db).await;
+    assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
+    assert!(report.illegal_transitions[0]
+        .what
+        .contains("the row is running, its history ends available"));
+    sql(
+        &db,
+        &format!("UPDATE remuda.jobs SET state = 'completed' WHERE id = {id}"),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert!(
+        report.illegal_transitions[0]
+            .what
+            .contains("the path breaks: it was available, the next change starts from running"),
+        "{report:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_claim_ended_twice_is_accepted_twice() {
+    let (db, client) = recording().await;
+    let id = add(&client, 1, 2).await;
+    let worker = start_with(&client, Add);
+    client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("done");
+    worker.shutdown().await;
+    // a stale completion accepted without its guard: the same claim ended again
+    sql(
+        &db,
+        &format!("UPDATE remuda.jobs SET state = 'running' WHERE id = {id}; UPDATE remuda.jobs SET state = 'completed' WHERE id = {id}"),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert_eq!(report.accepted_twice.len(), 1, "{report:#?}");
+    assert_eq!(report.accepted_twice[0].job, id);
+    assert!(report.accepted_twice[0].what.contains("attempt 1"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_gone_without_a_recorded_deletion_is_lost() {
+    let (db, client) = recording().await;
+    let kept = add(&client, 1, 2).await;
+    let gone = add(&client, 3, 4).await;
+    sql(&db, "ALTER TABLE remuda.jobs DISABLE TRIGGER jobs_history").await;
+    sql(&db, &format!("DELETE FROM remuda.jobs WHERE id = {gone}")).await;
+    sql(&db, "ALTER TABLE remuda.jobs ENABLE TRIGGER jobs_history").await;
+    let report = findings(&db).await;
+    assert_eq!(report.lost.len(), 1, "{report:#?}");
+    assert_eq!(report.lost[0].job, gone);
+    assert!(report.lost.iter().all(|f| f.job != kept));
+    // a recorded deletion of a waiting job is no loss
+    sql(&db, &format!("DELETE FROM remuda.jobs WHERE id = {kept}")).await;
+    assert_eq!(findings(&db).await.lost.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_job_of_a_worker_that_is_gone_is_stuck() {
+    let (db, client) = setup().await;
+    let id = add(&client, 1, 2).await;
+    sql(
+        &db,
+        &format!("UPDATE remuda.jobs SET state = 'running', attempt = 1, worker_id = 'nobody', started_at = now() WHERE id = {id}"),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert_eq!(report.stuck.len(), 1, "{report:#?}");
+    assert_eq!(report.stuck[0].job, id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_workers_job_rescued_and_run_again_is_clean() {
+    let (db, client) = recording().await;
+    let id = add(&client, 1, 2).await;
+    // claimed by a worker that then went silent (as if killed)
+    sql(
+        &db,
+        &format!(
+            "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms, heartbeat_at)
+             VALUES ('ghost', 'ghost', 'nowhere', 1, '{{default}}', '{{add}}', 1, 30000, now() - interval '1 hour');
+             UPDATE remuda.jobs SET state = 'running', attempt = 1, max_attempts = 3, worker_id = 'ghost',
+                    started_at = now() WHERE id = {id}"
+        ),
+    )
+    .await;
+    let stuck = findings(&db).await;
+    assert_eq!(
+        stuck.stuck.len(),
+        1,
+        "silent past its rescue_after: {stuck:#?}"
+    );
+    let worker = start_with(&client, Add);
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("rescued and run");
+    assert_eq!((job.state, job.attempt), (JobState::Completed, 2));
+    worker.shutdown().await;
+    assert_eq!(
+        path(&db, id).await,
+        [
+            "->available",
+            "available>running",
+            "running>available",
+            "available>running",
+            "running>completed"
+        ]
+    );
+    let report = findings(&db).await;
+    assert!(report.is_clean(), "{report:#?}");
+}
