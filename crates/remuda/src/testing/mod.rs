@@ -4,6 +4,12 @@
 //!
 //! The server is found as everywhere else ([`crate::db::setup::Resolve::from_env`]):
 //! `DATABASE_URL`, a local server, or the private cluster. The role needs CREATEDB.
+//!
+//! With `REMUDA_TEST_HISTORY=FILE`, every test database records its jobs' history
+//! (verification mode) and, when dropped, is checked ([`crate::verify::check`]): what is
+//! found is appended to FILE with the test's name, so a whole suite run this way is a run
+//! of the history checker over every test's scenario (tests that write rows by hand, to put
+//! a fault in, are found too).
 
 use crate::db::{conninfo, setup::Resolve, Database};
 use crate::{migrate, sql, Client, Error, Result};
@@ -21,6 +27,8 @@ pub struct TestDatabase {
     conninfo: String,
     /// The session holding the ownership lock (closed on drop, releasing it).
     _owner: tokio_postgres::Client,
+    /// Where the history's findings go, and the test's name (`REMUDA_TEST_HISTORY`).
+    history: Option<(String, String)>,
 }
 
 /// Advisory lock key serialising template creation.
@@ -59,11 +67,23 @@ impl TestDatabase {
         client
             .batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
             .await?;
+        let conninfo = conninfo(&admin, Some(&name));
+        let history = std::env::var("REMUDA_TEST_HISTORY")
+            .ok()
+            .filter(|f| !f.is_empty())
+            .map(|file| {
+                let test = std::thread::current().name().unwrap_or("?").to_string();
+                (file, test)
+            });
+        if history.is_some() {
+            crate::verify::set_history(&Database::new(&conninfo, 1)?, true).await?;
+        }
         Ok(TestDatabase {
-            conninfo: conninfo(&admin, Some(&name)),
+            conninfo,
             admin,
             name,
             _owner: owner,
+            history,
         })
     }
 
@@ -87,6 +107,7 @@ impl Drop for TestDatabase {
     fn drop(&mut self) {
         let admin = self.admin.clone();
         let name = self.name.clone();
+        let history = self.history.take().map(|h| (h, self.conninfo.clone()));
         // Drop may run inside or outside a runtime: use a thread with its own.
         let _ = std::thread::spawn(move || {
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
@@ -96,6 +117,9 @@ impl Drop for TestDatabase {
                 return;
             };
             runtime.block_on(async move {
+                if let Some(((file, test), conninfo)) = history {
+                    check_history(&conninfo, &file, &test).await;
+                }
                 if let Ok(client) = admin_client(&admin).await {
                     let _ = client
                         .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
@@ -104,6 +128,30 @@ impl Drop for TestDatabase {
             });
         })
         .join();
+    }
+}
+
+/// Checks a test database's history and appends what is found to `file` (see the module).
+async fn check_history(conninfo: &str, file: &str, test: &str) {
+    use std::io::Write;
+    let found = match Database::new(conninfo, 1) {
+        Ok(db) => crate::verify::check(&db, std::time::Duration::from_secs(3600)).await,
+        Err(e) => Err(e),
+    };
+    let line = match found {
+        Ok(report) if report.is_clean() => return,
+        Ok(report) => format!(
+            "{test}: {}",
+            serde_json::to_string(&report).unwrap_or_default()
+        ),
+        Err(e) => format!("{test}: the check failed: {e}"),
+    };
+    if let Ok(mut out) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(file)
+    {
+        let _ = writeln!(out, "{line}");
     }
 }
 
