@@ -69,6 +69,10 @@ pub(crate) const PROMOTE: &str = include_str!("sql/jobs/promote.sql");
 pub(crate) const VERIFY_HISTORY_READ: &str = include_str!("sql/verify/history_read.sql");
 /// Each job's state now, and whether a running one's worker is gone or silent (the checker).
 pub(crate) const VERIFY_JOBS_NOW: &str = include_str!("sql/verify/jobs_now.sql");
+/// Verification mode's history of runs and nodes, each in the order it was written.
+pub(crate) const VERIFY_RUN_HISTORY_READ: &str = include_str!("sql/verify/run_history_read.sql");
+/// Each run's state now and each node's (the checker).
+pub(crate) const VERIFY_RUNS_NOW: &str = include_str!("sql/verify/runs_now.sql");
 /// Verification mode on or off for this database (see remuda.set_history).
 pub(crate) const VERIFY_SET_HISTORY: &str = include_str!("sql/verify/set_history.sql");
 /// A worker's own retries and snoozes $1 made available once due (see remuda.promote_jobs).
@@ -309,6 +313,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("verify_history_read", VERIFY_HISTORY_READ),
     ("verify_jobs_now", VERIFY_JOBS_NOW),
     ("verify_set_history", VERIFY_SET_HISTORY),
+    ("verify_run_history_read", VERIFY_RUN_HISTORY_READ),
+    ("verify_runs_now", VERIFY_RUNS_NOW),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("queue_get", QUEUE_GET),

@@ -155,7 +155,7 @@ async fn a_change_outside_the_state_machine_is_an_illegal_transition() {
     .await;
     let report = findings(&db).await;
     assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
-    assert_eq!(report.illegal_transitions[0].job, id);
+    assert_eq!(report.illegal_transitions[0].job, Some(id));
     assert!(report.illegal_transitions[0]
         .what
         .contains("available → completed"));
@@ -210,7 +210,7 @@ async fn one_claim_ended_twice_is_accepted_twice() {
     .await;
     let report = findings(&db).await;
     assert_eq!(report.accepted_twice.len(), 1, "{report:#?}");
-    assert_eq!(report.accepted_twice[0].job, id);
+    assert_eq!(report.accepted_twice[0].job, Some(id));
     assert!(report.accepted_twice[0].what.contains("attempt 1"));
 }
 
@@ -224,8 +224,8 @@ async fn a_job_gone_without_a_recorded_deletion_is_lost() {
     sql(&db, "ALTER TABLE remuda.jobs ENABLE TRIGGER jobs_history").await;
     let report = findings(&db).await;
     assert_eq!(report.lost.len(), 1, "{report:#?}");
-    assert_eq!(report.lost[0].job, gone);
-    assert!(report.lost.iter().all(|f| f.job != kept));
+    assert_eq!(report.lost[0].job, Some(gone));
+    assert!(report.lost.iter().all(|f| f.job != Some(kept)));
     // a recorded deletion of a waiting job is no loss
     sql(&db, &format!("DELETE FROM remuda.jobs WHERE id = {kept}")).await;
     assert_eq!(findings(&db).await.lost.len(), 1);
@@ -242,7 +242,7 @@ async fn a_running_job_of_a_worker_that_is_gone_is_stuck() {
     .await;
     let report = findings(&db).await;
     assert_eq!(report.stuck.len(), 1, "{report:#?}");
-    assert_eq!(report.stuck[0].job, id);
+    assert_eq!(report.stuck[0].job, Some(id));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,4 +285,44 @@ async fn a_dead_workers_job_rescued_and_run_again_is_clean() {
     );
     let report = findings(&db).await;
     assert!(report.is_clean(), "{report:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_and_nodes_are_recorded_and_a_node_decided_around_the_engine_is_reported() {
+    let (db, client) = recording().await;
+    let spec: remuda::workflow::WorkflowSpec = serde_json::from_value(serde_json::json!({
+        "name": "sum",
+        "nodes": {
+            "first": {"kind": "add", "args": {"a": 1, "b": 2}},
+            "second": {"kind": "add", "args": {"a": 3, "b": 4}, "waits_for": ["first"]},
+            "never": {"kind": "add", "args": {"a": 0, "b": 0}, "waits_for": ["second"],
+                      "run_if": {"node": "second", "state": "failed"}}
+        }
+    }))
+    .expect("spec");
+    let run = client
+        .start_workflow_spec(&spec, &serde_json::json!(null), None)
+        .await
+        .expect("start");
+    let worker = start_with(&client, Add);
+    let done = client
+        .wait_workflow(run.id, Duration::from_secs(20))
+        .await
+        .expect("ends");
+    assert_eq!(done.state, remuda::workflow::WorkflowState::Completed);
+    worker.shutdown().await;
+    let report = findings(&db).await;
+    assert!(report.is_clean(), "{report:#?}");
+    assert_eq!((report.workflows, report.jobs), (1, 2));
+    // a node decided around the engine: a finished run's skipped node marked completed
+    sql(
+        &db,
+        &format!("UPDATE remuda.workflow_nodes SET state = 'completed' WHERE workflow_id = {} AND node = 'never'", run.id),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
+    let found = &report.illegal_transitions[0];
+    assert_eq!(found.subject(), format!("run {} node never", run.id));
+    assert!(found.what.contains("skipped → completed"), "{found:?}");
 }

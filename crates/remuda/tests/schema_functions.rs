@@ -84,6 +84,7 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
         "DROP TABLE remuda.schema_functions;
          DROP TABLE remuda.failures;
          DROP TABLE remuda.history;
+         DROP TABLE remuda.run_history;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;

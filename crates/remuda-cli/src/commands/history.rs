@@ -27,7 +27,11 @@ pub async fn run(db: &DbArgs, command: HistoryCommand) -> CliResult<u8> {
             if args.json {
                 print_json(&report);
             } else {
-                crate::out!("{} jobs with a recorded history", report.jobs);
+                crate::out!(
+                    "{} jobs and {} workflow runs with a recorded history",
+                    report.jobs,
+                    report.workflows
+                );
                 for (class, findings) in [
                     ("illegal transition", &report.illegal_transitions),
                     ("accepted twice", &report.accepted_twice),
@@ -47,6 +51,6 @@ pub async fn run(db: &DbArgs, command: HistoryCommand) -> CliResult<u8> {
 
 fn say(class: &str, findings: &[Finding]) {
     for finding in findings {
-        crate::out!("{class}: job {}: {}", finding.job, finding.what);
+        crate::out!("{class}: {}: {}", finding.subject(), finding.what);
     }
 }

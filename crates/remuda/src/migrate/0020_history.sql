@@ -21,3 +21,15 @@ CREATE TABLE remuda.history (
     at         timestamptz NOT NULL DEFAULT clock_timestamp()
 );
 CREATE INDEX history_job_idx ON remuda.history (job_id, seq);
+
+-- The same for workflow runs and their nodes: node NULL is the run itself.
+CREATE TABLE remuda.run_history (
+    seq        bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id     bigint NOT NULL,
+    node       text,
+    from_state text,
+    to_state   text,
+    xid        xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    at         timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX run_history_run_idx ON remuda.run_history (run_id, node, seq);

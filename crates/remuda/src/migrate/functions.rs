@@ -104,6 +104,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("workflow", "wf_check", 17),
     function!("enqueue", "start_workflow", 17),
     function!("jobs", "history_record", 20),
+    function!("workflow", "history_run_record", 20),
     function!("jobs", "set_history", 20),
 ];
 

@@ -1,8 +1,11 @@
 //! Verification mode and its checker. With the mode on ([`set_history`]), every state change
 //! of every job is recorded in `remuda.history` by a trigger on the job table, the one place
-//! every statement writes; off (the default), the trigger is not there and the job path pays
-//! nothing. [`check`] holds that history and the tables against the state machine
-//! ([`JobState::may_become`], its one definition) and reports what must never happen:
+//! every statement writes, and every change of a workflow run or node in
+//! `remuda.run_history` the same way; off (the default), the triggers are not there and no
+//! path pays anything. [`check`] holds that history and the tables against the state
+//! machines ([`crate::JobState::may_become`], [`crate::workflow::WorkflowState::may_become`],
+//! [`crate::workflow::NodeState::may_become`], their one definitions) and reports what must
+//! never happen:
 //!
 //! - `illegal_transitions`: a change that is not a path of the state machine, or a recorded
 //!   path with a gap (the state a change starts from is not where the last one ended, or the
@@ -14,5 +17,20 @@
 //!   slack given.
 
 mod history;
+mod path;
+mod report;
+mod runs;
 
-pub use history::{check, set_history, Finding, Report};
+pub use history::set_history;
+pub use report::{Finding, Report};
+
+/// Holds the history and the tables against the state machines. `slack` is how long past its
+/// own `rescue_after` a silent worker's running job may wait for its rescue before it counts
+/// as stuck.
+pub async fn check(db: &crate::db::Database, slack: std::time::Duration) -> crate::Result<Report> {
+    let conn = db.conn().await?;
+    let mut report = Report::default();
+    history::check_jobs(&conn, slack, &mut report).await?;
+    runs::check(&conn, &mut report).await?;
+    Ok(report)
+}

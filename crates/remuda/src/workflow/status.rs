@@ -78,6 +78,53 @@ impl WorkflowState {
     pub fn is_final(self) -> bool {
         matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
     }
+
+    /// A run's state machine (`None`: started, or deleted), the one definition the history
+    /// checker holds recorded runs against:
+    /// - started `running` (or `paused`, under a paused parent);
+    /// - `running` → `paused`, and any end; `paused` → `running`, and any end (cancel, the
+    ///   deadline; a run whose last node ended while it was paused ends so);
+    /// - `failed` or `cancelled` → `running` or `paused` (a retry);
+    /// - deleted once ended (retention, with its nodes).
+    pub fn may_become(from: Option<Self>, to: Option<Self>) -> bool {
+        use WorkflowState::*;
+        match (from, to) {
+            (None, Some(to)) => matches!(to, Running | Paused),
+            (Some(from), None) => from.is_final(),
+            (Some(Running), Some(to)) => to != Running,
+            (Some(Paused), Some(to)) => to != Paused,
+            (Some(Failed | Cancelled), Some(to)) => matches!(to, Running | Paused),
+            _ => false,
+        }
+    }
+}
+
+impl NodeState {
+    /// True once the node is decided (a run's retry can still run a failed or cancelled
+    /// node again, and what it skipped).
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::Pending | Self::Running)
+    }
+
+    /// A node's state machine (`None`: created with its run, or deleted with it), the one
+    /// definition the history checker holds recorded nodes against:
+    /// - created `pending`;
+    /// - `pending` → `running` (started), `skipped` (its condition, a failed dependency),
+    ///   `failed` (it could not start), `cancelled` (its run's cancel);
+    /// - `running` → `completed`, `failed`, `cancelled`;
+    /// - `failed`, `cancelled` or `skipped` → `pending` or `running` (a run's retry);
+    /// - deleted with its run.
+    pub fn may_become(from: Option<Self>, to: Option<Self>) -> bool {
+        use NodeState::*;
+        match (from, to) {
+            (None, Some(to)) => to == Pending,
+            (Some(_), None) => true,
+            (Some(Pending), Some(to)) => matches!(to, Running | Skipped | Failed | Cancelled),
+            (Some(Running), Some(to)) => matches!(to, Completed | Failed | Cancelled),
+            (Some(Failed | Cancelled | Skipped), Some(to)) => matches!(to, Pending | Running),
+            _ => false,
+        }
+    }
 }
 
 /// A run as `remuda workflow status` shows it.
