@@ -126,6 +126,10 @@ pub enum Command {
     Demo(DemoArgs),
     /// Measure enqueue and drain throughput and pickup latency in a scratch database.
     Bench(BenchArgs),
+    /// Run this build under faults in private PostgreSQL clusters of its own (never the
+    /// configured database) and check every transition it made: exit 0 when nothing was lost,
+    /// stuck, illegal, accepted twice or decided unlike the workflow model, 1 otherwise.
+    Verify(VerifyArgs),
     /// Print the connection string remuda resolves (setting up the private cluster if needed).
     DatabaseUrl,
 }
@@ -867,6 +871,30 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 1000)]
     pub concurrency: usize,
     /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `remuda verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// How long jobs are fed and faults injected (then the work drains and is checked).
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub duration: std::time::Duration,
+    /// Worker processes.
+    #[arg(long, default_value_t = 3)]
+    pub workers: usize,
+    /// Run a primary with a synchronous standby and fail over to it during the run (the
+    /// workers follow through a multi-host URL with target_session_attrs=read-write).
+    #[arg(long)]
+    pub failover: bool,
+    /// The seed of the random choices (default: a new one, printed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Keep the clusters' directory (data, server and worker logs) at the end.
+    #[arg(long)]
+    pub keep: bool,
+    /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }

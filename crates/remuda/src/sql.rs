@@ -73,6 +73,8 @@ pub(crate) const VERIFY_JOBS_NOW: &str = include_str!("sql/verify/jobs_now.sql")
 pub(crate) const VERIFY_RUN_HISTORY_READ: &str = include_str!("sql/verify/run_history_read.sql");
 /// Each run's state now and each node's (the checker).
 pub(crate) const VERIFY_RUNS_NOW: &str = include_str!("sql/verify/runs_now.sql");
+/// Running runs whose nodes have all ended, and timers overdue by $1 ms (the checker).
+pub(crate) const VERIFY_RUNS_STUCK: &str = include_str!("sql/verify/runs_stuck.sql");
 /// Verification mode on or off for this database (see remuda.set_history).
 pub(crate) const VERIFY_SET_HISTORY: &str = include_str!("sql/verify/set_history.sql");
 /// A worker's own retries and snoozes $1 made available once due (see remuda.promote_jobs).
@@ -315,6 +317,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("verify_set_history", VERIFY_SET_HISTORY),
     ("verify_run_history_read", VERIFY_RUN_HISTORY_READ),
     ("verify_runs_now", VERIFY_RUNS_NOW),
+    ("verify_runs_stuck", VERIFY_RUNS_STUCK),
     ("prune_workers", PRUNE_WORKERS),
     ("queue_counts", QUEUE_COUNTS),
     ("queue_get", QUEUE_GET),

@@ -14,6 +14,7 @@ mod queue;
 mod schedule;
 pub mod scratch;
 mod top;
+mod verify;
 mod worker;
 mod workflow;
 
@@ -81,6 +82,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Top(args) => top::run(db, args).await,
         Command::Demo(args) => demo::run(db, args).await,
         Command::Bench(args) => bench::run(db, args).await,
+        Command::Verify(args) => verify::run(args).await,
         Command::DatabaseUrl => {
             let database = connect::database(db).await?;
             crate::out!("{}", remuda::db::conninfo(database.config(), None));

@@ -59,7 +59,12 @@ pub(crate) fn cluster_owner() -> Result<Option<nix::unistd::User>> {
 }
 
 /// The command that runs a PostgreSQL program, as the cluster's owner when we are root.
-fn program(bin: &Path, program: &str, args: &[&str], owner: &Option<nix::unistd::User>) -> Command {
+pub(crate) fn program(
+    bin: &Path,
+    program: &str,
+    args: &[&str],
+    owner: &Option<nix::unistd::User>,
+) -> Command {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(bin.join(program));
     command.args(args).env("LC_ALL", "C").env("LANG", "C");
@@ -73,7 +78,7 @@ fn program(bin: &Path, program: &str, args: &[&str], owner: &Option<nix::unistd:
 /// Runs a PostgreSQL program without blocking the runtime: `pg_ctl start` waits up to a
 /// minute, and workers in the same runtime must keep running meanwhile (a fault test crashes
 /// and restarts the server under running workers).
-async fn run_as(
+pub(crate) async fn run_as(
     bin: &Path,
     name: &str,
     args: &[&str],
@@ -100,7 +105,7 @@ fn program_output(program: &str, output: std::process::Output) -> Result<String>
     }
 }
 
-fn chown(path: &Path, owner: &Option<nix::unistd::User>) -> Result<()> {
+pub(crate) fn chown(path: &Path, owner: &Option<nix::unistd::User>) -> Result<()> {
     if let Some(user) = owner {
         nix::unistd::chown(path, Some(user.uid), Some(user.gid)).map_err(|e| {
             Error::Setup(format!(

@@ -6,6 +6,8 @@ pub mod cluster;
 mod conn;
 mod jsonb;
 pub(crate) mod listener;
+#[cfg(feature = "embedded")]
+pub mod replica;
 pub mod setup;
 mod tid;
 pub mod tls;
@@ -19,6 +21,7 @@ use crate::{Error, Result};
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_postgres::config::TargetSessionAttrs;
 use tokio_postgres::{Config, NoTls};
 
 /// A connection pool to one database plus what is needed to open dedicated connections
@@ -278,35 +281,52 @@ fn fail_fast(config: &mut Config) {
     }
 }
 
-/// `user@host:port/dbname`, without the password.
+/// `user@host:port/dbname`, without the password; every host of a multi-host
+/// configuration (`user@a:5432,b:5433/dbname`).
 pub fn describe(config: &Config) -> String {
-    let host = config
+    let ports = config.get_ports();
+    let hosts: Vec<String> = config
         .get_hosts()
-        .first()
-        .map(host_name)
-        .unwrap_or_else(|| "localhost".into());
-    let port = config.get_ports().first().copied().unwrap_or(5432);
+        .iter()
+        .enumerate()
+        .map(|(i, host)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            format!("{}:{port}", host_name(host))
+        })
+        .collect();
+    let hosts = if hosts.is_empty() {
+        format!("localhost:{}", ports.first().copied().unwrap_or(5432))
+    } else {
+        hosts.join(",")
+    };
     format!(
-        "{}@{}:{}/{}",
+        "{}@{}/{}",
         config.get_user().unwrap_or("?"),
-        host,
-        port,
+        hosts,
         config.get_dbname().unwrap_or("?")
     )
 }
 
 /// A `key=value` connection string for a configuration, with another database name: how the
-/// test helpers and the CLI hand a resolved connection to a child process.
+/// test helpers and the CLI hand a resolved connection to a child process. Every host and
+/// port of a multi-host configuration is kept, with its `target_session_attrs`.
 pub fn conninfo(config: &Config, dbname: Option<&str>) -> String {
     fn quote(v: &str) -> String {
         format!("'{}'", v.replace('\\', "\\\\").replace('\'', "\\'"))
     }
     let mut parts = Vec::new();
-    if let Some(host) = config.get_hosts().first() {
-        parts.push(format!("host={}", quote(&host_name(host))));
+    let hosts: Vec<String> = config.get_hosts().iter().map(host_name).collect();
+    if !hosts.is_empty() {
+        parts.push(format!("host={}", quote(&hosts.join(","))));
     }
-    if let Some(port) = config.get_ports().first() {
-        parts.push(format!("port={port}"));
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    if !ports.is_empty() {
+        parts.push(format!("port={}", ports.join(",")));
+    }
+    match config.get_target_session_attrs() {
+        TargetSessionAttrs::ReadWrite => parts.push("target_session_attrs=read-write".into()),
+        TargetSessionAttrs::ReadOnly => parts.push("target_session_attrs=read-only".into()),
+        _ => {}
     }
     if let Some(user) = config.get_user() {
         parts.push(format!("user={}", quote(user)));
@@ -328,5 +348,41 @@ fn host_name(host: &tokio_postgres::config::Host) -> String {
     match host {
         tokio_postgres::config::Host::Tcp(name) => name.clone(),
         tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{conninfo, describe};
+    use tokio_postgres::config::TargetSessionAttrs;
+    use tokio_postgres::Config;
+
+    #[test]
+    fn a_multi_host_url_keeps_every_host_port_and_session_attribute_when_handed_on() {
+        let url = "postgres://remuda@db-a:5432,db-b:5433/app?target_session_attrs=read-write";
+        let config: Config = url.parse().expect("a multi-host URL");
+        assert_eq!(describe(&config), "remuda@db-a:5432,db-b:5433/app");
+        let again: Config = conninfo(&config, Some("other"))
+            .parse()
+            .expect("the handed-on connection string");
+        assert_eq!(again.get_hosts(), config.get_hosts());
+        assert_eq!(again.get_ports(), &[5432, 5433]);
+        assert_eq!(
+            again.get_target_session_attrs(),
+            TargetSessionAttrs::ReadWrite
+        );
+        assert_eq!(again.get_dbname(), Some("other"));
+    }
+
+    #[test]
+    fn a_single_host_is_described_as_before() {
+        let config: Config = "host=/run/pg port=5433 user=u dbname=d"
+            .parse()
+            .expect("conninfo");
+        assert_eq!(describe(&config), "u@/run/pg:5433/d");
+        assert_eq!(
+            conninfo(&config, None),
+            "host='/run/pg' port=5433 user='u' dbname='d'"
+        );
     }
 }

@@ -14,9 +14,12 @@
 //!   accepted after another for the same run;
 //! - `lost`: a job whose row is gone without a recorded deletion;
 //! - `stuck`: a running job whose worker is gone, or silent past its `rescue_after` plus the
-//!   slack given.
+//!   slack given; a running run whose nodes have all ended; a timer overdue past the slack.
 
 mod history;
+pub mod model;
+#[cfg(test)]
+mod model_tests;
 mod path;
 mod report;
 mod runs;
@@ -31,6 +34,6 @@ pub async fn check(db: &crate::db::Database, slack: std::time::Duration) -> crat
     let conn = db.conn().await?;
     let mut report = Report::default();
     history::check_jobs(&conn, slack, &mut report).await?;
-    runs::check(&conn, &mut report).await?;
+    runs::check(&conn, slack, &mut report).await?;
     Ok(report)
 }

@@ -52,7 +52,8 @@ pub struct Report {
     pub accepted_twice: Vec<Finding>,
     /// Jobs gone without a recorded deletion.
     pub lost: Vec<Finding>,
-    /// Running jobs whose worker is gone or silent past its rescue_after and the slack.
+    /// Running jobs whose worker is gone or silent past its rescue_after and the slack; running
+    /// runs whose nodes have all ended; timers overdue past the slack.
     pub stuck: Vec<Finding>,
 }
 

@@ -7,14 +7,16 @@ use crate::db::Conn;
 use crate::workflow::{NodeState, WorkflowState};
 use crate::{sql, Result};
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// A run (node `None`) or one of its nodes.
 type Subject = (i64, Option<String>);
 /// One recorded change: from and to (`None`: created, deleted).
 type Change = (Option<String>, Option<String>);
 
-/// Judges every recorded run and node, adding what it finds to `report`.
-pub(super) async fn check(conn: &Conn, report: &mut Report) -> Result<()> {
+/// Judges every recorded run and node, adding what it finds to `report`; a timer overdue by
+/// more than `slack` is stuck.
+pub(super) async fn check(conn: &Conn, slack: Duration, report: &mut Report) -> Result<()> {
     let mut histories: Vec<(Subject, Vec<Change>)> = Vec::new();
     for row in conn.query(sql::VERIFY_RUN_HISTORY_READ, &[]).await? {
         let subject: Subject = (row.try_get("run_id")?, row.try_get("node")?);
@@ -56,6 +58,15 @@ pub(super) async fn check(conn: &Conn, report: &mut Report) -> Result<()> {
             Some(Ending::Lost(what)) => report.lost.push(finding(what)),
             None => {}
         }
+    }
+    let slack_ms = i64::try_from(slack.as_millis()).unwrap_or(i64::MAX);
+    for row in conn.query(sql::VERIFY_RUNS_STUCK, &[&slack_ms]).await? {
+        report.stuck.push(Finding {
+            job: None,
+            run: Some(row.try_get("run_id")?),
+            node: row.try_get("node")?,
+            what: row.try_get("what")?,
+        });
     }
     Ok(())
 }
