@@ -250,6 +250,49 @@ async fn conditions_skip_nodes_and_the_skip_cascades_unless_failures_are_allowed
     running.shutdown().await;
 }
 
+/// A node a condition looks at is read, not joined: it must have ended, in whatever state,
+/// and only the condition judges that state. (The engine once counted it as a dependency that
+/// must complete, so a fallback that runs "if the first try failed" was skipped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_condition_on_a_failed_or_skipped_upstream_node_holds_and_runs_its_node() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let running = worker(&client, &step);
+    let mut wf = Workflow::new("fallback");
+    wf.node("first_try", node(json!({"fail": "DOWN"})));
+    let mut recover = node(json!({}));
+    recover.waits_for("first_try").allow_failed_deps();
+    wf.node("recover", recover);
+    // join all: waits for recover only; first_try is upstream through it
+    let mut alert = node(json!({}));
+    alert
+        .waits_for("recover")
+        .run_if(Condition::state("first_try", "failed"));
+    wf.node("alert", alert);
+    // a quorum whose condition looks at a skipped node upstream through another
+    wf.node("skipped", {
+        let mut n = node(json!({}));
+        n.waits_for("first_try");
+        n
+    });
+    let mut after_skip = node(json!({}));
+    after_skip.waits_for("skipped");
+    wf.node("after_skip", after_skip);
+    let mut either = node(json!({}));
+    either
+        .waits_for("recover")
+        .waits_for("after_skip")
+        .quorum(1)
+        .run_if(Condition::state("skipped", "skipped"));
+    wf.node("either", either);
+    let run = run_to_end(&client, &wf, json!(null)).await;
+    assert_eq!(state_of(&run, "recover"), NodeState::Completed);
+    assert_eq!(state_of(&run, "skipped"), NodeState::Skipped);
+    assert_eq!(state_of(&run, "alert"), NodeState::Completed, "{run:#?}");
+    assert_eq!(state_of(&run, "either"), NodeState::Completed, "{run:#?}");
+    running.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_map_of_a_thousand_with_a_failing_element_is_retried_element_only() {
     let (_db, client) = setup().await;

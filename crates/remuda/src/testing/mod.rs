@@ -335,6 +335,7 @@ pub async fn migrate_with(db: &Database, extra: &[ExtraMigration]) -> Result<mig
     migrate::run_with(db, extra).await
 }
 
+pub mod fault;
 mod hosts;
 mod pgbouncer;
 mod receiver;

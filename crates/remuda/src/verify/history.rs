@@ -23,6 +23,7 @@ struct Change {
     from: Option<String>,
     to: Option<String>,
     token: Option<chrono::DateTime<chrono::Utc>>,
+    worker: Option<String>,
 }
 
 /// Judges every recorded job, adding what it finds to `report`. `slack` is how long past
@@ -37,6 +38,7 @@ pub(super) async fn check_jobs(conn: &Conn, slack: Duration, report: &mut Report
             from: row.try_get("from_state")?,
             to: row.try_get("to_state")?,
             token: row.try_get("token")?,
+            worker: row.try_get("worker_id")?,
         };
         match histories.last_mut() {
             Some((id, changes)) if *id == job => changes.push(change),
@@ -62,12 +64,40 @@ pub(super) async fn check_jobs(conn: &Conn, slack: Duration, report: &mut Report
     Ok(())
 }
 
+/// Whether the end of a claim came from another claim than the one the job was held under:
+/// an outcome accepted from a stale or fenced worker.
+fn stale(claim: Option<&Change>, end: &Change) -> Option<String> {
+    let claim = claim?;
+    let other_token = end.token.is_some() && end.token != claim.token;
+    let other_worker = end.worker.is_some() && claim.worker.is_some() && end.worker != claim.worker;
+    (other_token || other_worker).then(|| {
+        format!(
+            "{} was accepted from claim {:?} of worker {}, while the job was held by claim {:?} of worker {} (attempt {}): a stale outcome",
+            name(&end.to),
+            end.token,
+            end.worker.as_deref().unwrap_or("?"),
+            claim.token,
+            claim.worker.as_deref().unwrap_or("?"),
+            claim.attempt
+        )
+    })
+}
+
 /// One job's recorded path against the state machine and the row as it is now.
 fn judge(job: i64, changes: &[Change], now: Option<&String>, report: &mut Report) {
     let illegal = |what: String| Finding::of_job(job, what);
     let mut at: Option<&Option<String>> = None;
     let mut ended: HashSet<(i32, Option<chrono::DateTime<chrono::Utc>>)> = HashSet::new();
+    let mut claim: Option<&Change> = None;
     for change in changes {
+        if change.from.as_deref() == Some("running") {
+            if let Some(what) = stale(claim, change) {
+                report.accepted_twice.push(illegal(what));
+            }
+        }
+        if change.to.as_deref() == Some("running") {
+            claim = Some(change);
+        }
         if let Some(what) = step(at, &change.from, &change.to, JobState::may_become) {
             report
                 .illegal_transitions

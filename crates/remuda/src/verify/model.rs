@@ -303,6 +303,46 @@ pub fn differences(model: &ModelRun, run: &crate::workflow::WorkflowStatus) -> V
     wrong
 }
 
+/// How the values of a run differ from the model's: each completed node's ok value and each
+/// failed node's error code (a sub-workflow's summary is not compared: the model does not
+/// count its nodes), and the run's output. For worlds whose values are known exactly.
+pub fn value_differences(
+    spec: &WorkflowSpec,
+    model: &ModelRun,
+    run: &crate::workflow::WorkflowStatus,
+) -> Vec<String> {
+    let mut wrong = Vec::new();
+    for (node, decided) in &model.nodes {
+        let Some(status) = run.nodes.get(node) else {
+            continue;
+        };
+        if status.node_type == "workflow" {
+            continue;
+        }
+        let actual = status.result.clone().unwrap_or(Value::Null);
+        match decided {
+            Decided::Completed(value) if actual.get("ok") != Some(value) => wrong.push(format!(
+                "node {node} returned {actual}, the model says {{\"ok\":{value}}}"
+            )),
+            Decided::Failed(code) if actual.pointer("/err/code") != Some(&json!(code)) => wrong
+                .push(format!(
+                    "node {node} ended with {actual}, the model says error {code}"
+                )),
+            _ => {}
+        }
+    }
+    let output_node = spec.output.as_ref().and_then(|o| run.nodes.get(o));
+    let compared = output_node.is_some_and(|n| n.node_type != "workflow");
+    let actual = run.output.clone().unwrap_or(Value::Null);
+    if compared && model.state == "completed" && actual != model.output {
+        wrong.push(format!(
+            "the run's output is {actual}, the model says {}",
+            model.output
+        ));
+    }
+    wrong
+}
+
 fn decided(outcome: Outcome) -> Decided {
     match outcome {
         Outcome::Ok(value) => Decided::Completed(value),

@@ -67,10 +67,10 @@ fn compile_into(spec: &WorkflowSpec, at: &str, problems: &mut Vec<String>) -> Va
         .iter()
         .map(|(_, n)| dependencies(n, false))
         .collect();
-    for ((id, node), node_deps) in spec.nodes.0.iter().zip(&deps) {
+    for (id, node) in &spec.nodes.0 {
         // a node without a usable id was said above: what it holds is checked once renamed
         if !id.trim().is_empty() && !id.starts_with('$') {
-            check_node(id, node, node_deps, &known, &mut say);
+            check_node(id, node, &known, &mut say);
         }
     }
     for name in spec.output.iter() {
@@ -184,11 +184,12 @@ fn dependencies(node: &NodeSpec, with_conditions: bool) -> Vec<String> {
     out
 }
 
-/// The nodes an any or quorum join counts: those it waits for (all its dependencies when it
-/// names none). The others, which it only takes args or context from, must end first.
-fn join_on(node: &NodeSpec, deps: &[String]) -> Vec<String> {
+/// The nodes an any or quorum join counts: those it waits for (all it takes args or context
+/// from or maps over when it names none; never the nodes only its conditions look at). The
+/// others, which it only takes args or context from, must end first.
+fn join_on(node: &NodeSpec) -> Vec<String> {
     if node.waits_for.is_empty() {
-        return deps.to_vec();
+        return dependencies(node, false);
     }
     let mut once: Vec<String> = Vec::new();
     for name in &node.waits_for {
@@ -224,7 +225,6 @@ fn node_type(node: &NodeSpec) -> Result<&'static str, String> {
 fn check_node(
     id: &str,
     node: &NodeSpec,
-    deps: &[String],
     known: &HashMap<&str, &NodeSpec>,
     say: &mut impl FnMut(String),
 ) {
@@ -265,11 +265,11 @@ fn check_node(
             refer(what, &cond.node);
         }
     }
-    check_rest(id, node, deps, say);
+    check_rest(id, node, say);
 }
 
-fn check_rest(id: &str, node: &NodeSpec, deps: &[String], say: &mut impl FnMut(String)) {
-    let deps = join_on(node, deps);
+fn check_rest(id: &str, node: &NodeSpec, say: &mut impl FnMut(String)) {
+    let deps = join_on(node);
     match (node.join, node.min_success) {
         (Join::Quorum, None) => say(format!("node {id}: join = \"quorum\" needs min_success")),
         (Join::Quorum, Some(n)) if n < 1 || n as usize > deps.len() => say(format!(
@@ -493,7 +493,14 @@ fn compiled_node(
     }
     put("join", Some(json!(node.join.as_str())));
     if node.join != Join::All {
-        put("join_on", Some(json!(join_on(node, deps))));
+        put("join_on", Some(json!(join_on(node))));
+    }
+    // the nodes only a condition looks at: read (they must have ended), never joined (their
+    // state is the condition's to judge, not a failed dependency)
+    let edges = dependencies(node, false);
+    let read_only: Vec<&String> = deps.iter().filter(|d| !edges.contains(d)).collect();
+    if !read_only.is_empty() {
+        put("read_only", Some(json!(read_only)));
     }
     put("min_success", node.min_success.map(|m| json!(m)));
     if node.allow_failed_deps {

@@ -1,4 +1,6 @@
 -- What a pending node does now: 'wait', 'run', 'skip:dependency' or 'skip:condition'.
+-- The nodes only its conditions look at (`read_only`) are read, never joined: they must have
+-- ended, and their state is the condition's to judge, not a failed dependency.
 -- join all: every dependency completed (or, with allow_failed_deps, every one final; else a
 -- failed one skips it at once). any / quorum count the nodes of `join_on` (its waits_for):
 -- it runs as soon as 1 / min_success of them completed, and skips once that cannot happen
@@ -12,26 +14,36 @@ DECLARE
     bad integer := n.deps_done - n.deps_ok;
     join_kind text := COALESCE(n.spec ->> 'join', 'all');
     allow boolean := COALESCE((n.spec ->> 'allow_failed_deps')::boolean, false);
+    read_only text[] := ARRAY(SELECT jsonb_array_elements_text(COALESCE(n.spec -> 'read_only', '[]')));
     need integer;
     join_on text[];
     done_on integer;
     ok_on integer;
     req_done integer;
     req_ok integer;
+    req_read integer;
 BEGIN
     IF join_kind = 'all' THEN
-        IF bad > 0 AND NOT allow THEN RETURN 'skip:dependency'; END IF;
+        IF bad > 0 AND NOT allow AND (cardinality(read_only) = 0 OR EXISTS (
+                SELECT 1 FROM remuda.workflow_nodes d
+                WHERE d.workflow_id = n.workflow_id AND d.node = ANY(n.deps)
+                  AND d.node <> ALL(read_only)
+                  AND d.state IN ('failed', 'skipped', 'cancelled') AND NOT d.held)) THEN
+            RETURN 'skip:dependency';
+        END IF;
         IF n.deps_done < total THEN RETURN 'wait'; END IF;
     ELSE
         join_on := ARRAY(SELECT jsonb_array_elements_text(n.spec -> 'join_on'));
         SELECT count(*) FILTER (WHERE d.node = ANY(join_on) AND d.state IN ('completed', 'failed', 'skipped', 'cancelled') AND NOT d.held),
                count(*) FILTER (WHERE d.node = ANY(join_on) AND d.state = 'completed'),
                count(*) FILTER (WHERE d.node <> ALL(join_on) AND d.state IN ('completed', 'failed', 'skipped', 'cancelled') AND NOT d.held),
-               count(*) FILTER (WHERE d.node <> ALL(join_on) AND d.state = 'completed')
-        INTO done_on, ok_on, req_done, req_ok
+               count(*) FILTER (WHERE d.node <> ALL(join_on) AND d.state = 'completed'),
+               count(*) FILTER (WHERE d.node <> ALL(join_on) AND d.node = ANY(read_only)
+                                  AND d.state IN ('failed', 'skipped', 'cancelled') AND NOT d.held)
+        INTO done_on, ok_on, req_done, req_ok, req_read
         FROM remuda.workflow_nodes d
         WHERE d.workflow_id = n.workflow_id AND d.node = ANY(n.deps);
-        IF req_done > req_ok AND NOT allow THEN RETURN 'skip:dependency'; END IF;
+        IF req_done - req_read > req_ok AND NOT allow THEN RETURN 'skip:dependency'; END IF;
         need := CASE WHEN join_kind = 'any' THEN 1 ELSE (n.spec ->> 'min_success')::integer END;
         IF ok_on < need THEN
             IF cardinality(join_on) - (done_on - ok_on) >= need THEN RETURN 'wait'; END IF;

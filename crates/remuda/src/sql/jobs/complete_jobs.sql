@@ -25,7 +25,11 @@ WITH written AS (
                       THEN now() + u.delay_ms * interval '1 millisecond' ELSE j.run_at END,
         result = CASE WHEN remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
                       THEN u.result END,
-        errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END
+        errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
+        -- unchanged under the guard; written so that verification mode records whose claim
+        -- an outcome came from
+        worker_id = $8,
+        started_at = u.started_at
     FROM unnest($1::bigint[], $2::int[], $3::timestamptz[], $4::text[], $5::jsonb[], $6::jsonb[], $7::bigint[])
         AS u(id, attempt, started_at, outcome, result, error, delay_ms)
     WHERE j.id = u.id

@@ -23,7 +23,11 @@ UPDATE remuda.jobs j
 SET state = 'completed',
     lost_streak = 0,
     finished_at = now(),
-    result = u.result
+    result = u.result,
+    -- unchanged under the guard; written so that verification mode records whose claim an
+    -- outcome came from
+    worker_id = $6,
+    started_at = u.started_at
 FROM unnest($1::tid[], $2::bigint[], $3::int[], $4::timestamptz[], $5::jsonb[])
     AS u(tid, id, attempt, started_at, result)
 WHERE j.ctid = u.tid

@@ -1,0 +1,70 @@
+//! Defects put in on purpose, to show that the history checker and the workflow model catch
+//! each class of what must never happen. Only in builds with the `testing` feature; a fault
+//! acts on every worker of the process (Rust faults) or on one database (SQL faults) until
+//! healed.
+
+use crate::{Database, Result};
+use std::sync::Mutex;
+
+/// A defect of the workers of this process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Outcomes are written whoever holds the job now: the completion's fencing guard (the
+    /// worker, attempt and claim it ran under) is dropped, so a stale worker's late outcome
+    /// is accepted.
+    AcceptStaleOutcomes,
+    /// Outcomes are written around the history's recorder (`session_replication_role =
+    /// replica`): a transition the history never sees.
+    DropTransitions,
+}
+
+static FAULTS: Mutex<Vec<Fault>> = Mutex::new(Vec::new());
+
+/// Puts `fault` into every worker of this process.
+pub fn inject(fault: Fault) {
+    FAULTS.lock().unwrap_or_else(|p| p.into_inner()).push(fault);
+}
+
+/// Removes every fault put in by [`inject`].
+pub fn heal() {
+    FAULTS.lock().unwrap_or_else(|p| p.into_inner()).clear();
+}
+
+/// Whether `fault` is in.
+pub(crate) fn injected(fault: Fault) -> bool {
+    FAULTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .contains(&fault)
+}
+
+/// Whether any fault is in.
+pub(crate) fn any() -> bool {
+    !FAULTS.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+}
+
+/// The completion statement with its fencing guard dropped (for
+/// [`Fault::AcceptStaleOutcomes`]): any running row of the given ids is written.
+pub(crate) fn unguarded_completion() -> String {
+    let guard = "      AND j.worker_id = $8\n      AND j.attempt = u.attempt\n      AND j.started_at = u.started_at\n";
+    let text = crate::sql::COMPLETE_JOBS;
+    assert!(
+        text.contains(guard),
+        "complete_jobs.sql's guard moved: update this fault"
+    );
+    text.replace(guard, "      AND $8::text IS NOT NULL\n")
+}
+
+/// Makes the joins of `db`'s workflows decide early: an `any` or `quorum` join counts the
+/// nodes it waits for that ended, not those that completed, so it runs after failures that
+/// should skip it. Undone by migrating again.
+pub async fn decide_joins_early(db: &Database) -> Result<()> {
+    let right = include_str!("../schema/workflow/wf_decide.sql");
+    let early = right.replace("IF ok_on < need THEN", "IF done_on < need THEN");
+    assert_ne!(
+        right, early,
+        "wf_decide.sql's join test moved: update this fault"
+    );
+    db.conn().await?.batch_execute(&early).await?;
+    Ok(())
+}

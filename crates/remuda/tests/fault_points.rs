@@ -1,0 +1,191 @@
+//! The checker and the workflow model catch real defects: each fault point of the `testing`
+//! feature (an outcome accepted from a stale claim, a transition written around the
+//! recorder, a join decided early) is put into real workers or a real database, and the
+//! class it belongs to is reported; the same scenario without the fault is clean.
+
+mod common;
+
+use common::{fast_config, setup, start, start_with, Add, Gate, Misbehave};
+use remuda::testing::fault::{decide_joins_early, heal, inject, Fault};
+use remuda::verify::model::{decide, differences, Outcome, World};
+use remuda::verify::{check, set_history, Report};
+use remuda::workflow::WorkflowSpec;
+use remuda::Worker;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+const SLACK: Duration = Duration::from_secs(5);
+
+async fn recording() -> (common::TestDatabase, remuda::Client) {
+    let (db, client) = setup().await;
+    set_history(&db.database().expect("pool"), true)
+        .await
+        .expect("on");
+    (db, client)
+}
+
+async fn findings(db: &common::TestDatabase) -> Report {
+    check(&db.database().expect("pool"), SLACK)
+        .await
+        .expect("check")
+}
+
+fn gate() -> (Gate, Arc<Notify>, Arc<Notify>) {
+    let (started, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    let gate = Gate {
+        started: started.clone(),
+        open: open.clone(),
+    };
+    (gate, started, open)
+}
+
+/// Worker A runs attempt 1 of a job and is held there; the job is taken from A as a rescue
+/// would and worker B runs attempt 2; then A finishes late, then B.
+async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
+    let (db, client) = recording().await;
+    if fault {
+        inject(Fault::AcceptStaleOutcomes);
+    }
+    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let (gate_a, started_a, open_a) = gate();
+    // one slot: while attempt 1 is held, A claims nothing else
+    let a = start(
+        Worker::new(client.clone())
+            .config(remuda::WorkerConfig {
+                concurrency: 1,
+                ..fast_config()
+            })
+            .register(gate_a),
+    );
+    started_a.notified().await;
+    let conn = db.database().expect("pool").conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("rescue by hand");
+    let (gate_b, started_b, open_b) = gate();
+    let b = start_with(&client, gate_b);
+    started_b.notified().await;
+    open_a.notify_one();
+    a.shutdown().await;
+    open_b.notify_one();
+    b.shutdown().await;
+    heal();
+    (findings(&db).await, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_outcome_accepted_from_a_stale_claim_is_reported_accepted_twice() {
+    let (report, id) = late_outcome_of_a_stale_claim(true).await;
+    let stale: Vec<_> = report
+        .accepted_twice
+        .iter()
+        .filter(|f| f.job == Some(id) && f.what.contains("stale outcome"))
+        .collect();
+    assert_eq!(stale.len(), 1, "{report:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_late_outcome_is_rejected_by_the_guard_and_nothing_is_found() {
+    let (report, _) = late_outcome_of_a_stale_claim(false).await;
+    assert!(report.is_clean(), "{report:#?}");
+}
+
+async fn completion_around_the_recorder(fault: bool) -> (Report, i64) {
+    let (db, client) = recording().await;
+    if fault {
+        inject(Fault::DropTransitions);
+    }
+    let id = client
+        .enqueue::<Add>(&common::AddArgs { a: 1, b: 2 })
+        .await
+        .expect("enqueue");
+    let worker = start_with(&client, Add);
+    client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("done");
+    worker.shutdown().await;
+    heal();
+    (findings(&db).await, id)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transition_written_around_the_recorder_is_a_gap_in_the_path() {
+    let (report, id) = completion_around_the_recorder(true).await;
+    assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
+    assert_eq!(report.illegal_transitions[0].job, Some(id));
+    let (report, _) = completion_around_the_recorder(false).await;
+    assert!(report.is_clean(), "{report:#?}");
+}
+
+/// `add` returns the sum; `misbehave` (told to) fails for good.
+struct Kinds;
+
+impl World for Kinds {
+    fn outcome(&self, _node: &str, kind: &str, _element: Option<(usize, &Value)>) -> Outcome {
+        match kind {
+            "misbehave" => Outcome::Err("BAD_INPUT".into()),
+            _ => Outcome::Ok(json!(3)),
+        }
+    }
+
+    fn signalled(&self, _node: &str, _signal: &str) -> Option<Value> {
+        None
+    }
+}
+
+/// A quorum of two over one completion and two failures: the model skips it.
+async fn quorum_after_failures(fault: bool) -> Vec<String> {
+    let (db, client) = recording().await;
+    if fault {
+        decide_joins_early(&db.database().expect("pool"))
+            .await
+            .expect("fault");
+    }
+    let spec: WorkflowSpec = serde_json::from_value(json!({
+        "name": "quorum",
+        "nodes": {
+            "ok": {"kind": "add", "args": {"a": 1, "b": 2}},
+            "bad1": {"kind": "misbehave", "args": {"do": "permanent"}},
+            "bad2": {"kind": "misbehave", "args": {"do": "permanent"}},
+            "two": {"kind": "add", "args": {"a": 0, "b": 0}, "waits_for": ["ok", "bad1", "bad2"],
+                    "join": "quorum", "min_success": 2}
+        }
+    }))
+    .expect("spec");
+    let model = decide(&spec, &Kinds).expect("modelled");
+    assert_eq!(model.nodes["two"].state(), "skipped");
+    let run = client
+        .start_workflow_spec(&spec, &json!(null), None)
+        .await
+        .expect("start");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(Add)
+            .register(Misbehave),
+    );
+    let status = client
+        .wait_workflow(run.id, Duration::from_secs(30))
+        .await
+        .expect("ends");
+    worker.shutdown().await;
+    differences(&model, &status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_join_decided_early_is_a_workflow_mismatch() {
+    let wrong = quorum_after_failures(true).await;
+    assert!(
+        wrong
+            .iter()
+            .any(|w| w.contains("node two is completed, the model says skipped")),
+        "{wrong:?}"
+    );
+    assert!(quorum_after_failures(false).await.is_empty());
+}
