@@ -35,6 +35,8 @@ pub struct Fed {
     pub runs: Vec<Run>,
     /// Jobs retried by hand.
     pub retried: usize,
+    /// Failed runs retried.
+    pub retried_runs: usize,
 }
 
 /// Feeds until `stop`, then returns what it fed, with every pause resumed and every signal
@@ -183,8 +185,26 @@ async fn start_run(client: &Client, rng: &mut fastrand::Rng, tick: u64, fed: &mu
     fed.runs.push(run);
 }
 
-/// Retries a failed job of the mix by hand (it runs again; `fail` fails again).
+/// Retries a failed job of the mix by hand (it runs again; `fail` fails again), and a failed
+/// run (its nodes that did not complete run again, and end as before).
 async fn retry_one(client: &Client, fed: &mut Fed) {
+    let failed_run = async {
+        let conn = client.database().conn().await.ok()?;
+        let row = conn
+            .query_opt(
+                "SELECT id FROM remuda.workflows WHERE state = 'failed' AND parent_id IS NULL
+                 ORDER BY random() LIMIT 1",
+                &[],
+            )
+            .await
+            .ok()??;
+        row.try_get::<_, i64>(0).ok()
+    };
+    if let Some(id) = failed_run.await {
+        if client.retry_workflow(id).await.is_ok() {
+            fed.retried_runs += 1;
+        }
+    }
     let found = async {
         let conn = client.database().conn().await.ok()?;
         let row = conn

@@ -103,6 +103,7 @@ async fn verify(
     drain(&client, &mut fleet).await?;
     report.unclean_exits = fleet.stop().await.len();
     report.retried = fed.retried;
+    report.retried_runs = fed.retried_runs;
     let check = remuda::verify::check(client.database(), Duration::from_secs(5)).await?;
     report.add_check(&check);
     report::compare(&client, &fed, &mut report).await?;

@@ -47,6 +47,8 @@ pub struct VerifyReport {
     pub executions: i64,
     /// Failed jobs retried by hand.
     pub retried: usize,
+    /// Failed workflow runs retried.
+    pub retried_runs: usize,
     /// Workers whose graceful shutdown at the end did not exit 0.
     pub unclean_exits: usize,
     /// The seed that repeats the run's choices.
