@@ -215,3 +215,46 @@ async fn worker_once_drains_the_queue_and_exits() {
         "noop returns its args"
     );
 }
+
+/// Once a worker sent SIGTERM right after it started (in the soak, a replacement after a
+/// database restart) died of the signal: the handler was installed only once set-up was
+/// done. Forced here: set-up is held at registration by a lock on the registry, SIGTERM
+/// arrives then; the worker finishes setting up, shuts down gracefully and exits 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigterm_during_set_up_is_a_graceful_shutdown() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write("remuda.toml", "[tasks.noop]\nbuiltin = \"noop\"\n");
+    let pool = db.database().expect("pool");
+    let mut holder = pool.conn().await.expect("conn");
+    let lock = holder.transaction().await.expect("begin");
+    lock.batch_execute("LOCK TABLE remuda.workers IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("lock the registry");
+    let worker = WorkerProcess::start(&db, &config);
+    let watcher = pool.conn().await.expect("conn");
+    let started = Instant::now();
+    loop {
+        let waiting: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .expect("activity")
+            .get(0);
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the worker never registered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    worker.signal(nix::sys::signal::Signal::SIGTERM);
+    lock.rollback().await.expect("unlock");
+    let status = worker.stop_after_signal().await;
+    assert!(status.success(), "{status:?}");
+}

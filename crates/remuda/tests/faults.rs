@@ -289,9 +289,15 @@ async fn a_worker_cut_off_fences_itself_and_its_late_writes_are_rejected() {
     wait_for_count(&client, "running", 6, Duration::from_secs(10)).await;
     proxy.set_cut(true);
     let cut_at = Instant::now();
+    // heartbeats every 200 ms: on a loaded machine a 500 ms one can miss its 1.5 s margin,
+    // and a worker that fences itself rightly gives back and reruns its jobs (once seen as a
+    // job run three times)
     let healthy = start(
         Worker::new(client.clone())
-            .config(settings.clone())
+            .config(WorkerConfig {
+                heartbeat_interval: Duration::from_millis(200),
+                ..settings.clone()
+            })
             .register(Stint { log: log.clone() }),
     );
     // the healthy worker declares the other dead after 2 s of silence and runs its jobs
@@ -452,6 +458,9 @@ async fn a_snoozed_job_waits_without_using_an_attempt() {
             .config(fast_config())
             .register(Poll),
     );
+    // (its clock starts once the worker is set up: a start-up slowed by a loaded machine
+    // once let the deadline pass before the first claim)
+    common::until_led(&client).await;
     // a deadline to start that passes while it snoozes: it started in time, so it holds
     let id = client
         .insert(
@@ -525,4 +534,97 @@ async fn failed_jobs_are_redriven_in_bulk_by_queue_and_kind() {
         .await
         .expect_err("completed jobs are not redriven");
     assert!(err.to_string().contains("only failed"), "{err}");
+}
+
+/// Runs attempt 1 and attempt 2 of a job each until the test opens its gate, counting runs;
+/// a run asked to stop returns at once.
+struct TwoRuns {
+    started: [Arc<tokio::sync::Notify>; 2],
+    open: [watch::Receiver<bool>; 2],
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Task for TwoRuns {
+    const KIND: &'static str = "two_runs";
+    type Args = ();
+    type Output = i32;
+
+    async fn run(&self, ctx: JobContext, _args: ()) -> Result<i32, TaskError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let i = usize::from(ctx.attempt >= 2);
+        self.started[i].notify_one();
+        let mut open = self.open[i].clone();
+        tokio::select! {
+            _ = open.wait_for(|o| *o) => Ok(ctx.attempt),
+            _ = ctx.cancelled() => Err(TaskError::new("STOPPED", "asked to stop")),
+        }
+    }
+}
+
+/// The interleaving behind a job once seen run three times at attempt 2: a worker's periodic
+/// "which of my runs are no longer mine" is answered about a run (here: taken away as a
+/// rescue would) after the same job was claimed again by the same worker. The answer is
+/// about the old run and stops nothing; it used to stop the new run as if cancelled, which
+/// was then given back and run a third time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_answer_about_an_ended_run_does_not_stop_the_next_run_of_the_job() {
+    use remuda::testing::fault::hold;
+    let (_db, client) = setup().await;
+    let (open1, open1_rx) = watch::channel(false);
+    let (open2, open2_rx) = watch::channel(false);
+    let started = [
+        Arc::new(tokio::sync::Notify::new()),
+        Arc::new(tokio::sync::Notify::new()),
+    ];
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register(TwoRuns {
+                started: started.clone(),
+                open: [open1_rx, open2_rx],
+                runs: runs.clone(),
+            }),
+    );
+    let answered = hold("reconcile");
+    let acted = hold("reconciled");
+    let id = client
+        .insert(NewJob::new("two_runs", &()).expect("job").max_attempts(5))
+        .await
+        .expect("enqueue");
+    started[0].notified().await;
+    // taken from the worker as a rescue would, and not claimable until the answer is in
+    client.pause_queue("default").await.expect("pause");
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("move the job away");
+    answered.reached().await;
+    // the same worker claims the job again: attempt 2, a new run under the same id
+    client.resume_queue("default").await.expect("resume");
+    started[1].notified().await;
+    answered.release();
+    acted.reached().await;
+    acted.release();
+    open1.send_replace(true);
+    open2.send_replace(true);
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("ends");
+    let report = worker.shutdown().await;
+    assert_eq!(
+        (job.state, job.attempt),
+        (JobState::Completed, 2),
+        "{job:?}"
+    );
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "attempt 1, then attempt 2 once: {report:?}"
+    );
+    assert_eq!(report.released, 0, "{report:?}");
 }

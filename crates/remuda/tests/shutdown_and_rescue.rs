@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{error_code, fast_config, setup, start, start_with, Misbehave, MisbehaveArgs};
+use common::{error_code, fast_config, setup, start, start_with, Add, Misbehave, MisbehaveArgs};
 use remuda::{JobContext, JobState, NewJob, Task, TaskError, TaskOptions, Worker, WorkerConfig};
 use std::time::Duration;
 
@@ -56,7 +56,7 @@ impl Task for Partial {
 }
 
 async fn wait_for_running(client: &remuda::Client, n: usize) {
-    for _ in 0..200 {
+    for _ in 0..800 {
         let running = client
             .jobs(&remuda::JobFilter {
                 state: Some(JobState::Running),
@@ -353,9 +353,15 @@ async fn a_job_not_started_before_its_deadline_expires() {
     worker.shutdown().await;
 }
 
+/// The promptness of a promotion is a running leader's: the job is due once the worker is
+/// set up and leads. (Enqueued before the worker started, a job due 0.7 s later was once
+/// promoted 1.05 s late: the worker's own start-up, under load, was inside the measured
+/// window; `a_job_due_while_its_only_worker_sets_up_runs_once_set_up` forces that.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_wait_for_their_time_then_run() {
     let (_db, client) = setup().await;
+    let worker = start_with(&client, Sleep);
+    common::until_led(&client).await;
     let id = client
         .insert(
             NewJob::for_task::<Sleep>(&1)
@@ -364,7 +370,6 @@ async fn delayed_jobs_wait_for_their_time_then_run() {
         )
         .await
         .expect("insert");
-    let worker = start_with(&client, Sleep);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         client.job(id).await.expect("lookup").expect("exists").state,
@@ -455,4 +460,122 @@ async fn a_worker_that_stops_while_holding_unwritten_jobs_leaves_them_to_the_res
             .all(|w| w.id != first_id),
         "pruned after the rescue"
     );
+}
+
+/// Makes the first `refused` deregistrations of workers fail as a server that is starting up
+/// refuses them (SQLSTATE 57P03); a sequence counts them, as a failed statement rolls back.
+async fn refuse_deregistrations(client: &remuda::Client, refused: i64) {
+    let conn = client.database().conn().await.expect("conn");
+    conn.batch_execute(&format!(
+        "CREATE SEQUENCE refusals;
+         CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF nextval('refusals') <= {refused} THEN
+                 RAISE EXCEPTION 'the database system is starting up' USING ERRCODE = '57P03';
+             END IF;
+             RETURN OLD;
+         END $$;
+         CREATE TRIGGER refuse BEFORE DELETE ON remuda.workers
+             FOR EACH ROW EXECUTE FUNCTION refuse();"
+    ))
+    .await
+    .expect("trigger");
+}
+
+async fn registered(client: &remuda::Client) -> i64 {
+    let conn = client.database().conn().await.expect("conn");
+    conn.query_one("SELECT count(*) FROM remuda.workers", &[])
+        .await
+        .expect("count")
+        .get(0)
+}
+
+/// Once a CLI worker stopped right after a database restart exited non-zero: its
+/// deregistration met the restarted server's first refusals and was its only step whose
+/// failure failed the worker. Forced here: the first two deregistrations are refused, the
+/// worker tries again and leaves; when every one is refused, it still stops cleanly and its
+/// row is left to be declared dead and pruned.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_whose_deregistration_is_refused_tries_again_and_still_stops_cleanly() {
+    let (_db, client) = setup().await;
+    refuse_deregistrations(&client, 2).await;
+    let worker = start_with(&client, Add);
+    common::until(Duration::from_secs(10), || async {
+        registered(&client).await == 1
+    })
+    .await;
+    worker.stop.cancel();
+    let report = worker.handle.await.expect("worker task");
+    assert!(report.is_ok(), "{report:?}");
+    assert_eq!(registered(&client).await, 0, "it left on the third try");
+
+    let (_db, client) = setup().await;
+    refuse_deregistrations(&client, i64::MAX).await;
+    let worker = start_with(&client, Add);
+    common::until(Duration::from_secs(10), || async {
+        registered(&client).await == 1
+    })
+    .await;
+    worker.stop.cancel();
+    let report = worker.handle.await.expect("worker task");
+    assert!(
+        report.is_ok(),
+        "a refused goodbye is no failure: {report:?}"
+    );
+    assert_eq!(registered(&client).await, 1, "left to be declared dead");
+}
+
+/// A job that falls due while the only worker is still setting up (held here at its
+/// registration by a lock on the registry) is promoted once that worker is set up and leads:
+/// never before, and the lateness is the set-up's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_due_while_its_only_worker_sets_up_runs_once_set_up() {
+    let (db, client) = setup().await;
+    let id = client
+        .insert(
+            NewJob::for_task::<Sleep>(&1)
+                .expect("job")
+                .delay(Duration::from_millis(100)),
+        )
+        .await
+        .expect("insert");
+    let pool = db.database().expect("pool");
+    let mut holder = pool.conn().await.expect("conn");
+    let lock = holder.transaction().await.expect("begin");
+    lock.batch_execute("LOCK TABLE remuda.workers IN ACCESS EXCLUSIVE MODE")
+        .await
+        .expect("lock the registry");
+    let worker = start_with(&client, Sleep);
+    let watcher = pool.conn().await.expect("conn");
+    common::until(Duration::from_secs(20), || async {
+        watcher
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .await
+            .map(|r| r.get::<_, i64>(0) > 0)
+            .unwrap_or(false)
+    })
+    .await;
+    // held past the job's time
+    common::until(Duration::from_secs(5), || async {
+        client
+            .job(id)
+            .await
+            .ok()
+            .flatten()
+            .is_some_and(|j| j.run_at < chrono::Utc::now())
+    })
+    .await;
+    let released_at = chrono::Utc::now();
+    lock.rollback().await.expect("unlock");
+    let job = client.wait(id, Duration::from_secs(20)).await.expect("ran");
+    assert_eq!(job.state, JobState::Completed);
+    assert!(
+        job.started_at.expect("started") >= released_at,
+        "not before its worker was set up: {job:?}"
+    );
+    worker.shutdown().await;
 }

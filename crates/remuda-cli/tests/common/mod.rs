@@ -158,8 +158,13 @@ impl WorkerProcess {
     }
 
     /// SIGTERM and wait for a clean exit.
-    pub async fn stop(mut self) -> std::process::ExitStatus {
+    pub async fn stop(self) -> std::process::ExitStatus {
         self.signal(nix::sys::signal::Signal::SIGTERM);
+        self.stop_after_signal().await
+    }
+
+    /// Waits for the exit of a worker already signalled.
+    pub async fn stop_after_signal(mut self) -> std::process::ExitStatus {
         tokio::time::timeout(Duration::from_secs(30), self.child.wait())
             .await
             .expect("worker stops within 30 s")

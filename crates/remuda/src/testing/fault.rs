@@ -68,3 +68,63 @@ pub async fn decide_joins_early(db: &Database) -> Result<()> {
     db.conn().await?.batch_execute(&early).await?;
     Ok(())
 }
+
+/// A point in remuda's code where it waits while a test holds it: how a test forces one
+/// interleaving of two things that race (an answer arriving after what it answers for has
+/// moved on). Points: `"reconcile"` (a worker has the database's non-empty answer to "which
+/// of my runs are no longer mine" and has not acted on it yet) and `"reconciled"` (it has).
+pub struct HoldPoint {
+    reached: tokio::sync::Notify,
+    released: std::sync::atomic::AtomicBool,
+    go: tokio::sync::Notify,
+}
+
+static HOLDS: Mutex<Vec<(&'static str, std::sync::Arc<HoldPoint>)>> = Mutex::new(Vec::new());
+
+/// Holds `point`: code of this process that reaches it waits until [`HoldPoint::release`].
+pub fn hold(point: &'static str) -> std::sync::Arc<HoldPoint> {
+    let held = std::sync::Arc::new(HoldPoint {
+        reached: tokio::sync::Notify::new(),
+        released: std::sync::atomic::AtomicBool::new(false),
+        go: tokio::sync::Notify::new(),
+    });
+    let mut holds = HOLDS.lock().unwrap_or_else(|p| p.into_inner());
+    holds.retain(|(name, _)| *name != point);
+    holds.push((point, held.clone()));
+    held
+}
+
+impl HoldPoint {
+    /// Waits until code reaches the point (at once if it already has).
+    pub async fn reached(&self) {
+        self.reached.notified().await;
+    }
+
+    /// Lets what waits at the point, and what reaches it later, go on.
+    pub fn release(&self) {
+        self.released
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.go.notify_waiters();
+    }
+}
+
+/// Waits at `point` while a test holds it.
+pub(crate) async fn pass(point: &str) {
+    let held = HOLDS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(name, _)| *name == point)
+        .map(|(_, h)| h.clone());
+    let Some(held) = held else {
+        return;
+    };
+    held.reached.notify_one();
+    loop {
+        let go = held.go.notified();
+        if held.released.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        go.await;
+    }
+}

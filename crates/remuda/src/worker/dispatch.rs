@@ -71,25 +71,61 @@ fn cancel(shared: &Shared, id: i64) {
     early.insert(id, std::time::Instant::now());
 }
 
-/// Stops the running jobs that the database says are no longer this worker's.
+/// Stops the runs that the database says are no longer this worker's: each by its attempt
+/// and claim time, so an answer about a run that has ended since cannot stop a later run of
+/// the same job (which then ran a third time), and never remembered as an early cancel.
 async fn reconcile(shared: &Shared) {
-    let ids: Vec<i64> = lock(&shared.running).keys().copied().collect();
+    let mut ids = Vec::new();
+    let mut attempts = Vec::new();
+    let mut started = Vec::new();
+    for (id, running) in lock(&shared.running).iter() {
+        ids.push(*id);
+        attempts.push(running.run.0);
+        started.push(running.run.1);
+    }
     if ids.is_empty() {
         return;
     }
     let lost = async {
         let conn = shared.db.conn().await?;
         let rows = conn
-            .query(crate::sql::RUNNING_LOST, &[&ids, &&*shared.worker_id])
+            .query(
+                crate::sql::RUNNING_LOST,
+                &[&ids, &attempts, &started, &&*shared.worker_id],
+            )
             .await?;
-        Ok::<Vec<i64>, Error>(rows.iter().map(|r| r.get(0)).collect())
+        rows.iter()
+            .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, r.try_get(2)?))))
+            .collect::<Result<Vec<(i64, (i32, chrono::DateTime<chrono::Utc>))>, Error>>()
     };
-    match lost.await {
-        Ok(lost) => {
-            for id in lost {
-                cancel(shared, id);
+    // an answer held up past a heartbeat is stale by then: the next check asks again
+    let limit = shared
+        .config
+        .heartbeat_interval
+        .max(std::time::Duration::from_secs(1));
+    match tokio::time::timeout(limit, lost).await {
+        Ok(Ok(lost)) => {
+            #[cfg(feature = "testing")]
+            if !lost.is_empty() {
+                crate::testing::fault::pass("reconcile").await;
+            }
+            stop_runs(shared, &lost);
+            #[cfg(feature = "testing")]
+            if !lost.is_empty() {
+                crate::testing::fault::pass("reconciled").await;
             }
         }
-        Err(e) => tracing::debug!("remuda worker: cannot check its running jobs: {e}"),
+        Ok(Err(e)) => tracing::debug!("remuda worker: cannot check its running jobs: {e}"),
+        Err(_) => tracing::debug!("remuda worker: the check of its running jobs timed out"),
+    }
+}
+
+/// Stops each of the runs `lost` that is still the one running (the same attempt and claim).
+fn stop_runs(shared: &Shared, lost: &[(i64, (i32, chrono::DateTime<chrono::Utc>))]) {
+    let running = lock(&shared.running);
+    for (id, run) in lost {
+        if let Some(entry) = running.get(id).filter(|e| e.run == *run) {
+            entry.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+        }
     }
 }

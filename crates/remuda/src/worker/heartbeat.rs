@@ -65,6 +65,32 @@ pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Leaves the registry at shutdown, trying again within `patience` (a database that has just
+/// restarted refuses or drops the first connections: "the database system is starting up",
+/// a pooled connection it closed). A worker that still cannot leave is no failure: its row
+/// falls silent and is declared dead and pruned like any other, and every outcome it had was
+/// written before (or its jobs are rescued). Says whether it left.
+pub(crate) async fn leave(db: &Database, id: &str, patience: std::time::Duration) -> bool {
+    let until = tokio::time::Instant::now() + patience;
+    let mut pause = std::time::Duration::from_millis(50);
+    loop {
+        let left = tokio::time::timeout_at(until, deregister(db, id)).await;
+        let error = match left {
+            Ok(Ok(())) => return true,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "the database did not answer".to_string(),
+        };
+        if tokio::time::Instant::now() + pause >= until {
+            tracing::warn!(
+                "remuda worker {id}: cannot leave the registry ({error}); it will be declared dead and forgotten"
+            );
+            return false;
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(std::time::Duration::from_secs(1));
+    }
+}
+
 /// What a heartbeat reports besides the worker being alive.
 struct Report {
     running: i32,

@@ -38,6 +38,7 @@ mod heartbeat;
 mod outcome;
 mod producer;
 mod settings;
+mod signals;
 mod usage;
 
 use crate::client::Client;
@@ -274,21 +275,27 @@ impl Worker {
 
     /// Runs until SIGINT or SIGTERM, then shuts down gracefully; a second SIGINT or SIGTERM
     /// during the shutdown stops the running jobs at once and releases them.
+    ///
+    /// The signals are listened for from the call on: one that arrives while the worker is
+    /// still setting up (registering, waiting for LISTEN) shuts it down gracefully once set
+    /// up, rather than killing the process with the signal's default action.
     pub async fn run_until_signal(self) -> Result<WorkerReport> {
-        let first = Arc::new(Notify::new());
+        let (count, seen) = tokio::sync::watch::channel(0u32);
+        let listening = signals::listen(count);
         let shutdown = {
-            let first = first.clone();
+            let mut seen = seen.clone();
             async move {
-                shutdown_signal().await;
-                first.notify_one();
+                let _ = seen.wait_for(|n| *n >= 1).await;
             }
         };
         let force = async move {
-            first.notified().await;
-            shutdown_signal().await;
+            let mut seen = seen;
+            let _ = seen.wait_for(|n| *n >= 2).await;
             tracing::warn!("remuda worker: second signal: stopping the running jobs now");
         };
-        self.run_with(shutdown, force).await
+        let result = self.run_with(shutdown, force).await;
+        listening.abort();
+        result
     }
 
     /// Runs until `shutdown` resolves, then shuts down gracefully.
@@ -630,14 +637,7 @@ impl Worker {
                 tracing::warn!("remuda worker {worker_id}: resigning leadership got no answer")
             }
         }
-        match tokio::time::timeout(patience, heartbeat::deregister(&db, &worker_id)).await {
-            Ok(result) => result?,
-            Err(_) => {
-                return Err(Error::WorkerFailed(format!(
-                    "worker {worker_id}: the database did not answer at shutdown; its unfinished jobs will be rescued"
-                )))
-            }
-        }
+        heartbeat::leave(&db, &worker_id, patience).await;
         if let Some(reason) = completer_failure {
             return Err(Error::WorkerFailed(format!(
                 "worker {worker_id}: the completer failed ({reason}); its unfinished jobs will be rescued"

@@ -196,3 +196,18 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Waits until a worker is set up and leads maintenance (so it claims and promotes): a test
+/// that measures how soon something happens starts its clock after this, not during the
+/// worker's start-up.
+#[allow(dead_code)]
+pub async fn until_led(client: &Client) {
+    until(Duration::from_secs(20), || async {
+        client
+            .maintenance_status()
+            .await
+            .map(|s| s.leader.is_some())
+            .unwrap_or(false)
+    })
+    .await;
+}
