@@ -326,3 +326,48 @@ async fn runs_and_nodes_are_recorded_and_a_node_decided_around_the_engine_is_rep
     assert_eq!(found.subject(), format!("run {} node never", run.id));
     assert!(found.what.contains("skipped → completed"), "{found:?}");
 }
+
+/// A run whose every node has ended while the run still runs is stuck, and so is a sleep
+/// whose timer is overdue with nobody to fire it (no worker here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_running_after_its_nodes_and_an_overdue_timer_are_stuck() {
+    let (db, client) = recording().await;
+    let spec: remuda::workflow::WorkflowSpec = serde_json::from_value(serde_json::json!({
+        "name": "nap",
+        "nodes": {"nap": {"sleep": "50ms"}}
+    }))
+    .expect("spec");
+    let run = client
+        .start_workflow_spec(&spec, &serde_json::json!(null), None)
+        .await
+        .expect("start");
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("conn");
+    common::until(Duration::from_secs(10), || async {
+        conn.query_one(
+            "SELECT bool_and(wake_at < now()) FROM remuda.workflow_nodes WHERE workflow_id = $1",
+            &[&run.id],
+        )
+        .await
+        .map(|r| r.get::<_, Option<bool>>(0) == Some(true))
+        .unwrap_or(false)
+    })
+    .await;
+    let report = check(&pool, Duration::ZERO).await.expect("check");
+    assert_eq!(report.stuck.len(), 1, "{report:#?}");
+    assert_eq!(report.stuck[0].run, Some(run.id));
+    assert_eq!(report.stuck[0].node.as_deref(), Some("nap"));
+    // the node ended around the engine: the run is left running with nothing to run
+    sql(
+        &db,
+        &format!("UPDATE remuda.workflow_nodes SET state = 'completed', wake_at = NULL WHERE workflow_id = {}", run.id),
+    )
+    .await;
+    let report = findings(&db).await;
+    assert!(
+        report.stuck.iter().any(|f| f.run == Some(run.id)
+            && f.node.is_none()
+            && f.what.contains("every node has ended")),
+        "{report:#?}"
+    );
+}
