@@ -41,10 +41,16 @@ fn gate() -> (Gate, Arc<Notify>, Arc<Notify>) {
     (gate, started, open)
 }
 
+/// The faults act on the whole process: the tests of this file run one at a time even when
+/// they share one (`cargo test` runs them on threads of one process).
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Worker A runs attempt 1 of a job and is held there; the job is taken from A as a rescue
-/// would and worker B runs attempt 2; then A finishes late, then B.
+/// would and worker B runs attempt 2; then A finishes late, then B. A's check of its runs
+/// is held meanwhile: it would otherwise stop A's run (rightly) before its late outcome.
 async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
     let (db, client) = recording().await;
+    let check = remuda::testing::fault::hold("reconcile");
     if fault {
         inject(Fault::AcceptStaleOutcomes);
     }
@@ -71,6 +77,7 @@ async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
     let b = start_with(&client, gate_b);
     started_b.notified().await;
     open_a.notify_one();
+    check.release();
     a.shutdown().await;
     open_b.notify_one();
     b.shutdown().await;
@@ -80,6 +87,7 @@ async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_late_outcome_accepted_from_a_stale_claim_is_reported_accepted_twice() {
+    let _serial = SERIAL.lock().await;
     let (report, id) = late_outcome_of_a_stale_claim(true).await;
     let stale: Vec<_> = report
         .accepted_twice
@@ -91,6 +99,7 @@ async fn a_late_outcome_accepted_from_a_stale_claim_is_reported_accepted_twice()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_same_late_outcome_is_rejected_by_the_guard_and_nothing_is_found() {
+    let _serial = SERIAL.lock().await;
     let (report, _) = late_outcome_of_a_stale_claim(false).await;
     assert!(report.is_clean(), "{report:#?}");
 }
@@ -116,6 +125,7 @@ async fn completion_around_the_recorder(fault: bool) -> (Report, i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transition_written_around_the_recorder_is_a_gap_in_the_path() {
+    let _serial = SERIAL.lock().await;
     let (report, id) = completion_around_the_recorder(true).await;
     assert_eq!(report.illegal_transitions.len(), 1, "{report:#?}");
     assert_eq!(report.illegal_transitions[0].job, Some(id));
@@ -180,6 +190,7 @@ async fn quorum_after_failures(fault: bool) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_join_decided_early_is_a_workflow_mismatch() {
+    let _serial = SERIAL.lock().await;
     let wrong = quorum_after_failures(true).await;
     assert!(
         wrong

@@ -356,7 +356,7 @@ async fn a_job_not_started_before_its_deadline_expires() {
 /// The promptness of a promotion is a running leader's: the job is due once the worker is
 /// set up and leads. (Enqueued before the worker started, a job due 0.7 s later was once
 /// promoted 1.05 s late: the worker's own start-up, under load, was inside the measured
-/// window; `a_job_due_while_its_only_worker_sets_up_runs_once_set_up` forces that.)
+/// window, and no worker promotes before it is set up.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delayed_jobs_wait_for_their_time_then_run() {
     let (_db, client) = setup().await;
@@ -523,59 +523,4 @@ async fn a_worker_whose_deregistration_is_refused_tries_again_and_still_stops_cl
         "a refused goodbye is no failure: {report:?}"
     );
     assert_eq!(registered(&client).await, 1, "left to be declared dead");
-}
-
-/// A job that falls due while the only worker is still setting up (held here at its
-/// registration by a lock on the registry) is promoted once that worker is set up and leads:
-/// never before, and the lateness is the set-up's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_due_while_its_only_worker_sets_up_runs_once_set_up() {
-    let (db, client) = setup().await;
-    let id = client
-        .insert(
-            NewJob::for_task::<Sleep>(&1)
-                .expect("job")
-                .delay(Duration::from_millis(100)),
-        )
-        .await
-        .expect("insert");
-    let pool = db.database().expect("pool");
-    let mut holder = pool.conn().await.expect("conn");
-    let lock = holder.transaction().await.expect("begin");
-    lock.batch_execute("LOCK TABLE remuda.workers IN ACCESS EXCLUSIVE MODE")
-        .await
-        .expect("lock the registry");
-    let worker = start_with(&client, Sleep);
-    let watcher = pool.conn().await.expect("conn");
-    common::until(Duration::from_secs(20), || async {
-        watcher
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity
-                 WHERE datname = current_database() AND wait_event_type = 'Lock'",
-                &[],
-            )
-            .await
-            .map(|r| r.get::<_, i64>(0) > 0)
-            .unwrap_or(false)
-    })
-    .await;
-    // held past the job's time
-    common::until(Duration::from_secs(5), || async {
-        client
-            .job(id)
-            .await
-            .ok()
-            .flatten()
-            .is_some_and(|j| j.run_at < chrono::Utc::now())
-    })
-    .await;
-    let released_at = chrono::Utc::now();
-    lock.rollback().await.expect("unlock");
-    let job = client.wait(id, Duration::from_secs(20)).await.expect("ran");
-    assert_eq!(job.state, JobState::Completed);
-    assert!(
-        job.started_at.expect("started") >= released_at,
-        "not before its worker was set up: {job:?}"
-    );
-    worker.shutdown().await;
 }

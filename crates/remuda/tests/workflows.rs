@@ -1335,6 +1335,11 @@ async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_work
     output["output"] = json!("zzz");
     let mut queue = compiled.clone();
     queue["nodes"][1]["queue"] = json!("");
+    // only nodes its conditions look at may be read without being joined
+    let mut read_only_text = compiled.clone();
+    read_only_text["nodes"][1]["read_only"] = json!("a");
+    let mut read_only_joined = compiled.clone();
+    read_only_joined["nodes"][1]["read_only"] = json!(["a"]);
     let cases = [
         (with("/nodes/1/deps", json!(["a", "zzz"])), "node b: deps [\"a\", \"zzz\"] name a node that does not exist"),
         (swapped, "node b: deps [\"a\"] name a node that does not exist or does not come before it (a cycle)"),
@@ -1343,6 +1348,8 @@ async fn definitions_that_could_not_run_are_refused_at_compile_and_at_start_work
         (success, "is not a list of lists of its node ids"),
         (output, "output \"zzz\" names no node"),
         (notify, "notify"),
+        (read_only_text, "read_only must list nodes among its deps that its conditions look at"),
+        (read_only_joined, "read_only must list nodes among its deps that its conditions look at"),
     ];
     for (def, says) in cases {
         let err = start(def).await.expect_err(says);

@@ -57,7 +57,8 @@ pub(crate) fn unguarded_completion() -> String {
 
 /// Makes the joins of `db`'s workflows decide early: an `any` or `quorum` join counts the
 /// nodes it waits for that ended, not those that completed, so it runs after failures that
-/// should skip it. Undone by migrating again.
+/// should skip it. It lasts as long as the database (a test's own): migrating again does not
+/// restore the function, whose file has not changed.
 pub async fn decide_joins_early(db: &Database) -> Result<()> {
     let right = include_str!("../schema/workflow/wf_decide.sql");
     let early = right.replace("IF ok_on < need THEN", "IF done_on < need THEN");

@@ -43,23 +43,26 @@ pub enum Decided {
     Failed(String),
     /// Never ran.
     Skipped,
-    /// Waits for ever (a signal that never comes, without a timeout).
+    /// Started and waits for ever (a signal that never comes, without a timeout).
     Waiting,
+    /// Never starts: what it waits for or reads never ends.
+    Pending,
 }
 
 impl Decided {
-    /// The node state's name, as the engine names it (`running` for a node that waits).
+    /// The node state's name, as the engine names it.
     pub fn state(&self) -> &'static str {
         match self {
             Decided::Completed(_) => "completed",
             Decided::Failed(_) => "failed",
             Decided::Skipped => "skipped",
             Decided::Waiting => "running",
+            Decided::Pending => "pending",
         }
     }
 
     fn is_final(&self) -> bool {
-        !matches!(self, Decided::Waiting)
+        !matches!(self, Decided::Waiting | Decided::Pending)
     }
 }
 
@@ -70,7 +73,8 @@ pub struct ModelRun {
     pub nodes: BTreeMap<String, Decided>,
     /// `completed`, `failed`, or `running` (a node waits for ever).
     pub state: &'static str,
-    /// The output node's ok value (`null` when there is none or it did not complete).
+    /// The output node's ok value (`null` when there is none or it did not complete), also
+    /// for a run that failed.
     pub output: Value,
 }
 
@@ -100,7 +104,7 @@ pub fn decide(spec: &WorkflowSpec, world: &dyn World) -> Result<ModelRun, NotMod
     }
     let state = run_state(spec, &nodes);
     let output = match spec.output.as_ref().and_then(|o| nodes.get(o)) {
-        Some(Decided::Completed(value)) if state == "completed" => value.clone(),
+        Some(Decided::Completed(value)) => value.clone(),
         _ => Value::Null,
     };
     Ok(ModelRun {
@@ -149,11 +153,10 @@ fn decide_node(
         return Err(NotModelled(format!("node {id}: a timeout or deadline")));
     }
     let deps = dependencies(node);
-    if deps.iter().any(|d| !nodes[*d].is_final()) {
-        return Ok(Decided::Waiting);
-    }
-    if !joined(node, &deps, nodes) {
-        return Ok(Decided::Skipped);
+    match joined(node, &deps, nodes) {
+        Some(true) => {}
+        Some(false) => return Ok(Decided::Skipped),
+        None => return Ok(Decided::Pending),
     }
     for (condition, wanted) in node
         .run_if
@@ -163,7 +166,7 @@ fn decide_node(
     {
         let upstream = &nodes[&condition.node];
         if !upstream.is_final() {
-            return Ok(Decided::Waiting);
+            return Ok(Decided::Pending);
         }
         if holds(condition, upstream) != wanted {
             return Ok(Decided::Skipped);
@@ -172,26 +175,45 @@ fn decide_node(
     run(id, node, nodes, world)
 }
 
-/// Whether a node's join lets it run once its dependencies have ended. With
-/// `allow_failed_deps` it always does ("run even when dependencies failed or were skipped").
-fn joined(node: &NodeSpec, deps: &[&str], nodes: &BTreeMap<String, Decided>) -> bool {
+/// Whether a node's join lets it run (`None`: not decided, ever, because what it needs never
+/// ends). `all` decides once every dependency has ended; `any` and `quorum` as soon as
+/// enough of the nodes they count completed, or once that cannot happen, the nodes they
+/// only take args or context from (joined as by `all`) having ended. With
+/// `allow_failed_deps` a node runs once its dependencies have ended, whatever their ends.
+fn joined(node: &NodeSpec, deps: &[&str], nodes: &BTreeMap<String, Decided>) -> Option<bool> {
     let completed = |d: &&str| matches!(nodes[*d], Decided::Completed(_));
+    let ended = |d: &&str| nodes[*d].is_final();
     let counted: Vec<&str> = if node.waits_for.is_empty() {
         deps.to_vec()
     } else {
         node.waits_for.iter().map(String::as_str).collect()
     };
-    if node.allow_failed_deps {
-        return true;
-    }
     let needed = match node.join {
-        Join::All => return deps.iter().all(completed),
+        _ if node.allow_failed_deps => return deps.iter().all(ended).then_some(true),
+        Join::All => return deps.iter().all(ended).then(|| deps.iter().all(completed)),
         Join::Any => 1,
         Join::Quorum => node.min_success.unwrap_or(1).max(1) as usize,
     };
-    // the nodes it only takes args or context from are joined as by `all`
-    let others_ok = deps.iter().filter(|d| !counted.contains(d)).all(completed);
-    others_ok && counted.iter().filter(|d| completed(d)).count() >= needed
+    let others: Vec<&str> = deps
+        .iter()
+        .copied()
+        .filter(|d| !counted.contains(d))
+        .collect();
+    if !others.iter().all(ended) {
+        return None;
+    }
+    if !others.iter().all(completed) {
+        return Some(false);
+    }
+    let ok = counted.iter().filter(|d| completed(d)).count();
+    let open = counted.iter().filter(|d| !ended(d)).count();
+    if ok >= needed {
+        Some(true)
+    } else if ok + open < needed {
+        Some(false)
+    } else {
+        None
+    }
 }
 
 fn holds(condition: &Condition, upstream: &Decided) -> bool {
@@ -208,17 +230,26 @@ fn holds(condition: &Condition, upstream: &Decided) -> bool {
 }
 
 /// PostgreSQL's jsonb `@>`: objects contain their sub-objects, arrays any of their elements'
-/// containers, scalars themselves (a top-level array also contains a scalar it holds).
+/// containers, scalars themselves; and at the top level only, an array contains a scalar it
+/// holds.
 pub fn contains(value: &Value, wanted: &Value) -> bool {
+    match (value, wanted) {
+        (Value::Array(have), scalar) if !scalar.is_object() && !scalar.is_array() => {
+            have.contains(scalar)
+        }
+        _ => nested_contains(value, wanted),
+    }
+}
+
+fn nested_contains(value: &Value, wanted: &Value) -> bool {
     match (value, wanted) {
         (Value::Object(have), Value::Object(want)) => want
             .iter()
-            .all(|(k, w)| have.get(k).is_some_and(|h| contains(h, w))),
+            .all(|(k, w)| have.get(k).is_some_and(|h| nested_contains(h, w))),
         (Value::Array(have), Value::Array(want)) => want.iter().all(|w| {
             have.iter()
-                .any(|h| contains(h, w) && (h.is_array() == w.is_array()))
+                .any(|h| nested_contains(h, w) && (h.is_array() == w.is_array()))
         }),
-        (Value::Array(have), scalar) if !scalar.is_object() => have.contains(scalar),
         (a, b) => a == b,
     }
 }
@@ -261,10 +292,10 @@ fn run(
         return Ok(decided(world.outcome(id, kind, None)));
     };
     let Decided::Completed(over) = &nodes[&map.over] else {
-        return Ok(Decided::Failed("MAP_INPUT".into()));
+        return Ok(Decided::Failed("MAP_NOT_A_LIST".into()));
     };
     let Some(Value::Array(items)) = over.pointer(&map.pointer) else {
-        return Ok(Decided::Failed("MAP_INPUT".into()));
+        return Ok(Decided::Failed("MAP_NOT_A_LIST".into()));
     };
     let mut values = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
@@ -334,7 +365,7 @@ pub fn value_differences(
     let output_node = spec.output.as_ref().and_then(|o| run.nodes.get(o));
     let compared = output_node.is_some_and(|n| n.node_type != "workflow");
     let actual = run.output.clone().unwrap_or(Value::Null);
-    if compared && model.state == "completed" && actual != model.output {
+    if compared && model.state != "running" && actual != model.output {
         wrong.push(format!(
             "the run's output is {actual}, the model says {}",
             model.output

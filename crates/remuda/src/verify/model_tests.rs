@@ -207,7 +207,7 @@ fn a_signal_completes_with_its_payload_or_fails_at_its_timeout_or_waits() {
     ]);
     let run = decide(&s, &Rules).expect("modelled");
     assert_eq!(run.state, "running");
-    assert_eq!(run.nodes["after"].state(), "running");
+    assert_eq!(run.nodes["after"].state(), "pending");
 }
 
 #[test]
@@ -241,4 +241,25 @@ fn containment_follows_jsonb() {
     assert!(!contains(&json!({"a": 1}), &json!({"a": 2})));
     assert!(!contains(&json!([1, 2]), &json!([[1]])));
     assert!(!contains(&json!("a"), &json!(["a"])));
+}
+
+#[test]
+fn an_any_join_runs_on_its_first_completion_even_if_another_never_ends() {
+    let never = NodeSpec {
+        signal: Some("no".into()),
+        ..NodeSpec::default()
+    };
+    let mut any = task("ok", &["never", "b"]);
+    any.join = Join::Any;
+    let s = spec(vec![("never", never), ("b", task("ok", &[])), ("j", any)]);
+    let run = decide(&s, &Rules).expect("modelled");
+    assert_eq!(run.nodes["j"].state(), "completed");
+    assert_eq!(run.nodes["never"].state(), "running");
+    assert_eq!(run.state, "running");
+}
+
+#[test]
+fn a_top_level_array_contains_its_scalars_but_a_nested_one_does_not() {
+    assert!(contains(&json!([1, 2]), &json!(1)));
+    assert!(!contains(&json!({"a": [1, 2]}), &json!({"a": 1})));
 }

@@ -568,13 +568,15 @@ async fn write_general(
                 &worker_id,
             ],
         )
-        .await?;
+        .await;
     #[cfg(feature = "testing")]
     if around {
+        // (whether or not the write went through: the pooled connection goes back as it was)
         client
             .execute("RESET session_replication_role", &[])
             .await?;
     }
+    let row = row?;
     written.completed += count(&row, "completed")?;
     written.failed += count(&row, "failed")?;
     written.retried += count(&row, "retried")?;

@@ -47,25 +47,44 @@ impl Clusters {
             extra_settings: SETTINGS.into(),
             files: Vec::new(),
         };
-        start_private_cluster_with(&primary.home, &options).await?;
-        let admin = connect(&primary, "postgres").await?;
-        admin.batch_execute("CREATE DATABASE remuda").await?;
+        let standby = if failover {
+            Some(Node {
+                home: home.join("b"),
+                port: free_port()?,
+            })
+        } else {
+            None
+        };
         let mut clusters = Clusters {
             primary,
             standby: None,
         };
-        let db = remuda::Database::new(&clusters.url(), 2)?;
+        match clusters.set_up(&options, standby).await {
+            Ok(()) => Ok(clusters),
+            Err(e) => {
+                // whatever had started is stopped before its directory goes
+                clusters.stop();
+                Err(e)
+            }
+        }
+    }
+
+    async fn set_up(
+        &mut self,
+        options: &ClusterOptions,
+        standby: Option<Node>,
+    ) -> remuda::Result<()> {
+        start_private_cluster_with(&self.primary.home, options).await?;
+        let admin = connect(&self.primary, "postgres").await?;
+        admin.batch_execute("CREATE DATABASE remuda").await?;
+        let db = remuda::Database::new(&self.url(), 2)?;
         remuda::migrate::run(&db).await?;
         remuda::verify::set_history(&db, true).await?;
-        if failover {
-            let standby = Node {
-                home: home.join("b"),
-                port: free_port()?,
-            };
-            clusters.standby = Some(standby);
-            clusters.attach_standby().await?;
+        if standby.is_some() {
+            self.standby = standby;
+            self.attach_standby().await?;
         }
-        Ok(clusters)
+        Ok(())
     }
 
     /// The URL every process of the run connects with: both clusters, the writable one
@@ -126,9 +145,10 @@ impl Clusters {
     /// Kills the primary, promotes the standby, and makes a new standby of the old primary's
     /// home (copied from the new primary). Ok(false) when there is no standby to promote.
     pub async fn fail_over(&mut self) -> remuda::Result<bool> {
-        let Some(standby) = self.standby.take() else {
+        let Some(standby) = self.standby.clone() else {
             return Ok(false);
         };
+        // (on an error both stay known, so that `stop` stops both)
         replica::stop(&self.primary, "immediate").await?;
         replica::promote(&standby).await?;
         let old = std::mem::replace(&mut self.primary, standby);

@@ -50,11 +50,11 @@ pub async fn run(args: VerifyArgs) -> CliResult<u8> {
     let clusters = Clusters::start(&home, args.failover).await;
     let result = match clusters {
         Ok(mut clusters) => {
-            // Ctrl-C ends the run: the workers die with their handles, the clusters are
-            // stopped here, nothing is left running
+            // SIGINT or SIGTERM ends the run: the workers die with their handles, the
+            // clusters are stopped here, nothing is left running
             let result = tokio::select! {
                 result = verify(&args, seed, &home, &mut clusters) => result,
-                _ = tokio::signal::ctrl_c() => Err(remuda::Error::Setup("interrupted".into())),
+                _ = remuda::worker::shutdown_signal() => Err(remuda::Error::Setup("interrupted".into())),
             };
             clusters.stop();
             result
@@ -138,7 +138,8 @@ async fn inject(
         fleet.thaw_due(false);
         fleet.replace_exited()?;
         let now = Instant::now();
-        if now >= next_database {
+        if now >= next_database && report.db_restarts + report.failovers < database_events as usize
+        {
             let held = running(client, None).await;
             if failover_next && clusters.fail_over().await? {
                 report.failovers += 1;
@@ -148,7 +149,8 @@ async fn inject(
             }
             report.duplicate_bound += held;
             failover_next = args.failover && !failover_next;
-            next_database = Instant::now() + gap;
+            // on a fixed beat from the start, however long the last one took
+            next_database += gap;
             continue;
         }
         if now < next {

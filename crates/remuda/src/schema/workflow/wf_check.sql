@@ -48,6 +48,12 @@ BEGIN
               OR EXISTS (SELECT 1 FROM jsonb_array_elements_text(COALESCE(node -> 'join_on', '[]')) r
                          WHERE NOT node -> 'deps' ? r) THEN
                 'a node it waits for or reads is not among its deps'
+            WHEN node ? 'read_only' AND (jsonb_typeof(node -> 'read_only') IS DISTINCT FROM 'array'
+                 OR EXISTS (SELECT 1 FROM jsonb_array_elements(node -> 'read_only') r
+                            WHERE jsonb_typeof(r) IS DISTINCT FROM 'string'
+                               OR NOT node -> 'deps' ? (r #>> '{}')
+                               OR (r #>> '{}') <> ALL(ARRAY(SELECT c FROM (VALUES (node -> 'run_if' ->> 'node'), (node -> 'skip_if' ->> 'node')) v(c) WHERE c IS NOT NULL)))) THEN
+                'read_only must list nodes among its deps that its conditions look at'
             WHEN node ->> 'type' IN ('task', 'map') AND jsonb_typeof(node -> 'kind') IS DISTINCT FROM 'string' THEN
                 'it has no kind'
         END;
