@@ -5,32 +5,16 @@
 
 mod common;
 
-use common::{fast_config, setup, start, start_with, Add, Gate, Misbehave};
+use common::{fast_config, findings, recording, start, start_with, Add, Gate, Misbehave};
 use remuda::testing::fault::{decide_joins_early, heal, inject, Fault};
 use remuda::verify::model::{decide, differences, Outcome, World};
-use remuda::verify::{check, set_history, Report};
+use remuda::verify::Report;
 use remuda::workflow::WorkflowSpec;
 use remuda::Worker;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
-
-const SLACK: Duration = Duration::from_secs(5);
-
-async fn recording() -> (common::TestDatabase, remuda::Client) {
-    let (db, client) = setup().await;
-    set_history(&db.database().expect("pool"), true)
-        .await
-        .expect("on");
-    (db, client)
-}
-
-async fn findings(db: &common::TestDatabase) -> Report {
-    check(&db.database().expect("pool"), SLACK)
-        .await
-        .expect("check")
-}
 
 fn gate() -> (Gate, Arc<Notify>, Arc<Notify>) {
     let (started, open) = (Arc::new(Notify::new()), Arc::new(Notify::new()));

@@ -4,23 +4,12 @@
 
 mod common;
 
-use common::{setup, start_with, Add, AddArgs, Flaky, FlakyArgs};
-use remuda::verify::{check, set_history, Report};
+use common::{findings, recording, setup, start_with, Add, AddArgs, Flaky, FlakyArgs};
+use remuda::verify::{check, set_history};
 use remuda::{JobState, NewJob};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
-
-const SLACK: Duration = Duration::from_secs(5);
-
-/// A fresh database with verification mode on.
-async fn recording() -> (common::TestDatabase, remuda::Client) {
-    let (db, client) = setup().await;
-    set_history(&db.database().expect("pool"), true)
-        .await
-        .expect("on");
-    (db, client)
-}
 
 /// Enqueues `a + b`: its id.
 async fn add(client: &remuda::Client, a: i64, b: i64) -> i64 {
@@ -34,12 +23,6 @@ async fn sql(db: &common::TestDatabase, statement: &str) {
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("connection");
     conn.batch_execute(statement).await.expect(statement);
-}
-
-async fn findings(db: &common::TestDatabase) -> Report {
-    check(&db.database().expect("pool"), SLACK)
-        .await
-        .expect("check")
 }
 
 async fn path(db: &common::TestDatabase, id: i64) -> Vec<String> {

@@ -495,32 +495,27 @@ async fn registered(client: &remuda::Client) -> i64 {
 /// failure failed the worker. Forced here: the first two deregistrations are refused, the
 /// worker tries again and leaves; when every one is refused, it still stops cleanly and its
 /// row is left to be declared dead and pruned.
+/// Starts a worker whose first `refused` deregistrations are refused, stops it, and says
+/// whether it stopped cleanly and how many workers are still registered after.
+async fn stop_with_refused_goodbyes(refused: i64) -> (bool, i64) {
+    let (_db, client) = setup().await;
+    refuse_deregistrations(&client, refused).await;
+    let worker = start_with(&client, Add);
+    common::until(Duration::from_secs(10), || async {
+        registered(&client).await == 1
+    })
+    .await;
+    worker.stop.cancel();
+    let report = worker.handle.await.expect("worker task");
+    (report.is_ok(), registered(&client).await)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_whose_deregistration_is_refused_tries_again_and_still_stops_cleanly() {
-    let (_db, client) = setup().await;
-    refuse_deregistrations(&client, 2).await;
-    let worker = start_with(&client, Add);
-    common::until(Duration::from_secs(10), || async {
-        registered(&client).await == 1
-    })
-    .await;
-    worker.stop.cancel();
-    let report = worker.handle.await.expect("worker task");
-    assert!(report.is_ok(), "{report:?}");
-    assert_eq!(registered(&client).await, 0, "it left on the third try");
-
-    let (_db, client) = setup().await;
-    refuse_deregistrations(&client, i64::MAX).await;
-    let worker = start_with(&client, Add);
-    common::until(Duration::from_secs(10), || async {
-        registered(&client).await == 1
-    })
-    .await;
-    worker.stop.cancel();
-    let report = worker.handle.await.expect("worker task");
-    assert!(
-        report.is_ok(),
-        "a refused goodbye is no failure: {report:?}"
-    );
-    assert_eq!(registered(&client).await, 1, "left to be declared dead");
+    let (clean, left) = stop_with_refused_goodbyes(2).await;
+    assert!(clean, "stopped cleanly");
+    assert_eq!(left, 0, "it left on the third try");
+    let (clean, left) = stop_with_refused_goodbyes(i64::MAX).await;
+    assert!(clean, "a refused goodbye is no failure");
+    assert_eq!(left, 1, "left to be declared dead");
 }

@@ -211,3 +211,21 @@ pub async fn until_led(client: &Client) {
     })
     .await;
 }
+
+/// A fresh database with verification mode on.
+#[allow(dead_code)]
+pub async fn recording() -> (TestDatabase, Client) {
+    let (db, client) = setup().await;
+    remuda::verify::set_history(&db.database().expect("pool"), true)
+        .await
+        .expect("verification mode on");
+    (db, client)
+}
+
+/// The checker's report on a test database, with 5 s of slack.
+#[allow(dead_code)]
+pub async fn findings(db: &TestDatabase) -> remuda::verify::Report {
+    remuda::verify::check(&db.database().expect("pool"), Duration::from_secs(5))
+        .await
+        .expect("check")
+}
