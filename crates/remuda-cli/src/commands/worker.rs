@@ -7,6 +7,8 @@ use crate::error::{CliError, CliResult};
 use crate::worker_setup::{build, settings, Overrides};
 
 pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
+    // from the first moment: a SIGTERM while connecting is a graceful stop, not death by it
+    let signals = remuda::worker::ShutdownSignals::listen();
     let config = Config::load(&args.config)?;
     if config.tasks.is_empty() {
         return Err(Config::error(
@@ -30,7 +32,7 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
         config.tasks.keys().cloned().collect::<Vec<_>>().join(", "),
         queues.join(", ")
     );
-    let report = worker.run_until_signal().await?;
+    let report = worker.run_until_signals(signals).await?;
     eprintln!(
         "remuda worker {}: stopped; {} completed, {} retried, {} failed, {} released, {} stale writes rejected",
         report.worker_id,

@@ -39,6 +39,7 @@ mod outcome;
 mod producer;
 mod settings;
 mod signals;
+pub use signals::ShutdownSignals;
 mod usage;
 
 use crate::client::Client;
@@ -280,8 +281,14 @@ impl Worker {
     /// still setting up (registering, waiting for LISTEN) shuts it down gracefully once set
     /// up, rather than killing the process with the signal's default action.
     pub async fn run_until_signal(self) -> Result<WorkerReport> {
-        let (count, seen) = tokio::sync::watch::channel(0u32);
-        let listening = signals::listen(count);
+        self.run_until_signals(ShutdownSignals::listen()).await
+    }
+
+    /// [`Worker::run_until_signal`] with signals listened for since `signals` was made: a
+    /// program makes it first thing, so that a signal during its own set-up (connecting,
+    /// reading its config) is a graceful shutdown too.
+    pub async fn run_until_signals(self, signals: ShutdownSignals) -> Result<WorkerReport> {
+        let ShutdownSignals { seen, listening } = signals;
         let shutdown = {
             let mut seen = seen.clone();
             async move {

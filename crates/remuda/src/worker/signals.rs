@@ -4,9 +4,27 @@
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::watch;
 
-/// Starts listening for SIGINT and SIGTERM now (so the default action, death, no longer
-/// applies) and counts each one into `count`, from a task of its own.
-pub(super) fn listen(count: watch::Sender<u32>) -> tokio::task::JoinHandle<()> {
+/// SIGINT and SIGTERM listened for since this was made (the default action, death, no
+/// longer applies), counted: see [`Worker::run_until_signals`](super::Worker::run_until_signals).
+pub struct ShutdownSignals {
+    pub(super) seen: watch::Receiver<u32>,
+    pub(super) listening: tokio::task::JoinHandle<()>,
+}
+
+impl ShutdownSignals {
+    /// Starts listening now. Needs a Tokio runtime.
+    pub fn listen() -> ShutdownSignals {
+        let (count, seen) = watch::channel(0u32);
+        ShutdownSignals {
+            seen,
+            listening: listen(count),
+        }
+    }
+}
+
+/// Starts listening for SIGINT and SIGTERM now and counts each one into `count`, from a task
+/// of its own.
+fn listen(count: watch::Sender<u32>) -> tokio::task::JoinHandle<()> {
     let term = signal(SignalKind::terminate());
     let int = signal(SignalKind::interrupt());
     tokio::spawn(async move {
