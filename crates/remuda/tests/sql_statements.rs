@@ -104,8 +104,9 @@ async fn generic_plan(
 }
 
 /// The hot statements keep the plans they were written for whatever the table's statistics
-/// say: the claim and the common completion find their rows by place (a TID scan), the
-/// general completion, release and promotion by primary key. Once a claim had a second
+/// say: the claim and the common completion find their rows by place (a TID scan), release
+/// and promotion by primary key (the general completion, inside its functions: see
+/// `the_general_lane_never_scans_the_job_table_whatever_the_statistics`). Once a claim had a second
 /// condition on the updated rows, and a plan made while few jobs were available walked the
 /// whole available index for every claim (2 000 jobs/s); before that, a completion joined
 /// through a partial index did O(n²) work (900 jobs/s).
@@ -136,12 +137,6 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "tid[], bigint[], int[], timestamptz[], jsonb[], text",
             "'{}', '{}', '{}', '{}', '{}', 'w'",
             "Tid Scan on jobs j",
-        ),
-        (
-            "complete_jobs",
-            "bigint[], int[], timestamptz[], text[], jsonb[], jsonb[], bigint[], text",
-            "'{}', '{}', '{}', '{}', '{}', '{}', '{}', 'w'",
-            "Index Scan using jobs_pkey on jobs j",
         ),
         (
             "release_jobs",
@@ -305,4 +300,136 @@ async fn queue_counts_survive_a_state_this_build_does_not_know() {
     let stats = client.queue_stats().await.expect("counts still work");
     let q = stats.iter().find(|s| s.queue == "q").expect("queue q");
     assert_eq!(q.count(remuda::JobState::Available), 1);
+}
+
+/// The general lane's write (`complete_jobs`) finds each row by primary key and writes it at
+/// its place, through its seam hooks too, and never scans the job table, whatever the table's
+/// statistics say: joined to the outcomes by id, a batch on a never analysed table was
+/// planned as a scan of the table's running rows (estimated at one row) joined to the
+/// outcomes by a nested loop, every outcome compared with every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_general_lane_never_scans_the_job_table_whatever_the_statistics() {
+    let text = remuda::sql::ALL
+        .iter()
+        .find(|(n, _)| *n == "complete_jobs")
+        .expect("complete_jobs")
+        .1;
+    for (state, before) in [
+        ("never analysed", "SELECT 1"),
+        ("analysed empty", "ANALYZE remuda.jobs"),
+    ] {
+        let db = remuda::testing::TestDatabase::new()
+            .await
+            .expect("test database");
+        let pool = db.database().expect("pool");
+        let conn = pool.conn().await.expect("connection");
+        conn.batch_execute(&format!(
+            "{before};
+             INSERT INTO remuda.jobs (kind, args, flags) SELECT 'x', '{{}}', 2 FROM generate_series(1, 3000);
+             UPDATE remuda.jobs SET state = 'running', worker_id = 'w', attempt = 1, started_at = now();"
+        ))
+        .await
+        .expect("3 000 running jobs");
+        let rows = conn
+            .query(
+                "SELECT id, started_at::text FROM remuda.jobs WHERE id % 3 <> 0",
+                &[],
+            )
+            .await
+            .expect("their runs");
+        let list = |column: usize, quoted: bool| {
+            let items: Vec<String> = rows
+                .iter()
+                .map(|r| {
+                    let v: String = if column == 0 {
+                        r.get::<_, i64>(0).to_string()
+                    } else {
+                        r.get(column)
+                    };
+                    if quoted {
+                        format!("\"{v}\"")
+                    } else {
+                        v
+                    }
+                })
+                .collect();
+            format!("'{{{}}}'", items.join(","))
+        };
+        let n = rows.len();
+        let repeat = |v: &str| format!("'{{{}}}'", vec![v; n].join(","));
+        let seq_scans =
+            "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relid = 'remuda.jobs'::regclass";
+        conn.batch_execute(&format!(
+            "BEGIN; SELECT set_config('plan_cache_mode', 'force_custom_plan', true);
+             PREPARE general(bigint[], int[], timestamptz[], text[], jsonb[], jsonb[], bigint[], text) AS {text}"
+        ))
+        .await
+        .expect("prepared");
+        let scans_before: i64 = conn.query_one(seq_scans, &[]).await.expect("scans").get(0);
+        let written: i64 = conn
+            .query_one(
+                &format!(
+                    "EXECUTE general({}, {}, {}, {}, {}, {}, {}, 'w')",
+                    list(0, false),
+                    repeat("1"),
+                    list(1, true),
+                    repeat("completed"),
+                    repeat("\"{\\\"ok\\\": 1}\""),
+                    repeat("NULL"),
+                    repeat("0"),
+                ),
+                &[],
+            )
+            .await
+            .expect("the batch written")
+            .get("written");
+        let scans_after: i64 = conn.query_one(seq_scans, &[]).await.expect("scans").get(0);
+        conn.batch_execute("COMMIT").await.expect("commit");
+        assert_eq!(written, n as i64, "{state}: every outcome written");
+        assert_eq!(
+            scans_after, scans_before,
+            "{state}: the job table was scanned to write {n} outcomes"
+        );
+    }
+}
+
+/// The seam's workflow hook reads the node jobs of a batch by primary key, whatever else the
+/// table holds: asked to group them by run in order with sorts off (remuda's sessions), the
+/// planner walked the whole of the workflow index instead, every node job of every run ever
+/// kept filtered through the batch's ids (140 ms of a 5 000-element batch of one map).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_workflow_hook_reads_its_batch_not_every_workflow_job() {
+    let db = remuda::testing::TestDatabase::new()
+        .await
+        .expect("test database");
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind, args, flags, state, finished_at, workflow_id, workflow)
+         SELECT 'x', '{}', 2, 'completed', now(), 1 + i % 5,
+                jsonb_build_object('id', 1 + i % 5, 'node', 'n' || i)
+         FROM generate_series(1, 5000) i",
+    )
+    .await
+    .expect("5 000 node jobs of ended runs");
+    // (index entries read in this transaction, over every index of the table)
+    let read = "SELECT COALESCE(sum(pg_stat_get_xact_tuples_returned(indexrelid)), 0)::bigint
+                FROM pg_index WHERE indrelid = 'remuda.jobs'::regclass";
+    conn.batch_execute("BEGIN").await.expect("begin");
+    let before: i64 = conn.query_one(read, &[]).await.expect("reads").get(0);
+    conn.batch_execute(
+        "SELECT remuda.workflow_advance(ARRAY(
+             SELECT ROW(j.id, j.queue, j.kind, j.flags, j.counted, 'running', j.state,
+                        j.attempt)::remuda.transition
+             FROM remuda.jobs j WHERE j.id IN (10, 20, 30)))",
+    )
+    .await
+    .expect("the hook runs");
+    let after: i64 = conn.query_one(read, &[]).await.expect("reads").get(0);
+    conn.batch_execute("COMMIT").await.expect("commit");
+    assert!(
+        after - before <= 30,
+        "the hook read {} index entries for a batch of 3 node jobs",
+        after - before
+    );
 }

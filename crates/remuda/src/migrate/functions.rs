@@ -59,6 +59,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("workflow", "wf_condition", 11),
     function!("workflow", "wf_reads", 11),
     function!("workflow", "wf_decide", 11),
+    function!("workflow", "wf_plain_task", 11),
     function!("workflow", "wf_args", 11),
     function!("workflow", "wf_context", 11),
     function!("workflow", "wf_map_result", 11),
@@ -106,6 +107,8 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "history_record", 20),
     function!("workflow", "history_run_record", 20),
     function!("jobs", "set_history", 20),
+    function!("jobs", "job_places", 20),
+    function!("jobs", "write_outcomes", 20),
 ];
 
 /// The record of applied files, created on first use.

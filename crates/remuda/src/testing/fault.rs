@@ -43,16 +43,24 @@ pub(crate) fn any() -> bool {
     !FAULTS.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
-/// The completion statement with its fencing guard dropped (for
-/// [`Fault::AcceptStaleOutcomes`]): any running row of the given ids is written.
-pub(crate) fn unguarded_completion() -> String {
-    let guard = "      AND j.worker_id = $8\n      AND j.attempt = u.attempt\n      AND j.started_at = u.started_at\n";
-    let text = crate::sql::COMPLETE_JOBS;
+/// A copy of `remuda.write_outcomes` without its fencing guard (for
+/// [`Fault::AcceptStaleOutcomes`]): any running row of the given ids is written. The
+/// completer creates it before [`unguarded_completion`] calls it.
+pub(crate) fn unguarded_function() -> String {
+    let guard = "          AND j.worker_id = write_outcomes.worker\n          AND j.attempt = u.attempt\n          AND j.started_at = u.started_at\n";
+    let function = include_str!("../schema/jobs/write_outcomes.sql");
     assert!(
-        text.contains(guard),
-        "complete_jobs.sql's guard moved: update this fault"
+        function.contains(guard),
+        "write_outcomes.sql's guard moved: update this fault"
     );
-    text.replace(guard, "      AND $8::text IS NOT NULL\n")
+    function
+        .replace(guard, "")
+        .replace("write_outcomes", "write_outcomes_unguarded")
+}
+
+/// The completion statement writing through [`unguarded_function`].
+pub(crate) fn unguarded_completion() -> String {
+    crate::sql::COMPLETE_JOBS.replace("remuda.write_outcomes(", "remuda.write_outcomes_unguarded(")
 }
 
 /// Makes the joins of `db`'s workflows decide early: an `any` or `quorum` join counts the

@@ -547,6 +547,12 @@ async fn write_general(
 ) -> Result<()> {
     let statement = completion_statement();
     #[cfg(feature = "testing")]
+    if crate::testing::fault::injected(crate::testing::fault::Fault::AcceptStaleOutcomes) {
+        client
+            .execute(&crate::testing::fault::unguarded_function(), &[])
+            .await?;
+    }
+    #[cfg(feature = "testing")]
     let around = crate::testing::fault::injected(crate::testing::fault::Fault::DropTransitions);
     #[cfg(feature = "testing")]
     if around {

@@ -1,12 +1,15 @@
 -- Start the task nodes `nodes` of run `wf` (pending, decided to run): one job each, in one
--- statement.
+-- statement. PL/pgSQL so that a session keeps the statement's plan (a `LANGUAGE sql` function
+-- whose body writes is planned again at every call), and the job ids' sequence is looked up
+-- once per statement, not once per node (pg_get_serial_sequence reads the catalog).
 CREATE OR REPLACE FUNCTION remuda.wf_start_tasks(wf remuda.workflows, nodes text[])
-RETURNS void LANGUAGE sql AS $$
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     WITH started AS (
         UPDATE remuda.workflow_nodes n
         SET state = 'running', attempt = n.attempt + 1, started_at = now(), finished_at = NULL,
             result = NULL, reason = NULL,
-            job_id = nextval(pg_get_serial_sequence('remuda.jobs', 'id'))
+            job_id = nextval((SELECT pg_get_serial_sequence('remuda.jobs', 'id'))::regclass)
         WHERE n.workflow_id = wf.id AND n.node = ANY(nodes) AND n.state = 'pending'
         RETURNING n.node, n.spec, n.job_id
     )
@@ -23,5 +26,6 @@ RETURNS void LANGUAGE sql AS $$
            jsonb_build_object('id', wf.id, 'node', s.node, 'context',
                CASE WHEN s.spec ? 'context_from' THEN remuda.wf_context(wf.id, s.spec)
                     ELSE '{}'::jsonb END)
-    FROM started s
+    FROM started s;
+END
 $$;

@@ -10,7 +10,10 @@ DECLARE
     given_back bigint[];
 BEGIN
     -- (the runs looked up only when such a job is among the rows: most statements have none)
-    given_back := ARRAY(SELECT DISTINCT j.workflow_id FROM remuda.jobs j
+    -- (no DISTINCT: `x.id = ANY` below takes each run once; asked for distinct rows in order,
+    -- with sorts off, the planner walks the whole of jobs_workflow_idx instead of the
+    -- primary key)
+    given_back := ARRAY(SELECT j.workflow_id FROM remuda.jobs j
                         WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
                                                WHERE c.flags & 2 <> 0
                                                  AND c.new_state IN ('available', 'scheduled'))));
@@ -22,20 +25,29 @@ BEGIN
         WHERE r.state = 'paused';
     END IF;
     FOR w IN
-        -- the rows by primary key from an id array (their new state is the row's own):
-        -- joined to the array, with the run's order wanted, the planner may walk every
-        -- node job of jobs_workflow_idx for each row (measured: 5 s for 2 000 rows)
-        SELECT x.workflow_id AS id, x.done
-        FROM (SELECT j.workflow_id,
-                     array_agg(ROW(j.workflow ->> 'node', (j.workflow ->> 'index')::integer,
-                                   remuda.wf_node_state(j.state),
-                                   remuda.wf_job_result(j.state, j.result, j.errors), j.id, NULL)::remuda.wf_done) AS done
-              FROM remuda.jobs j
-              WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
-                                     WHERE c.flags & 2 <> 0 AND remuda.is_final(c.new_state)))
-              GROUP BY j.workflow_id) x
-        WHERE x.workflow_id IS NOT NULL
-        ORDER BY x.workflow_id
+        -- the rows by primary key from an id array (their new state is the row's own), read
+        -- apart from their grouping: joined to the array, with the run's order wanted, the
+        -- planner may walk every node job of jobs_workflow_idx for each row (measured: 5 s
+        -- for 2 000 rows); grouped in the same query, with sorts off, it walks the whole index
+        -- once, filtering every workflow job the table holds by the array (measured: 140 ms
+        -- of a 5 000-element batch of a 10 000-element map). A map element's result is not
+        -- read here: the element is only counted, and its node's result read once at its end.
+        WITH ended_jobs AS MATERIALIZED (
+            SELECT j.workflow_id,
+                   ROW(j.workflow ->> 'node', (j.workflow ->> 'index')::integer,
+                       remuda.wf_node_state(j.state),
+                       CASE WHEN j.workflow ? 'index' THEN NULL
+                            ELSE remuda.wf_job_result(j.state, j.result, j.errors) END,
+                       j.id, NULL)::remuda.wf_done AS d
+            FROM remuda.jobs j
+            WHERE j.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c
+                                   WHERE c.flags & 2 <> 0 AND remuda.is_final(c.new_state)))
+        )
+        SELECT e.workflow_id AS id, array_agg(e.d) AS done
+        FROM ended_jobs e
+        WHERE e.workflow_id IS NOT NULL
+        GROUP BY e.workflow_id
+        ORDER BY e.workflow_id
     LOOP
         PERFORM 1 FROM remuda.workflows WHERE id = w.id AND state IN ('running', 'paused') FOR UPDATE;
         CONTINUE WHEN NOT FOUND;

@@ -1,0 +1,13 @@
+-- Where the rows of jobs `ids` are now (their TIDs, in the same order; NULL for a job that is
+-- not there), each found by primary key. Its settings leave the planner that one way,
+-- whatever the table held when a connection planned it: planned on a small table, a scan
+-- of the table per id would be kept as the table grew.
+CREATE OR REPLACE FUNCTION remuda.job_places(ids bigint[])
+RETURNS tid[] LANGUAGE plpgsql STABLE
+SET enable_seqscan = off SET enable_bitmapscan = off AS $$
+BEGIN
+    RETURN ARRAY(SELECT (SELECT j.ctid FROM remuda.jobs j WHERE j.id = u.id)
+                 FROM unnest(ids) WITH ORDINALITY AS u(id, i)
+                 ORDER BY u.i);
+END
+$$;
