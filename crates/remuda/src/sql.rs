@@ -262,6 +262,12 @@ pub(crate) const PROMOTE_PINNED: Pinned = Pinned {
     text: PROMOTE,
     plan: PROMOTE_PLAN,
 };
+/// The dispatcher's claim, run under the claims' planner settings: the locked rows written
+/// by place (a TID scan), never by a scan of the outbox (see notification_claim.sql).
+pub(crate) const NOTIFICATION_CLAIM_PINNED: Pinned = Pinned {
+    text: NOTIFICATION_CLAIM,
+    plan: CLAIM_PLAN,
+};
 /// The statements run under planner settings of their own (see `db::Pinned`),
 /// by name, for the test of their plans.
 pub const PLANS: &[(&str, &str)] = &[
@@ -269,6 +275,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("claim_capped", CLAIM_PLAN),
     ("claim_limited", CLAIM_PLAN),
     ("complete_ok", COMPLETE_OK_PLAN),
+    ("notification_claim", CLAIM_PLAN),
     ("promote", PROMOTE_PLAN),
 ];
 

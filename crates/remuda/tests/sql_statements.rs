@@ -236,6 +236,11 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
             "bigint, text, bigint".to_string(),
             "10000, 'w', 1".to_string(),
         ),
+        (
+            "notification_claim",
+            "int, bigint, text, int, text[]".to_string(),
+            "32, 30000, 'd', 5, '{webhook}'".to_string(),
+        ),
     ];
     let states = [
         ("never analysed, empty", "SELECT 1"),
@@ -264,9 +269,15 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
             let plan = generic_plan(&conn, &format!("{name}_{i}"), types, text, args).await;
             conn.batch_execute("COMMIT").await.expect("commit");
             assert!(
-                !plan.contains("Seq Scan on jobs"),
+                !plan.contains("Seq Scan on jobs") && !plan.contains("Seq Scan on notifications"),
                 "{name}, table {state}: a scan of the table:\n{plan}"
             );
+            if *name == "notification_claim" {
+                assert!(
+                    plan.matches("Tid Scan on notifications").count() == 2,
+                    "{name}, table {state}: the claimed rows not written by place:\n{plan}"
+                );
+            }
             if *name == "complete_ok" {
                 assert!(
                     plan.contains("TID Cond: (ctid = u.tid)") && !plan.contains("ANY ($1)"),

@@ -94,6 +94,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("workflow", "workflow_next_timer", 11),
     function!("workflow", "workflow_repair", 11),
     function!("notify", "notifications_due", 13),
+    function!("notify", "notifications_due_places", 13),
     function!("notify", "notify_time", 13),
     function!("notify", "notify_outbox", 13),
     function!("notify", "notify_workflow_ended", 11),

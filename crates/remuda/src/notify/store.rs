@@ -231,8 +231,8 @@ pub(crate) struct Claim<'a> {
 pub(crate) async fn claim(db: &Database, c: &Claim<'_>) -> Result<Vec<Claimed>> {
     let conn = db.conn().await?;
     let rows = conn
-        .query(
-            sql::NOTIFICATION_CLAIM,
+        .query_pinned(
+            sql::NOTIFICATION_CLAIM_PINNED,
             &[
                 &c.limit,
                 &c.lease_ms,

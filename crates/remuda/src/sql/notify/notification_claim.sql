@@ -4,21 +4,21 @@
 -- (its sender died between claim and mark), and is sent again with the same id. A row that
 -- has used up its $4 attempts that way (no outcome was ever written for them: its senders
 -- died each time) is dead instead of being sent once more. SKIP LOCKED: dispatchers never
--- wait for one another (see remuda.notifications_due).
-WITH due AS (
-    SELECT unnest(ARRAY(SELECT remuda.notifications_due($1::int, $5::text[]))) AS id
+-- wait for one another (see remuda.notifications_due_places). The rows are written where the
+-- walk locked them (a TID scan of the places), under sql::NOTIFICATION_CLAIM_PLAN: no plan
+-- that reads the outbox, whatever it held when the connection planned the statement.
+WITH due AS MATERIALIZED (
+    SELECT ARRAY(SELECT remuda.notifications_due_places($1::int, $5::text[])) AS places
 ), exhausted AS (
     UPDATE remuda.notifications n
     SET state = 'dead', finished_at = now(), claimed_by = NULL,
         last_error = 'no outcome was written for its last attempt (its sender died)'
                      || COALESCE('; the error before: ' || n.last_error, '')
-    FROM due
-    WHERE n.id = due.id AND n.attempts >= $4::int
+    WHERE n.ctid = ANY((SELECT d.places FROM due d)::tid[]) AND n.attempts >= $4::int
 )
 UPDATE remuda.notifications n
 SET attempts = n.attempts + 1,
     next_attempt_at = now() + $2::bigint * interval '1 millisecond',
     claimed_by = $3
-FROM due
-WHERE n.id = due.id AND n.attempts < $4::int
+WHERE n.ctid = ANY((SELECT d.places FROM due d)::tid[]) AND n.attempts < $4::int
 RETURNING n.id, n.channel, n.target, n.body::text AS body, n.attempts
