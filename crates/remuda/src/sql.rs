@@ -268,6 +268,12 @@ pub(crate) const NOTIFICATION_CLAIM_PINNED: Pinned = Pinned {
     text: NOTIFICATION_CLAIM,
     plan: CLAIM_PLAN,
 };
+/// The mark of delivered notifications, under the claims' planner settings: found by
+/// primary key, never by a scan of the outbox or of its due index (see notification_sent.sql).
+pub(crate) const NOTIFICATION_SENT_PINNED: Pinned = Pinned {
+    text: NOTIFICATION_SENT,
+    plan: CLAIM_PLAN,
+};
 /// The statements run under planner settings of their own (see `db::Pinned`),
 /// by name, for the test of their plans.
 pub const PLANS: &[(&str, &str)] = &[
@@ -276,6 +282,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("claim_limited", CLAIM_PLAN),
     ("complete_ok", COMPLETE_OK_PLAN),
     ("notification_claim", CLAIM_PLAN),
+    ("notification_sent", CLAIM_PLAN),
     ("promote", PROMOTE_PLAN),
 ];
 

@@ -241,6 +241,11 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
             "int, bigint, text, int, text[]".to_string(),
             "32, 30000, 'd', 5, '{webhook}'".to_string(),
         ),
+        (
+            "notification_sent",
+            "bigint[]".to_string(),
+            "'{1, 2}'".to_string(),
+        ),
     ];
     let states = [
         ("never analysed, empty", "SELECT 1"),
@@ -272,6 +277,12 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
                 !plan.contains("Seq Scan on jobs") && !plan.contains("Seq Scan on notifications"),
                 "{name}, table {state}: a scan of the table:\n{plan}"
             );
+            if *name == "notification_sent" {
+                assert!(
+                    plan.contains("notifications_pkey") && !plan.contains("notifications_due_idx"),
+                    "{name}, table {state}: not found by primary key:\n{plan}"
+                );
+            }
             if *name == "notification_claim" {
                 assert!(
                     plan.matches("Tid Scan on notifications").count() == 2,

@@ -267,7 +267,9 @@ pub(crate) struct Failure {
 /// Marks delivered notifications sent; returns their delivery latencies in milliseconds.
 pub(crate) async fn mark_sent(db: &Database, ids: &[i64]) -> Result<Vec<f64>> {
     let conn = db.conn().await?;
-    let rows = conn.query(sql::NOTIFICATION_SENT, &[&ids]).await?;
+    let rows = conn
+        .query_pinned(sql::NOTIFICATION_SENT_PINNED, &[&ids])
+        .await?;
     rows.iter().map(|r| Ok(r.try_get("latency_ms")?)).collect()
 }
 
