@@ -455,3 +455,94 @@ async fn the_workflow_hook_reads_its_batch_not_every_workflow_job() {
         after - before
     );
 }
+
+/// An outcome written while another transaction updates its running job (a waiter marking
+/// it, a cancel) is written once that update commits: the general lane waits for the row and
+/// writes its newest version. Its place read before the update named a version the write no
+/// longer saw, and the outcome was dropped as if stale, leaving the job running. Forced: the
+/// other transaction holds the row until the completion is seen waiting for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outcome_written_while_its_job_is_updated_is_written_after_the_update() {
+    let db = remuda::testing::TestDatabase::new()
+        .await
+        .expect("test database");
+    let pool = db.database().expect("pool");
+    let writer = pool.conn().await.expect("connection");
+    let other = pool.conn().await.expect("connection");
+    let id: i64 = writer
+        .query_one(
+            "INSERT INTO remuda.jobs (kind, args, flags, state, worker_id, attempt, started_at)
+             VALUES ('x', '{}', 2, 'running', 'w', 1, '2026-01-01T00:00:00Z') RETURNING id",
+            &[],
+        )
+        .await
+        .expect("a running job")
+        .get(0);
+    let pid: i32 = writer
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0);
+    let text = remuda::sql::ALL
+        .iter()
+        .find(|(n, _)| *n == "complete_jobs")
+        .expect("complete_jobs")
+        .1;
+    writer
+        .batch_execute(&format!(
+            "PREPARE general(bigint[], int[], timestamptz[], text[], jsonb[], jsonb[], bigint[], text) AS {text}"
+        ))
+        .await
+        .expect("prepared");
+    other
+        .batch_execute(&format!(
+            "BEGIN; UPDATE remuda.jobs SET flags = flags | 1 WHERE id = {id}"
+        ))
+        .await
+        .expect("the row held by an update");
+    let write = tokio::spawn(async move {
+        let row = writer
+            .query_one(
+                &format!(
+                    "EXECUTE general('{{{id}}}', '{{1}}', '{{\"2026-01-01T00:00:00Z\"}}', '{{completed}}',
+                                     '{{\"{{\\\"ok\\\": 1}}\"}}', '{{NULL}}', '{{0}}', 'w')"
+                ),
+                &[],
+            )
+            .await
+            .expect("the outcome's statement");
+        row.get::<_, i64>("written")
+    });
+    // the completion waits for the row: only then does the update commit
+    loop {
+        // (statistics are read once per transaction unless cleared)
+        other
+            .batch_execute("SELECT pg_stat_clear_snapshot()")
+            .await
+            .expect("clear");
+        let waiting: bool = other
+            .query_one(
+                "SELECT COALESCE((SELECT wait_event_type = 'Lock' FROM pg_stat_activity WHERE pid = $1), false)",
+                &[&pid],
+            )
+            .await
+            .expect("its wait")
+            .get(0);
+        if waiting {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    other.batch_execute("COMMIT").await.expect("commit");
+    let written = write.await.expect("the write's task");
+    let state: String = other
+        .query_one("SELECT state::text FROM remuda.jobs WHERE id = $1", &[&id])
+        .await
+        .expect("its state")
+        .get(0);
+    assert_eq!(
+        (written, state.as_str()),
+        (1, "completed"),
+        "the outcome was dropped"
+    );
+}

@@ -2,12 +2,11 @@
 -- seam): `completed`, `failed`, `retry` (retried after its delay if attempts remain, failed
 -- otherwise: see remuda.retry_or_fail) or `snooze` (waits its delay; the attempt is not
 -- counted and no error is recorded). Each row is found at its place (`tids`, from
--- remuda.job_places: one TID lookup per outcome) and written only if it is still the same run
--- running for `worker`: id, attempt and claim time must match (a snooze or release gives the
--- attempt number back, so it alone could match a later run), so a stale write is rejected.
--- A row updated since the place was read is followed to its newest version, whose guard is
--- checked again. Any outcome ends a streak of lost attempts (see rescue.sql). Returns the
--- rows written, for the seam.
+-- remuda.job_places, which locked the rows: one TID lookup per outcome) and written only if
+-- it is still the same run running for `worker`: id, attempt and claim time must match (a
+-- snooze or release gives the attempt number back, so it alone could match a later run), so
+-- a stale write is rejected. Any outcome ends a streak of lost attempts (see rescue.sql).
+-- Returns the rows written, for the seam.
 -- Its settings leave the planner one way to the rows, the TID lookup per outcome, whatever
 -- the table held when a connection planned it; they hold in this function only, not in the
 -- seam's hooks that run after it. Joined to the outcomes by id instead, a batch on a never

@@ -5,7 +5,7 @@
 -- has used up its $4 attempts that way (no outcome was ever written for them: its senders
 -- died each time) is dead instead of being sent once more. SKIP LOCKED: dispatchers never
 -- wait for one another (see remuda.notifications_due_places). The rows are written where the
--- walk locked them (a TID scan of the places), under sql::NOTIFICATION_CLAIM_PLAN: no plan
+-- walk locked them (a TID scan of the places), under sql::CLAIM_PLAN: no plan
 -- that reads the outbox, whatever it held when the connection planned the statement.
 WITH due AS MATERIALIZED (
     SELECT ARRAY(SELECT remuda.notifications_due_places($1::int, $5::text[])) AS places
