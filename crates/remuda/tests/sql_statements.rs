@@ -3,6 +3,15 @@
 
 mod common;
 
+/// The text of remuda's statement `name`.
+fn statement_text(name: &str) -> &'static str {
+    remuda::sql::ALL
+        .iter()
+        .find(|(n, _)| *n == name)
+        .unwrap_or_else(|| panic!("no statement {name}"))
+        .1
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_statement_prepares() {
     let (db, _client) = common::setup().await;
@@ -164,11 +173,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         ),
     ];
     for (name, types, args, expected) in cases {
-        let text = remuda::sql::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .unwrap_or_else(|| panic!("no statement {name}"))
-            .1;
+        let text = statement_text(name);
         let plan = generic_plan(&conn, name, types, text, args).await;
         assert!(
             plan.contains(expected),
@@ -263,11 +268,7 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
                 .find(|(n, _)| n == name)
                 .unwrap_or_else(|| panic!("{name} has no planner settings"))
                 .1;
-            let text = remuda::sql::ALL
-                .iter()
-                .find(|(n, _)| n == name)
-                .unwrap_or_else(|| panic!("no statement {name}"))
-                .1;
+            let text = statement_text(name);
             conn.batch_execute(&format!("BEGIN; {plan_settings}"))
                 .await
                 .expect("settings");
@@ -331,11 +332,7 @@ async fn queue_counts_survive_a_state_this_build_does_not_know() {
 /// outcomes by a nested loop, every outcome compared with every row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_general_lane_never_scans_the_job_table_whatever_the_statistics() {
-    let text = remuda::sql::ALL
-        .iter()
-        .find(|(n, _)| *n == "complete_jobs")
-        .expect("complete_jobs")
-        .1;
+    let text = statement_text("complete_jobs");
     for (state, before) in [
         ("never analysed", "SELECT 1"),
         ("analysed empty", "ANALYZE remuda.jobs"),
@@ -483,11 +480,7 @@ async fn an_outcome_written_while_its_job_is_updated_is_written_after_the_update
         .await
         .expect("pid")
         .get(0);
-    let text = remuda::sql::ALL
-        .iter()
-        .find(|(n, _)| *n == "complete_jobs")
-        .expect("complete_jobs")
-        .1;
+    let text = statement_text("complete_jobs");
     writer
         .batch_execute(&format!(
             "PREPARE general(bigint[], int[], timestamptz[], text[], jsonb[], jsonb[], bigint[], text) AS {text}"
