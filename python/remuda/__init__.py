@@ -24,6 +24,7 @@ from .sending import SendOptions
 from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
+from .steps import StepError, step, step_async
 from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "ResultTask",
     "RetryPolicy",
     "SendOptions",
+    "StepError",
     "Sending",
     "SyncTask",
     "Task",
@@ -52,4 +54,6 @@ __all__ = [
     "current_job",
     "signal",
     "sleep",
+    "step",
+    "step_async",
 ]

@@ -34,6 +34,13 @@ class Done:
 
     def __call__(self, status: str, payload: str) -> None: ...
 
+class Steps:
+    """The durable steps of one run: read and recorded by the worker."""
+
+    def recorded(self, name: str) -> str | None: ...
+    def record(self, name: str, output: str) -> str: ...
+    def serve(self) -> str: ...
+
 class Worker:
     """The Rust worker runtime with task bodies in Python."""
 

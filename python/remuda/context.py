@@ -5,7 +5,10 @@ from __future__ import annotations
 import contextvars
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .steps import StepStore
 
 
 class StopFlag(threading.Event):
@@ -68,6 +71,8 @@ class JobContext:
     timeout: float | None = None
     workflow: dict[str, Any] | None = None
     cancelled: StopFlag = field(default_factory=lambda: StopFlag())
+    #: where :func:`remuda.step` reads and records this run's steps (``None`` outside a worker)
+    steps: StepStore | None = field(default=None, repr=False)
 
     def is_cancelled(self) -> bool:
         """Whether the job was asked to stop (``True`` counts as seeing the stop)."""
@@ -96,7 +101,13 @@ class JobContext:
 
     @staticmethod
     def from_info(info: dict[str, Any]) -> JobContext:
-        """The context from the worker's job description."""
+        """The context from the worker's job description (in a process of the pool, with the
+        path of the run's step socket)."""
+        steps: StepStore | None = None
+        if info.get("step_socket"):
+            from .steps import SocketSteps
+
+            steps = SocketSteps(str(info["step_socket"]))
         return JobContext(
             id=int(info["id"]),
             kind=str(info["kind"]),
@@ -106,6 +117,7 @@ class JobContext:
             worker_id=str(info["worker_id"]),
             timeout=info.get("timeout"),
             workflow=info.get("workflow"),
+            steps=steps,
         )
 
 

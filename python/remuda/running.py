@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import codec
 from .context import JobContext, _enter, _leave
 from .result import TaskError, TaskResult
+from .steps import StepError
 
 if TYPE_CHECKING:
     from .task import Task
@@ -81,6 +82,10 @@ def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
     ``UNHANDLED_EXCEPTION``; its type and traceback in ``data``."""
     if isinstance(e, codec.BadArgs):
         return "err", json.dumps(TaskError("BAD_ARGS", str(e), retryable=False).to_json())
+    if isinstance(e, StepError):
+        # a step that could not be recorded: its code; a misfit or bad name is never retried
+        permanent = e.code in ("INVALID_STEP", "STEP_OUTPUT", "INVALID_OUTPUT")
+        return "err", json.dumps(TaskError(e.code, e.message, retryable=False if permanent else None).to_json())
     code = "UNHANDLED_EXCEPTION"
     for cls in type(e).__mro__:
         if cls in task.exception_mapper:

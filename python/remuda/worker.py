@@ -123,11 +123,13 @@ class Dispatcher:
                 else:
                     self.cancel(message[1], message[2])
 
-    def start(self, token: int, kind: str, args: str, info_json: str, done: Any) -> None:
+    def start(self, token: int, kind: str, args: str, info_json: str, done: Any, steps: Any) -> None:
         """Starts one job on its pool; a job that cannot start is answered at once (the
-        dispatcher never dies of one)."""
+        dispatcher never dies of one). ``steps`` is the run's native step store; a body in a
+        process of the pool reaches it through the run's step socket instead."""
         try:
             ctx = JobContext.from_info(json.loads(info_json))
+            ctx.steps = steps
             task = self.app.tasks.get(kind)
             if task is None:
                 done("err", json.dumps({"code": "UNKNOWN_KIND", "message": f"no Python task {kind!r} in this app"}))
@@ -138,7 +140,7 @@ class Dispatcher:
                 future = asyncio.run_coroutine_threadsafe(self.run_async(token, task, args, ctx), self.loop)
             elif self.processes is not None:
                 pool = "process"
-                future = self.processes.submit(kind, args, info_json)
+                future = self.processes.submit(kind, args, with_step_socket(info_json, steps))
             else:
                 pool = "thread"
                 future = self.threads.submit(call_sync, task, args, ctx)
@@ -256,6 +258,14 @@ def _exit_with(sentinel: int) -> None:
 
     wait([sentinel])
     os._exit(1)
+
+
+def with_step_socket(info_json: str, steps: Any) -> str:
+    """The job description for a process of the pool: with the run's step socket, which
+    the worker serves from here (opened only for such runs)."""
+    info = json.loads(info_json)
+    info["step_socket"] = steps.serve()
+    return json.dumps(info)
 
 
 def _child_run(kind: str, args: str, info_json: str) -> tuple[str, str]:

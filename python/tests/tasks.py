@@ -60,6 +60,34 @@ class Shapes:
     maybe: Point | None
 
 
+@dataclass(frozen=True)
+class Charge:
+    """What a payment step returns: rebuilt as itself when a later attempt replays it."""
+
+    id: str
+    pid: int
+
+
+def charge_card(log: str) -> Charge:
+    """The side effect a step guards: one line in ``log`` per charge made."""
+    with open(log, "a") as charges:
+        charges.write(f"charged {os.getpid()}\n")
+    return Charge(id=f"ch_{os.getpid()}", pid=os.getpid())
+
+
+def charge_then_hang(log: str, ready: str) -> str:
+    """Charges once per job; the first attempt then says so in ``ready`` and hangs until its
+    worker is killed."""
+    job = remuda.current_job()
+    assert job is not None
+    charge = remuda.step("charge", charge_card, log)
+    assert isinstance(charge, Charge), charge
+    if job.attempt == 1:
+        Path(ready).write_text("charged")
+        time.sleep(60)
+    return charge.id
+
+
 def note_and_work(path: str, seconds: float) -> int:
     """Notes the run (its process and attempt) in ``path``, then works for ``seconds``."""
     job = remuda.current_job()
@@ -227,6 +255,43 @@ def make_app(database_url: str) -> remuda.App:
     @app.task("patient", retry=RetryPolicy.fixed(0.1, max_attempts=3))
     def patient(marker: str) -> str:
         return wait_for_stop(marker)
+
+    @app.task("charge_step")
+    def charge_step(log: str, ready: str) -> str:
+        return charge_then_hang(log, ready)
+
+    @app.task("charge_step_cpu", queue="cpu")
+    def charge_step_cpu(log: str, ready: str) -> str:
+        return charge_then_hang(log, ready)
+
+    @app.task("charge_step_async", queue="async")
+    async def charge_step_async(log: str, ready: str) -> str:
+        job = remuda.current_job()
+        assert job is not None
+
+        async def charge() -> Charge:
+            return charge_card(log)
+
+        made = await remuda.step_async("charge", charge)
+        assert isinstance(made, Charge), made
+        if job.attempt == 1:
+            Path(ready).write_text("charged")
+            await asyncio.sleep(60)
+        return made.id
+
+    @app.task("flaky_step", retry=RetryPolicy.fixed(0.05, max_attempts=3))
+    def flaky_step(log: str) -> int:
+        job = remuda.current_job()
+        assert job is not None
+
+        def send() -> int:
+            with open(log, "a") as runs:
+                runs.write("run\n")
+            if job.attempt == 1:
+                raise Upstream("the mail server did not answer")
+            return job.attempt
+
+        return remuda.step("send", send)
 
     @app.task("patient_timed", timeout=0.5, retry=RetryPolicy.fixed(0.1, max_attempts=2))
     def patient_timed(marker: str) -> str:

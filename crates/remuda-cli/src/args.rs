@@ -132,6 +132,22 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print the connection string remuda resolves (setting up the private cluster if needed).
     DatabaseUrl,
+    /// Inside a command task's job: run a command as a durable step, once per job. Its
+    /// stdout is recorded with the job and printed; a later attempt of the job prints the
+    /// recorded stdout without running it again. Exits with the command's code (a failed
+    /// command is not recorded); 75 when the step ran but could not be recorded (the job
+    /// is no longer this run's), 2 outside a job.
+    Step(StepArgs),
+}
+
+/// `remuda step NAME -- CMD ARGS…`.
+#[derive(Debug, Args)]
+pub struct StepArgs {
+    /// The step's name, unique within the job (1 to 200 bytes).
+    pub name: String,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 /// `remuda notifications`.
@@ -733,6 +749,10 @@ pub struct RetryArgs {
     /// Run a completed job again too (its result is dropped).
     #[arg(long, conflicts_with = "state")]
     pub force: bool,
+    /// Drop the steps the job recorded: it runs again from its first step (by default a
+    /// retried job resumes after its last recorded step).
+    #[arg(long, conflicts_with = "state")]
+    pub fresh: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -981,6 +1001,10 @@ pub struct BenchArgs {
     /// with one such process on the same queue.
     #[arg(long, conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard", "limit", "unhandled"])]
     pub processes: bool,
+    /// Jobs (--jobs) that each record this many durable steps, beside a plain drain of as
+    /// many jobs in the same run: steps/s and the ratio to the plain drain.
+    #[arg(long, value_name = "K", conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard", "limit", "unhandled", "processes"])]
+    pub steps: Option<usize>,
     /// Keep the scratch database (<database>_bench) afterwards.
     #[arg(long)]
     pub keep: bool,

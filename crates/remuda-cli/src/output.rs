@@ -81,6 +81,15 @@ pub fn print_job(job: &Job) {
         ),
         None => crate::out!("result        -"),
     }
+    for step in job.steps.iter().flatten() {
+        crate::out!(
+            "step          {} (attempt {}, {}): {}",
+            step.name,
+            step.attempt,
+            time(Some(step.at)),
+            step.output
+        );
+    }
     for e in &job.errors {
         crate::out!(
             "error         attempt {}{} at {} on {}: {} {}",

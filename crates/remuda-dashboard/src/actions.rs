@@ -32,8 +32,9 @@ pub(crate) async fn audited<T: Serialize>(
 /// What can be done to one job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum JobAction {
-    /// Run again; `force` also runs a completed one again (its result is dropped).
-    Retry { force: bool },
+    /// Run again; `force` also runs a completed one again (its result is dropped), `fresh`
+    /// drops the steps it recorded.
+    Retry { force: bool, fresh: bool },
     /// Cancel.
     Cancel,
     /// Delete.
@@ -44,7 +45,10 @@ impl JobAction {
     /// The action named `name` (`retry`, `cancel`, `delete`).
     pub(crate) fn named(name: &str, force: bool) -> ApiResult<JobAction> {
         match name {
-            "retry" => Ok(JobAction::Retry { force }),
+            "retry" => Ok(JobAction::Retry {
+                force,
+                fresh: false,
+            }),
             "cancel" => Ok(JobAction::Cancel),
             "delete" => Ok(JobAction::Delete),
             other => Err(ApiError::not_found(format!(
@@ -71,8 +75,10 @@ pub(crate) async fn job(
 ) -> ApiResult<JobState> {
     let client = &state.client;
     let result = match action {
-        JobAction::Retry { force: true } => client.rerun(id).await,
-        JobAction::Retry { force: false } => client.retry(id).await,
+        JobAction::Retry { force, fresh } => {
+            let options = remuda::RetryOptions { force, fresh };
+            client.retry_with(id, options).await
+        }
         JobAction::Cancel => client.cancel(id).await,
         JobAction::Delete => client.delete(id).await,
     };

@@ -21,6 +21,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<client::Waiting>()?;
     m.add_class::<worker::Worker>()?;
     m.add_class::<worker::Done>()?;
+    m.add_class::<worker::Steps>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
     m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
     m.add_function(wrap_pyfunction!(worker::log_worker, m)?)?;

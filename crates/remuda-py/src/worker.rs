@@ -28,6 +28,7 @@ enum Message {
         args: String,
         info: String,
         done: Done,
+        steps: Steps,
     },
     /// The run with this token must stop, and why (`cancel`, `shutdown`, `timeout`, `fenced`).
     Cancel(u64, &'static str),
@@ -55,6 +56,69 @@ impl Done {
     }
 }
 
+/// The durable steps of one run, for its Python body (`remuda.step`): read and recorded on
+/// the shared runtime with the GIL released; `serve` opens the run's step socket for a body
+/// that runs in a process of the pool.
+#[pyclass(frozen, module = "remuda._native")]
+pub struct Steps {
+    steps: remuda::step::Steps,
+    /// The run's step socket, once a process of the pool needs it.
+    server: Mutex<Option<remuda::step::socket::StepServer>>,
+}
+
+#[pymethods]
+impl Steps {
+    /// The output recorded under `name` (JSON text), or `None`.
+    fn recorded(&self, py: Python<'_>, name: String) -> PyResult<Option<String>> {
+        let rt = crate::convert::runtime()?;
+        py.allow_threads(|| rt.block_on(self.steps.recorded(&name)))
+            .map_err(step_error)
+    }
+
+    /// Records `output` (JSON text) under `name`; returns what is recorded under it now.
+    fn record(&self, py: Python<'_>, name: String, output: String) -> PyResult<String> {
+        let rt = crate::convert::runtime()?;
+        py.allow_threads(|| rt.block_on(self.steps.record(&name, output)))
+            .map_err(step_error)
+    }
+
+    /// The path of the run's step socket, opened at the first call.
+    fn serve(&self) -> PyResult<String> {
+        let mut server = self
+            .server
+            .lock()
+            .map_err(|_| error("STEP_STORE", "the step socket's lock is poisoned"))?;
+        if server.is_none() {
+            let _entered = crate::convert::runtime()?.enter();
+            let started =
+                remuda::step::socket::StepServer::start(self.steps.clone()).map_err(|e| {
+                    error(
+                        "STEP_STORE",
+                        &format!("cannot open the job's step socket: {e}"),
+                    )
+                })?;
+            *server = Some(started);
+        }
+        Ok(server
+            .as_ref()
+            .map(|s| s.path().display().to_string())
+            .unwrap_or_default())
+    }
+}
+
+/// A step's error as `remuda.StepError(code, message)`.
+fn step_error(e: TaskError) -> PyErr {
+    Python::with_gil(|py| {
+        let class = py
+            .import("remuda.steps")
+            .and_then(|m| m.getattr("StepError"));
+        match class.and_then(|c| c.call1((e.code.as_str(), e.message.as_str()))) {
+            Ok(instance) => PyErr::from_value(instance),
+            Err(e) => e,
+        }
+    })
+}
+
 /// A kind whose body runs in Python.
 struct PythonTask {
     kind: String,
@@ -77,6 +141,10 @@ impl DynTask for PythonTask {
                 info: job_info(&ctx),
                 done: Done {
                     tx: Mutex::new(Some(tx)),
+                },
+                steps: Steps {
+                    steps: ctx.steps.clone(),
+                    server: Mutex::new(None),
                 },
             };
             if self.queue.send(message).is_err() {
@@ -381,7 +449,7 @@ impl Worker {
     }
 
     /// Up to `max` messages, waiting at most `timeout` seconds for the first (with the GIL
-    /// released): `("run", token, kind, args, info, done)` or `("cancel", token)`. `None` once the
+    /// released): `("run", token, kind, args, info, done, steps)` or `("cancel", token)`. `None` once the
     /// worker has stopped and every message was taken.
     fn take(&self, py: Python<'_>, max: usize, timeout: f64) -> PyResult<Option<Vec<PyObject>>> {
         let wait = Duration::try_from_secs_f64(timeout).unwrap_or(Duration::ZERO);
@@ -414,7 +482,16 @@ impl Worker {
                     args,
                     info,
                     done,
-                } => Ok(("run", token, kind, args, info, Py::new(py, done)?)
+                    steps,
+                } => Ok((
+                    "run",
+                    token,
+                    kind,
+                    args,
+                    info,
+                    Py::new(py, done)?,
+                    Py::new(py, steps)?,
+                )
                     .into_pyobject(py)?
                     .into_any()
                     .unbind()),

@@ -247,6 +247,24 @@ pub struct Job {
     /// Its element's index, when the node is a map.
     #[serde(default)]
     pub workflow_index: Option<i32>,
+    /// The steps it recorded, in the order they were recorded (see [`crate::step`]): read
+    /// for one job (`remuda job ID`, [`Client::job`](crate::Client::job)), absent from
+    /// listings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<Step>>,
+}
+
+/// A step a job recorded: what `remuda job ID --json` lists under `steps`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// Its name, unique within the job.
+    pub name: String,
+    /// What it returned (a command task's step: its stdout as a string).
+    pub output: Value,
+    /// The attempt that recorded it.
+    pub attempt: i32,
+    /// When it was recorded.
+    pub at: DateTime<Utc>,
 }
 
 impl Job {
@@ -287,6 +305,10 @@ impl Job {
             workflow_id: row.try_get("workflow_id")?,
             workflow_node: row.try_get("workflow_node")?,
             workflow_index: row.try_get("workflow_index")?,
+            steps: match row.columns().iter().any(|c| c.name() == "steps") {
+                true => Some(serde_json::from_str(row.try_get("steps")?)?),
+                false => None,
+            },
         })
     }
 }

@@ -48,6 +48,7 @@ pub mod retry;
 mod runtime;
 pub mod schedule;
 pub mod sql;
+pub mod step;
 pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
@@ -58,11 +59,11 @@ pub mod workflow;
 pub use client::{
     BulkAction, BulkOutcome, Client, ClusterSettings, Inserted, JobFilter, JobPage, MinuteActivity,
     NewJob, QueueActivity, QueueChange, QueueRetention, QueueSettings, QueueStats, RatePer,
-    Throughput, Unique, WorkerInfo, COUNT_CAP, DEFAULT_PAGE, MAX_PAGE,
+    RetryOptions, Throughput, Unique, WorkerInfo, COUNT_CAP, DEFAULT_PAGE, MAX_PAGE,
 };
 pub use db::{Database, Jsonb};
 pub use error::{error_chain, Error, Result};
-pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState};
+pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState, Step};
 pub use retry::Backoff;
 pub use task::{DynTask, JobContext, StopReason, StopSignal, Task, TaskError, TaskOptions};
 pub use worker::{QueueOrder, Worker, WorkerConfig, WorkerReport, WorkerStats};

@@ -13,6 +13,10 @@ pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/jobs/claim_limited.sql"
 pub(crate) const CLAIM_CAPPED: &str = include_str!("sql/jobs/claim_capped.sql");
 /// Serialise limited claims: the lock of queue $1 and, when the cluster has a cap, first the …
 pub(crate) const CLAIM_LOCK: &str = include_str!("sql/jobs/claim_lock.sql");
+/// Record a batch of steps, each for the run that holds its job: step $2[i] of job $1[i] with …
+pub(crate) const STEP_RECORD: &str = include_str!("sql/steps/step_record.sql");
+/// The steps jobs $1 recorded, in the order each recorded them: what a later attempt replays, …
+pub(crate) const STEPS_READ: &str = include_str!("sql/steps/steps_read.sql");
 /// The cluster-wide settings (one row).
 pub(crate) const CLUSTER_GET: &str = include_str!("sql/queues/cluster_get.sql");
 /// Set the cluster-wide cap on running jobs ($1, NULL for none) and tell the workers.
@@ -274,6 +278,18 @@ pub(crate) const NOTIFICATION_SENT_PINNED: Pinned = Pinned {
     text: NOTIFICATION_SENT,
     plan: CLAIM_PLAN,
 };
+/// The record of a batch of steps, under the claims' planner settings: jobs and steps found
+/// by primary key, never by a scan (see step_record.sql).
+pub(crate) const STEP_RECORD_PINNED: Pinned = Pinned {
+    text: STEP_RECORD,
+    plan: CLAIM_PLAN,
+};
+/// The read of a job's steps, under the claims' planner settings: by primary key, never by a
+/// scan of the steps of every job.
+pub(crate) const STEPS_READ_PINNED: Pinned = Pinned {
+    text: STEPS_READ,
+    plan: CLAIM_PLAN,
+};
 /// The statements run under planner settings of their own (see `db::Pinned`),
 /// by name, for the test of their plans.
 pub const PLANS: &[(&str, &str)] = &[
@@ -283,6 +299,8 @@ pub const PLANS: &[(&str, &str)] = &[
     ("complete_ok", COMPLETE_OK_PLAN),
     ("notification_claim", CLAIM_PLAN),
     ("notification_sent", CLAIM_PLAN),
+    ("step_record", CLAIM_PLAN),
+    ("steps_read", CLAIM_PLAN),
     ("promote", PROMOTE_PLAN),
 ];
 
@@ -393,4 +411,6 @@ pub const ALL: &[(&str, &str)] = &[
     ("notification_retry", NOTIFICATION_RETRY),
     ("notification_defaults_set", NOTIFICATION_DEFAULTS_SET),
     ("notification_prune", NOTIFICATION_PRUNE),
+    ("step_record", STEP_RECORD),
+    ("steps_read", STEPS_READ),
 ];

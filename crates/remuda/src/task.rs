@@ -92,6 +92,10 @@ pub struct JobContext {
     pub stop: StopSignal,
     /// For a workflow node's job: its run, its node, and the results it may read.
     pub workflow: Option<crate::workflow::WorkflowContext>,
+    /// The steps this job recorded, read and written through [`JobContext::step`] and
+    /// [`JobContext::sleep`]. [`Steps::default`](crate::step::Steps) (a context made outside
+    /// a worker, as in a task's unit test) runs each step and keeps it in memory only.
+    pub steps: crate::step::Steps,
 }
 
 impl JobContext {
@@ -247,6 +251,8 @@ impl TaskError {
     pub const PANIC: &'static str = "PANIC";
     /// Error code for an attempt that ran past its timeout.
     pub const TIMEOUT: &'static str = "TIMEOUT";
+    /// Error code for an output that is not JSON.
+    pub const INVALID_OUTPUT: &'static str = "INVALID_OUTPUT";
     /// Code of [`TaskError::snooze`] (never stored: a snooze is not a failure).
     pub const SNOOZE: &'static str = "SNOOZE";
 }
@@ -401,7 +407,7 @@ impl<T: Task> DynTask for Typed<T> {
             let output = self.0.run(ctx, args).await?;
             Jsonb::encode(&output).map_err(|e| {
                 TaskError::permanent(
-                    "INVALID_OUTPUT",
+                    TaskError::INVALID_OUTPUT,
                     format!("output of {} is not JSON: {e}", T::KIND),
                 )
             })

@@ -85,13 +85,20 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          DROP TABLE remuda.failures;
          DROP TABLE remuda.history;
          DROP TABLE remuda.run_history;
+         DROP TABLE remuda.steps;
+         DROP FUNCTION remuda.steps_forget() CASCADE;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
     let report = remuda::migrate::run(&db).await.expect("migrate");
     assert_eq!(
         report.applied,
-        vec!["0018_functions", "0019_failures", "0020_history"]
+        vec![
+            "0018_functions",
+            "0019_failures",
+            "0020_history",
+            "0021_steps"
+        ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");
     let hooks: Vec<String> = {

@@ -94,13 +94,17 @@ pub async fn retry(db: &DbArgs, args: RetryArgs) -> CliResult<u8> {
         let id = args.id.ok_or_else(|| {
             CliError::Usage("give a job id, or --state to retry many jobs".into())
         })?;
-        let was = if args.force {
-            client.rerun(id).await?
-        } else {
-            client.retry(id).await?
+        let options = remuda::RetryOptions {
+            force: args.force,
+            fresh: args.fresh,
         };
+        let was = client.retry_with(id, options).await?;
         if args.json {
-            print_json(&serde_json::json!({"id": id, "previous_state": was, "state": "available"}));
+            print_json(&serde_json::json!({
+                "id": id, "previous_state": was, "state": "available", "fresh": args.fresh
+            }));
+        } else if args.fresh {
+            crate::out!("job {id} is available again, from its first step (was {was})");
         } else {
             crate::out!("job {id} is available again (was {was})");
         }

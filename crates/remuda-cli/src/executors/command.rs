@@ -7,6 +7,7 @@
 
 use super::{job_document, output_to_json};
 use futures_util::future::BoxFuture;
+use remuda::step::socket::StepServer;
 use remuda::{DynTask, JobContext, Jsonb, TaskError};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -93,6 +94,17 @@ impl CommandTask {
         if let Some(dir) = &self.workdir {
             command.current_dir(dir);
         }
+        // served until the run ends, for `remuda step` inside the command
+        let _steps = match StepServer::start(ctx.steps.clone()) {
+            Ok(server) => {
+                command.env(remuda::step::socket::ENV, server.path());
+                Some(server)
+            }
+            Err(e) => {
+                tracing::warn!(job = ctx.id, "cannot open the job's step socket ({e}): `remuda step` in it will not record its steps");
+                None
+            }
+        };
         let mut child = command.spawn().map_err(|e| {
             TaskError::new(
                 "SPAWN_FAILED",

@@ -86,6 +86,7 @@ mod tests {
             cancel: Default::default(),
             stop: Default::default(),
             workflow: None,
+            steps: Default::default(),
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));
         let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");

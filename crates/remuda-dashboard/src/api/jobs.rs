@@ -218,12 +218,14 @@ pub async fn enqueue(
     Ok((StatusCode::CREATED, Json(json!({"id": id}))))
 }
 
-/// `?force=true` runs a completed job again.
+/// `?force=true` runs a completed job again; `?fresh=true` drops the steps it recorded.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RetryParams {
     #[serde(default)]
     force: bool,
+    #[serde(default)]
+    fresh: bool,
 }
 
 /// `POST /api/v1/jobs/{id}/retry`.
@@ -235,10 +237,11 @@ pub async fn retry(
 ) -> ApiResult<Json<Value>> {
     let action = JobAction::Retry {
         force: params.force,
+        fresh: params.fresh,
     };
     let was = actions::job(&state, &who, id, action).await?;
     Ok(Json(
-        json!({"id": id, "previous_state": was, "state": "available"}),
+        json!({"id": id, "previous_state": was, "state": "available", "fresh": params.fresh}),
     ))
 }
 

@@ -403,6 +403,7 @@ pub async fn show(
         Some(result) => json_block(&serde_json::json!(result)),
         None => "<p class=\"muted\">Not finished.</p>".into(),
     };
+    out += &steps_table(&job);
     if !job.errors.is_empty() {
         out += "<h2>Errors</h2><table id=\"errors\"><thead><tr><th class=\"num\">Attempt</th><th>At</th><th>Worker</th><th>Code</th><th>Message</th></tr></thead><tbody>";
         for e in &job.errors {
@@ -419,6 +420,27 @@ pub async fn show(
         out += "</tbody></table>";
     }
     Ok(ctx.render(&format!("Job {id}"), "jobs", &out))
+}
+
+/// The steps the job recorded, in order, with the attempt that recorded each and its output.
+fn steps_table(job: &Job) -> String {
+    let steps = job.steps.as_deref().unwrap_or_default();
+    if steps.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("<h2>Steps</h2><table id=\"steps\"><thead><tr><th>Step</th><th class=\"num\">Attempt</th><th>At</th><th>Output</th></tr></thead><tbody>");
+    for step in steps {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&step.name),
+            step.attempt,
+            time(Some(step.at)),
+            json_block(&step.output)
+        );
+    }
+    out += "</tbody></table>";
+    out
 }
 
 /// Enqueued, each attempt's start and end.

@@ -70,6 +70,15 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// How [`Client::retry_with`] runs a job again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RetryOptions {
+    /// Runs a completed job again too (its result is dropped).
+    pub force: bool,
+    /// Drops the steps the job recorded: it runs from its first step (`retry --fresh`).
+    pub fresh: bool,
+}
+
 /// Filters for [`Client::jobs`].
 #[derive(Clone, Debug, Default)]
 pub struct JobFilter {
@@ -404,25 +413,37 @@ impl Client {
 
     /// Makes a job that is not running or waiting to run available again now, with one more
     /// attempt if it had used them all. Returns the state it was in. A completed job is
-    /// refused (its result would be lost): [`Client::rerun`] runs one again on purpose.
+    /// refused (its result would be lost): [`Client::rerun`] runs one again on purpose. The
+    /// steps it recorded are kept: it resumes after the last one.
     pub async fn retry(&self, id: i64) -> Result<JobState> {
-        self.manual_transition(sql::JOB_RETRY, &[&id, &false], id, "retry")
+        self.retry_with(id, RetryOptions::default()).await
+    }
+
+    /// Like [`Client::retry`], but also runs a completed job again (its result is dropped;
+    /// its error history is kept).
+    pub async fn rerun(&self, id: i64) -> Result<JobState> {
+        let options = RetryOptions {
+            force: true,
+            ..Default::default()
+        };
+        self.retry_with(id, options).await
+    }
+
+    /// [`Client::retry`] with `options`: `force` runs a completed job again, `fresh` drops
+    /// the steps it recorded, in the same transaction, so that it runs from its first step.
+    pub async fn retry_with(&self, id: i64, options: RetryOptions) -> Result<JobState> {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] =
+            [&id, &options.force, &options.fresh];
+        self.manual_transition(sql::JOB_RETRY, &params, id, "retry")
             .await
             .map_err(|e| match e {
-                Error::WrongState { id, state, .. } if state == "completed" => {
+                Error::WrongState { id, state, .. } if state == "completed" && !options.force => {
                     Error::InvalidInput(format!(
                         "job {id} is completed: running it again drops its result; use --force (Client::rerun) if that is what you want"
                     ))
                 }
                 e => e,
             })
-    }
-
-    /// Like [`Client::retry`], but also runs a completed job again (its result is dropped;
-    /// its error history is kept).
-    pub async fn rerun(&self, id: i64) -> Result<JobState> {
-        self.manual_transition(sql::JOB_RETRY, &[&id, &true], id, "retry")
-            .await
     }
 
     /// Redrive: makes every job in `state` (failed, cancelled or expired; completed jobs are

@@ -110,6 +110,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "set_history", 20),
     function!("jobs", "job_places", 20),
     function!("jobs", "write_outcomes", 20),
+    function!("steps", "steps_forget", 20),
 ];
 
 /// The record of applied files, created on first use.

@@ -157,10 +157,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0020_history.sql"),
     },
+    Migration {
+        version: 21,
+        name: "steps",
+        mode: Mode::Transaction,
+        sql: include_str!("0021_steps.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 20;
+pub const LATEST: i32 = 21;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

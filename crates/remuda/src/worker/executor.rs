@@ -96,6 +96,12 @@ pub(crate) async fn execute(
         stop: stop.signal.clone(),
         timeout,
         workflow,
+        steps: crate::step::Steps::attached(
+            shared.steps.clone(),
+            job.id,
+            job.attempt,
+            job.started_at,
+        ),
     };
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));

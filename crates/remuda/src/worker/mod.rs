@@ -178,6 +178,8 @@ pub(crate) struct Shared {
     metrics: Arc<HashMap<String, HashMap<String, crate::metrics::JobMetrics>>>,
     /// Its attempts per queue and minute, added to `remuda.queue_minutes` with each heartbeat.
     activity: activity::Activity,
+    /// Where its runs record their steps.
+    steps: Arc<crate::step::Store>,
 }
 
 /// The metrics handles of every queue and kind of a worker, taken once at its start.
@@ -427,6 +429,7 @@ impl Worker {
                 &registration.kinds,
             )),
             activity: activity::Activity::default(),
+            steps: Arc::new(crate::step::Store::new(db.clone(), worker_id.clone())),
         });
         self.client
             .metrics()

@@ -9,7 +9,7 @@
 //! (`notify.rs`), `--dashboard` the pages and API lists on big tables (`dashboard.rs`);
 //! `--limit key|global|rate` and `--unhandled N` measure the claims under flow control and
 //! behind jobs no worker runs (`limits.rs`), `--workers N --processes` many worker processes
-//! on one queue (`processes.rs`).
+//! on one queue (`processes.rs`), `--steps K` jobs that record durable steps (`steps.rs`).
 
 mod churn;
 mod dashboard;
@@ -17,6 +17,7 @@ pub mod limits;
 mod notify;
 mod processes;
 mod schedules;
+mod steps;
 pub mod workflows;
 
 use crate::args::{BenchArgs, DbArgs};
@@ -176,6 +177,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
         || args.limit.is_some()
         || args.unhandled.is_some()
         || args.processes
+        || args.steps.is_some()
     {
         let measured = if args.limit.is_some() || args.unhandled.is_some() {
             let bench = limits::LimitBench {
@@ -199,6 +201,8 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
             workflows::run(db.clone(), shape, args.nodes, args.json).await
         } else if let Some(n) = args.notify {
             notify::run(db.clone(), n, args.json).await
+        } else if let Some(k) = args.steps {
+            steps::run(db.clone(), args.jobs, k, args.json).await
         } else if let Some(duration) = args.churn {
             let churn = churn::Churn {
                 duration,

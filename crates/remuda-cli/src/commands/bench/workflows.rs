@@ -83,12 +83,22 @@ pub(super) async fn with_worker_config<T>(
     config: WorkerConfig,
     run: impl AsyncFnOnce(&Client) -> CliResult<T>,
 ) -> CliResult<T> {
+    with_task_worker(db, config, Arc::new(Noop), run).await
+}
+
+/// Runs `run` beside one worker of `config` (2 000 slots) running `task` for the bench's kind.
+pub(super) async fn with_task_worker<T>(
+    db: &Database,
+    config: WorkerConfig,
+    task: Arc<dyn remuda::DynTask>,
+    run: impl AsyncFnOnce(&Client) -> CliResult<T>,
+) -> CliResult<T> {
     let worker = Worker::new(Client::new(db.sibling(8)))
         .config(WorkerConfig {
             concurrency: 2000,
             ..config
         })
-        .register_dyn(KIND, TaskOptions::default(), Arc::new(Noop));
+        .register_dyn(KIND, TaskOptions::default(), task);
     let stop = CancellationToken::new();
     let token = stop.clone();
     let handle = tokio::spawn(worker.run(async move { token.cancelled().await }));
@@ -105,7 +115,12 @@ pub(super) async fn with_worker_config<T>(
 }
 
 pub(super) async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
-    with_worker(db, async |client| {
+    with_worker(db, async |client| drain(db, client, jobs).await).await
+}
+
+/// Enqueues `jobs` jobs of the bench's kind and waits until every job is completed: jobs/s.
+pub(super) async fn drain(db: &Database, client: &Client, jobs: usize) -> CliResult<f64> {
+    {
         let batch: Vec<NewJob> = (0..jobs)
             .map(|i| NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"i\":{i}}}"))))
             .collect();
@@ -126,8 +141,7 @@ pub(super) async fn plain_drain(db: &Database, jobs: usize) -> CliResult<f64> {
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-    })
-    .await
+    }
 }
 
 /// Runs the workflow bench and prints its report.

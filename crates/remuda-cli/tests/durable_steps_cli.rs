@@ -1,0 +1,208 @@
+//! `remuda step NAME -- CMD` in a command task: the command runs once per job, across a
+//! SIGKILL of the worker and across retries; its stdout is recorded as it was (bytes that are
+//! not UTF-8 too) and printed again by a later attempt; a failed command is not recorded and
+//! its exit code passes through; `remuda job --json` lists the steps and `retry --fresh`
+//! drops them.
+
+mod common;
+
+use common::{code, enqueue, json, migrated, remuda, stderr, until, TempDir, WorkerProcess, BIN};
+use std::time::Duration;
+
+const WORKER: &str = r#"
+[worker]
+concurrency = 2
+shutdown_timeout = "1s"
+poll_interval = "200ms"
+heartbeat_interval = "300ms"
+rescue_after = "1500ms"
+maintenance_interval = "300ms"
+promote_interval = "100ms"
+"#;
+
+/// A config with one command task `kind` running `script` under `sh -c`.
+fn config(dir: &TempDir, kind: &str, script: &str) -> std::path::PathBuf {
+    let task = format!(
+        "\n[tasks.{kind}]\ncommand = [\"sh\", \"-c\", {}]\nmax_attempts = 3\nbackoff = {{ kind = \"fixed\", delay = \"100ms\" }}\n",
+        toml_string(script)
+    );
+    dir.write("remuda.toml", &format!("{WORKER}{task}"))
+}
+
+fn toml_string(text: &str) -> String {
+    serde_json::Value::String(text.to_string()).to_string()
+}
+
+async fn job(db: &common::TestDatabase, id: i64) -> serde_json::Value {
+    json(&remuda(db, &["job", &id.to_string(), "--json"]).await)
+}
+
+async fn until_state(db: &common::TestDatabase, id: i64, state: &str) -> serde_json::Value {
+    common::wait_for_state(db, id, &[state], Duration::from_secs(30)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_step_runs_once_across_a_sigkill_of_its_worker() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let (log, ready) = (dir.path().join("charges.log"), dir.path().join("ready"));
+    let script = format!(
+        r#"cat >/dev/null
+out=$({BIN} step charge -- sh -c 'echo charged >> {log}; echo "ch_$REMUDA_JOB_ATTEMPT"') || exit $?
+if [ "$REMUDA_JOB_ATTEMPT" = 1 ]; then touch {ready}; sleep 60; fi
+echo "{{\"charge\": \"$out\"}}""#,
+        log = log.display(),
+        ready = ready.display()
+    );
+    let config = config(&dir, "charge", &script);
+    let id = enqueue(&db, &["charge", "--args", "{}"]).await;
+
+    let doomed = WorkerProcess::start(&db, &config);
+    until(
+        "the step to have run",
+        Duration::from_secs(30),
+        async || ready.exists(),
+    )
+    .await;
+    doomed.kill().await;
+    let rescuer = WorkerProcess::start(&db, &config);
+    let done = until_state(&db, id, "completed").await;
+    rescuer.stop().await;
+
+    let charges = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(charges.lines().count(), 1, "charged once: {charges:?}");
+    assert_eq!(done["attempt"], 2);
+    assert_eq!(done["result"]["ok"], serde_json::json!({"charge": "ch_1"}));
+    let steps = done["steps"].as_array().expect("steps");
+    assert_eq!(steps.len(), 1, "{done}");
+    assert_eq!(steps[0]["name"], "charge");
+    assert_eq!(steps[0]["output"], "ch_1\n", "stdout as it was");
+    assert_eq!(steps[0]["attempt"], 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_command_step_is_not_recorded_and_its_exit_code_is_the_jobs() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let runs = dir.path().join("runs");
+    let script = format!(
+        r#"cat >/dev/null
+{BIN} step send -- sh -c 'echo run >> {runs}; [ "$REMUDA_JOB_ATTEMPT" != 1 ] || exit 3; echo sent' || exit $?"#,
+        runs = runs.display()
+    );
+    let config = config(&dir, "send", &script);
+    let id = enqueue(&db, &["send", "--args", "{}"]).await;
+    let worker = WorkerProcess::start(&db, &config);
+    let done = until_state(&db, id, "completed").await;
+    worker.stop().await;
+
+    assert_eq!(done["errors"][0]["code"], "EXIT_3", "{done}");
+    let ran = std::fs::read_to_string(&runs).expect("runs");
+    assert_eq!(ran.lines().count(), 2, "run again after its failure");
+    assert_eq!(done["steps"][0]["attempt"], 2, "{done}");
+    assert_eq!(done["steps"][0]["output"], "sent\n");
+    assert_eq!(done["result"]["ok"], "sent");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_stdout_is_not_utf8_is_printed_again_byte_for_byte() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let seen = dir.path().join("seen");
+    let script = format!(
+        r#"cat >/dev/null
+{BIN} step bytes -- printf '\377\376\n' > {seen}.$REMUDA_JOB_ATTEMPT || exit $?
+[ "$REMUDA_JOB_ATTEMPT" != 1 ] || exit 1"#,
+        seen = seen.display()
+    );
+    let config = config(&dir, "bytes", &script);
+    let id = enqueue(&db, &["bytes", "--args", "{}"]).await;
+    let worker = WorkerProcess::start(&db, &config);
+    let done = until_state(&db, id, "completed").await;
+    worker.stop().await;
+
+    let first = std::fs::read(format!("{}.1", seen.display())).expect("first");
+    let second = std::fs::read(format!("{}.2", seen.display())).expect("second");
+    assert_eq!(first, b"\xff\xfe\n");
+    assert_eq!(second, first, "replayed as it was");
+    assert_eq!(
+        done["steps"][0]["output"],
+        serde_json::json!({"base64": "//4K"})
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_fresh_drops_the_steps_and_the_job_runs_its_steps_again() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let runs = dir.path().join("runs");
+    let script = format!(
+        r#"cat >/dev/null
+{BIN} step once -- sh -c 'echo run >> {runs}; echo ok'"#,
+        runs = runs.display()
+    );
+    let config = config(&dir, "once", &script);
+    let id = enqueue(&db, &["once", "--args", "{}"]).await;
+    let worker = WorkerProcess::start(&db, &config);
+    until_state(&db, id, "completed").await;
+
+    // a plain rerun resumes after the step; a fresh one runs it again
+    let rerun = remuda(&db, &["retry", &id.to_string(), "--force", "--json"]).await;
+    assert_eq!(code(&rerun), 0, "{}", stderr(&rerun));
+    assert_eq!(json(&rerun)["fresh"], false);
+    until("the rerun", Duration::from_secs(30), async || {
+        job(&db, id).await["state"] == "completed"
+    })
+    .await;
+    let count = || std::fs::read_to_string(&runs).map(|t| t.lines().count());
+    assert_eq!(count().expect("runs"), 1);
+
+    let fresh = remuda(
+        &db,
+        &["retry", &id.to_string(), "--force", "--fresh", "--json"],
+    )
+    .await;
+    assert_eq!(code(&fresh), 0, "{}", stderr(&fresh));
+    assert_eq!(json(&fresh)["fresh"], true);
+    until("the fresh run", Duration::from_secs(30), async || {
+        let job = job(&db, id).await;
+        job["state"] == "completed" && job["steps"].as_array().is_some_and(|s| s.len() == 1)
+    })
+    .await;
+    worker.stop().await;
+    assert_eq!(count().expect("runs"), 2);
+
+    let text = remuda(&db, &["job", &id.to_string()]).await;
+    assert!(
+        common::stdout(&text).contains("step          once (attempt"),
+        "{}",
+        common::stdout(&text)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remuda_step_outside_a_job_says_so_and_runs_nothing() {
+    let dir = TempDir::new();
+    let marker = dir.path().join("ran");
+    let output = tokio::process::Command::new(BIN)
+        .args(["step", "x", "--", "touch"])
+        .arg(&marker)
+        .env_remove("REMUDA_STEP_SOCKET")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(code(&output), 2);
+    assert!(
+        stderr(&output).contains("REMUDA_STEP_SOCKET"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(!marker.exists(), "nothing ran");
+
+    let missing = tokio::process::Command::new(BIN)
+        .args(["step", "x"])
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(code(&missing), 2, "the command is required");
+}

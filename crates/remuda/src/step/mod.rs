@@ -1,0 +1,293 @@
+//! Durable steps: a task records the output of each step of its work, and a later attempt of
+//! the same job returns the recorded output instead of running the step again, so a retry
+//! after a crash resumes after the last completed step (a card charged once, an email sent
+//! once). Steps are kept in `remuda.steps` (migration 21), written only for the run that
+//! holds the job (its worker, attempt and claim time): a stale worker's step is refused.
+//!
+//! ```no_run
+//! # use remuda::{JobContext, TaskError};
+//! # async fn run(ctx: JobContext) -> Result<String, TaskError> {
+//! let charge: String = ctx.step("charge", || async { Ok("ch_123".to_string()) }).await?;
+//! ctx.sleep(std::time::Duration::from_secs(3600)).await?; // the job is released meanwhile
+//! ctx.step("receipt", || async { Ok(()) }).await?;
+//! # Ok(charge) }
+//! ```
+
+pub mod socket;
+mod writer;
+#[cfg(test)]
+mod writer_tests;
+
+use crate::db::Database;
+use crate::task::{JobContext, TaskError};
+use chrono::{DateTime, Utc};
+use serde::{de::DeserializeOwned, Serialize};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The longest a step's name may be, in bytes.
+pub const MAX_NAME: usize = 200;
+
+/// Error code of a step whose stored output no longer fits the type the task asks for.
+pub const STEP_OUTPUT: &str = "STEP_OUTPUT";
+/// Error code of a step that could not be read or recorded (the database is unreachable).
+pub const STEP_STORE: &str = "STEP_STORE";
+/// Error code of a step recorded by a run that no longer holds its job.
+pub const FENCED: &str = "FENCED";
+/// Error code of a step name that is empty or too long.
+pub const INVALID_STEP: &str = "INVALID_STEP";
+
+/// The steps of one run of a job: what earlier attempts recorded (read once, at the first
+/// step), and the link to the database to record new ones. Cloned with its [`JobContext`].
+#[derive(Clone, Default)]
+pub struct Steps(Arc<Inner>);
+
+#[derive(Default)]
+struct Inner {
+    /// `None`: a context made outside a worker (a task's unit test): steps run and are kept
+    /// in memory only.
+    link: Option<Link>,
+    /// Name → output (JSON text): `None` until read.
+    recorded: tokio::sync::Mutex<Option<HashMap<String, String>>>,
+    /// Durable sleeps taken so far in this attempt: the next one's name.
+    sleeps: AtomicU32,
+}
+
+/// Where a worker's runs read and record their steps: one per worker, shared by its runs.
+pub(crate) struct Store {
+    /// Its step writer and reader (see `writer.rs`).
+    writer: tokio::sync::mpsc::Sender<writer::Record>,
+    reader: tokio::sync::mpsc::Sender<writer::Read>,
+}
+
+impl Store {
+    /// The store of worker `worker`, with its writer and reader started.
+    pub(crate) fn new(db: Database, worker: Arc<str>) -> Self {
+        Store {
+            writer: writer::spawn(db.clone(), worker),
+            reader: writer::spawn_reader(db),
+        }
+    }
+}
+
+/// Which run records: the fencing token every write about a run carries.
+struct Link {
+    store: Arc<Store>,
+    job: i64,
+    attempt: i32,
+    started_at: DateTime<Utc>,
+}
+
+impl std::fmt::Debug for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Steps")
+            .field("job", &self.0.link.as_ref().map(|l| l.job))
+            .finish()
+    }
+}
+
+impl Steps {
+    /// The steps of attempt `attempt` of job `job`, claimed at `started_at` by the worker
+    /// of `store`.
+    pub(crate) fn attached(
+        store: Arc<Store>,
+        job: i64,
+        attempt: i32,
+        started_at: DateTime<Utc>,
+    ) -> Self {
+        Steps(Arc::new(Inner {
+            link: Some(Link {
+                store,
+                job,
+                attempt,
+                started_at,
+            }),
+            ..Default::default()
+        }))
+    }
+
+    /// The output recorded under `name` (JSON text), if an attempt recorded it.
+    pub async fn recorded(&self, name: &str) -> Result<Option<String>, TaskError> {
+        check_name(name)?;
+        let mut recorded = self.0.recorded.lock().await;
+        if recorded.is_none() {
+            *recorded = Some(self.read().await?);
+        }
+        Ok(recorded.as_ref().and_then(|r| r.get(name).cloned()))
+    }
+
+    /// Records `output` (JSON text) under `name` for this run and returns the output now
+    /// recorded under it: `output`, or the first one when the name was recorded already.
+    /// Refused with [`FENCED`] when the run no longer holds its job.
+    pub async fn record(&self, name: &str, output: String) -> Result<String, TaskError> {
+        check_name(name)?;
+        if serde_json::from_str::<serde::de::IgnoredAny>(&output).is_err() {
+            return Err(TaskError::permanent(
+                crate::task::TaskError::INVALID_OUTPUT,
+                format!("the output of step {name:?} is not JSON"),
+            ));
+        }
+        let stored = match &self.0.link {
+            None => output,
+            Some(link) => link.record(name, &output).await?,
+        };
+        let mut recorded = self.0.recorded.lock().await;
+        let stored = recorded
+            .get_or_insert_with(HashMap::new)
+            .entry(name.to_string())
+            .or_insert(stored)
+            .clone();
+        Ok(stored)
+    }
+
+    /// Every step recorded for the job, read once per run.
+    async fn read(&self) -> Result<HashMap<String, String>, TaskError> {
+        let Some(link) = &self.0.link else {
+            return Ok(HashMap::new());
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let gone = || TaskError::new(STEP_STORE, "the worker's step reader has stopped");
+        let read = writer::Read {
+            job: link.job,
+            reply,
+        };
+        link.store.reader.send(read).await.map_err(|_| gone())?;
+        answer
+            .await
+            .map_err(|_| gone())?
+            .map_err(|e| store_error("read the job's steps", e))
+    }
+
+    /// The next durable sleep's name in this attempt.
+    fn next_sleep(&self) -> String {
+        format!(
+            "sleep-{}",
+            self.0.sleeps.fetch_add(1, Ordering::Relaxed) + 1
+        )
+    }
+}
+
+impl Link {
+    async fn record(&self, name: &str, output: &str) -> Result<String, TaskError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let record = writer::Record {
+            job: self.job,
+            name: name.to_string(),
+            output: output.to_string(),
+            attempt: self.attempt,
+            started_at: self.started_at,
+            reply,
+        };
+        let gone = || TaskError::new(STEP_STORE, "the worker's step writer has stopped");
+        self.store.writer.send(record).await.map_err(|_| gone())?;
+        match answer.await.map_err(|_| gone())? {
+            Ok(Some(stored)) => Ok(stored),
+            Ok(None) => Err(TaskError::new(
+                FENCED,
+                format!(
+                    "step {name:?} of job {} was not recorded: this run (attempt {}) no longer holds the job (it was cancelled, rescued or released)",
+                    self.job, self.attempt
+                ),
+            )),
+            Err(e) => Err(store_error(&format!("record step {name:?}"), e)),
+        }
+    }
+}
+
+fn store_error(what: &str, e: impl std::fmt::Display) -> TaskError {
+    TaskError::new(STEP_STORE, format!("cannot {what}: {e}"))
+}
+
+fn check_name(name: &str) -> Result<(), TaskError> {
+    if name.is_empty() || name.len() > MAX_NAME || name.contains('\0') {
+        return Err(TaskError::permanent(
+            INVALID_STEP,
+            format!("a step's name must be 1 to {MAX_NAME} bytes without NUL, not {name:?}"),
+        ));
+    }
+    Ok(())
+}
+
+impl JobContext {
+    /// Runs step `name` of this job once: the first time, `run` runs and its output is
+    /// recorded with the job (fenced by this attempt: a stale worker's step is refused with
+    /// [`FENCED`]); on a later attempt of the same job, the recorded output is returned
+    /// without running `run`. A step that returns an error is not recorded, and the error
+    /// follows the job's retry policy. Names are unique within a job: a name used twice
+    /// returns the first step's output. `retry --fresh` drops a job's steps.
+    pub async fn step<T, F, Fut>(&self, name: &str, run: F) -> Result<T, TaskError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, TaskError>>,
+    {
+        if let Some(stored) = self.steps.recorded(name).await? {
+            return decode(name, &stored);
+        }
+        let output = run().await?;
+        let text = serde_json::to_string(&output).map_err(|e| {
+            TaskError::permanent(
+                TaskError::INVALID_OUTPUT,
+                format!("the output of step {name:?} is not JSON: {e}"),
+            )
+        })?;
+        let stored = self.steps.record(name, text.clone()).await?;
+        if stored == text {
+            return Ok(output);
+        }
+        decode(name, &stored)
+    }
+
+    /// Sleeps for `duration` as a durable step: the job is given back (without using an
+    /// attempt or holding a slot) and runs again once the time has passed, when this call
+    /// returns at once. The sleep is timed from its first call, whatever happens between.
+    /// Return its error from the task (`ctx.sleep(d).await?`): that is how the job is
+    /// given back. Sleeps are named in the order an attempt takes them (`sleep-1`, …), so
+    /// the task must take them in the same order each time.
+    pub async fn sleep(&self, duration: Duration) -> Result<(), TaskError> {
+        let until =
+            Utc::now() + chrono::Duration::from_std(duration).unwrap_or(chrono::Duration::MAX / 2);
+        self.sleep_step(until).await
+    }
+
+    /// Like [`JobContext::sleep`], until `until`.
+    pub async fn sleep_until(&self, until: DateTime<Utc>) -> Result<(), TaskError> {
+        self.sleep_step(until).await
+    }
+
+    async fn sleep_step(&self, until: DateTime<Utc>) -> Result<(), TaskError> {
+        let name = self.steps.next_sleep();
+        let until = match self.steps.recorded(&name).await? {
+            Some(stored) => decode::<Sleep>(&name, &stored)?.until,
+            None => {
+                let text = serde_json::json!({ "until": until }).to_string();
+                let stored = self.steps.record(&name, text).await?;
+                decode::<Sleep>(&name, &stored)?.until
+            }
+        };
+        match (until - Utc::now()).to_std() {
+            Ok(left) if !left.is_zero() => Err(TaskError::snooze(left)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A durable sleep's record.
+#[derive(serde::Deserialize)]
+struct Sleep {
+    until: DateTime<Utc>,
+}
+
+fn decode<T: DeserializeOwned>(name: &str, stored: &str) -> Result<T, TaskError> {
+    serde_json::from_str(stored).map_err(|e| {
+        TaskError::permanent(
+            STEP_OUTPUT,
+            format!(
+                "the recorded output of step {name:?} does not fit what the task asks for now: {e} (`remuda retry ID --fresh` runs the job again from its first step)"
+            ),
+        )
+    })
+}

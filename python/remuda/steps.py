@@ -1,0 +1,147 @@
+"""Durable steps: :func:`step` runs a part of a task's work once per job. Its output is
+recorded with the job the first time; a later attempt of the same job (a retry after an
+error, a rescue after the worker died) returns the recorded output without running it, so a
+retry resumes after the last completed step instead of repeating its side effects.
+
+.. code-block:: python
+
+    @app.task("checkout")
+    def checkout(order_id: int) -> str:
+        charge = remuda.step("charge", charge_card, order_id)      # once per job
+        remuda.step("email", send_receipt, order_id, charge)
+        return charge
+
+The output is stored as JSON (the task codec's: dataclasses, pydantic models, dates); a
+replayed step is rebuilt from its JSON by the function's return annotation, so annotate it to
+get the same type back. A step that raises is not recorded: the exception fails the attempt
+as it would without the step. Steps of one job have unique names; a name used twice returns
+the first step's output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from typing import Any, Awaitable, Callable, ParamSpec, Protocol, TypeVar, cast
+
+from . import codec
+from .context import current_job
+from .errors import RemudaError
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+class StepError(RemudaError):
+    """A step could not be read or recorded: ``FENCED`` (this run no longer holds its job:
+    it was cancelled, rescued or released), ``STEP_STORE`` (the database could not be used),
+    ``INVALID_STEP`` (a bad name), ``STEP_OUTPUT`` (a recorded output that no longer fits).
+    Raised out of the task body, it fails the attempt with its code."""
+
+
+class StepStore(Protocol):
+    """Where a run's steps are read and recorded (the worker's, in this process or through
+    the run's step socket)."""
+
+    def recorded(self, name: str) -> str | None: ...
+
+    def record(self, name: str, output: str) -> str: ...
+
+
+class SocketSteps:
+    """The steps of a run whose body runs in a process of the pool: asked of the worker
+    through the run's step socket (``REMUDA_STEP_SOCKET``), one JSON line each way."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def recorded(self, name: str) -> str | None:
+        return self._ask({"op": "get", "name": name})
+
+    def record(self, name: str, output: str) -> str:
+        answer = self._ask({"op": "record", "name": name, "output": output})
+        if answer is None:
+            raise StepError("STEP_STORE", f"the worker answered nothing for step {name!r}")
+        return answer
+
+    def _ask(self, request: dict[str, Any]) -> str | None:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+                conn.connect(self.path)
+                conn.sendall(json.dumps(request).encode() + b"\n")
+                with conn.makefile("r", encoding="utf-8") as lines:
+                    line = lines.readline()
+        except OSError as e:
+            raise StepError("STEP_STORE", f"cannot reach the worker's step socket {self.path}: {e}") from e
+        if not line:
+            raise StepError("STEP_STORE", "the worker closed the step socket")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise StepError(str(answer["error"]["code"]), str(answer["error"]["message"]))
+        output = answer.get("output")
+        return None if output is None else str(output)
+
+
+def _store(what: str) -> StepStore:
+    ctx = current_job()
+    if ctx is None or ctx.steps is None:
+        raise StepError("INVALID_STEP", f"{what} runs inside a task body, while its job runs")
+    return ctx.steps
+
+
+def _check(name: str) -> None:
+    if not isinstance(name, str) or not 1 <= len(name.encode()) <= 200 or "\0" in name:
+        raise StepError("INVALID_STEP", f"a step's name must be a string of 1 to 200 bytes without NUL, not {name!r}")
+
+
+def _replay(name: str, fn: Callable[..., Any], stored: str) -> Any:
+    """A recorded output, rebuilt by ``fn``'s return annotation (for a coroutine function,
+    what it returns when awaited)."""
+    value = json.loads(stored)
+    decoder = codec.decoder_for(codec._hints(fn).get("return", Any))
+    if decoder is None:
+        return value
+    try:
+        return decoder(value)
+    except Exception as e:  # noqa: BLE001 - any misfit is the same error
+        raise StepError(
+            "STEP_OUTPUT",
+            f"the recorded output of step {name!r} does not fit what {getattr(fn, '__name__', 'the step')} returns now: {e} "
+            "(`remuda retry ID --fresh` runs the job again from its first step)",
+        ) from e
+
+
+def _encode(name: str, value: Any) -> str:
+    try:
+        return codec.dumps(value)
+    except (TypeError, ValueError) as e:
+        raise StepError("INVALID_OUTPUT", f"the output of step {name!r} is not JSON: {e}") from e
+
+
+def step(name: str, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """Runs ``fn(*args, **kwargs)`` as step ``name`` of the current job: once per job (see
+    the module). Returns its output, or the output an earlier attempt recorded."""
+    _check(name)
+    store = _store("remuda.step")
+    stored = store.recorded(name)
+    if stored is not None:
+        return cast(T, _replay(name, fn, stored))
+    value = fn(*args, **kwargs)
+    text = _encode(name, value)
+    recorded = store.record(name, text)
+    return value if recorded == text else cast(T, _replay(name, fn, recorded))
+
+
+async def step_async(name: str, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """:func:`step` for ``async def`` tasks and functions: the step is read and recorded off
+    the event loop."""
+    _check(name)
+    store = _store("remuda.step_async")
+    stored = await asyncio.to_thread(store.recorded, name)
+    if stored is not None:
+        return cast(T, _replay(name, fn, stored))
+    value = await fn(*args, **kwargs)
+    text = _encode(name, value)
+    recorded = await asyncio.to_thread(store.record, name, text)
+    return value if recorded == text else cast(T, _replay(name, fn, recorded))

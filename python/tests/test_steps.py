@@ -1,0 +1,67 @@
+"""Durable steps in Python: ``remuda.step`` runs its function once per job, across a SIGKILL
+of the worker (thread pool, process pool, async), and a replayed step comes back as the type
+its function returns; a step that raises is not recorded; outside a task it says so."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+import remuda
+from conftest import StartWorker, job_info
+
+
+def _charge_once_across_a_kill(app: remuda.App, start_worker: StartWorker, tmp_path: Path, kind: str, *args: str) -> None:
+    log, ready = tmp_path / "charges.log", tmp_path / "ready"
+    doomed = start_worker(*args)
+    handle = app.tasks[kind].send(log=str(log), ready=str(ready))
+    deadline = time.monotonic() + 60
+    while not ready.exists():
+        assert time.monotonic() < deadline, "the first attempt charged"
+        time.sleep(0.05)
+    doomed.process.kill()
+    doomed.process.wait(10)
+    start_worker(*args)  # rescues the job; its attempt finds the step recorded
+    result = handle.get(timeout=60)
+    charges = log.read_text().splitlines()
+    assert len(charges) == 1, f"charged once: {charges}"
+    pid = int(charges[0].split()[1])
+    assert result.unwrap() == f"ch_{pid}", "the recorded charge, not a new one"
+    info = job_info(handle)
+    assert info["attempt"] == 2
+    steps = info["steps"]
+    assert [(s["name"], s["attempt"]) for s in steps] == [("charge", 1)], steps
+    assert steps[0]["output"] == {"id": f"ch_{pid}", "pid": pid}
+
+
+def test_a_step_runs_once_across_a_sigkill_of_its_worker(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
+    _charge_once_across_a_kill(app, start_worker, tmp_path, "charge_step")
+
+
+def test_a_step_in_a_process_of_the_pool_runs_once_across_a_sigkill_of_its_worker(
+    app: remuda.App, start_worker: StartWorker, tmp_path: Path
+) -> None:
+    _charge_once_across_a_kill(app, start_worker, tmp_path, "charge_step_cpu", "--queues", "cpu", "--processes", "1")
+
+
+def test_an_async_step_runs_once_across_a_sigkill_of_its_worker(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
+    _charge_once_across_a_kill(app, start_worker, tmp_path, "charge_step_async", "--queues", "async")
+
+
+def test_a_step_that_raises_is_not_recorded_and_runs_again(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
+    start_worker()
+    log = tmp_path / "runs"
+    handle = app.tasks["flaky_step"].send(log=str(log))
+    assert handle.get(timeout=60).unwrap() == 2
+    assert len(log.read_text().splitlines()) == 2
+    steps = job_info(handle)["steps"]
+    assert [(s["name"], s["attempt"], s["output"]) for s in steps] == [("send", 2, 2)]
+
+
+def test_a_step_outside_a_task_says_so() -> None:
+    with pytest.raises(remuda.StepError) as raised:
+        remuda.step("charge", lambda: 1)
+    assert raised.value.code == "INVALID_STEP"
+    assert "inside a task" in raised.value.message
