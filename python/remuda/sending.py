@@ -31,17 +31,21 @@ class SendOptions(TypedDict, total=False):
     target_worker: str
     requires: Sequence[str]
     notify: dict[str, Any]
+    debounce: float | dt.timedelta
+    debounce_max: float | dt.timedelta
+    throttle: float | dt.timedelta
+    throttle_latest: bool
 
 
 #: Keyword arguments of ``send`` that are options, not task arguments (unless the task
 #: function itself has a parameter of that name).
 OPTIONS = frozenset(SendOptions.__annotations__)
 
-_DURATIONS = ("delay", "timeout", "unique_period")
+_DURATIONS = ("delay", "timeout", "unique_period", "debounce", "debounce_max", "throttle")
 _TIMES = ("run_at", "deadline")
 _TEXTS = ("queue", "unique_key", "concurrency_key", "target_worker")
 _INTS = ("priority", "max_attempts")
-_FLAGS = ("unique_by_args", "unique_per_queue")
+_FLAGS = ("unique_by_args", "unique_per_queue", "throttle_latest")
 _NAMES = ("requires", "unique_states")
 _I32 = 2**31 - 1
 #: the job states a unique key can be held in
@@ -138,7 +142,7 @@ def enqueue_sql(kind: str, args: str, options: dict[str, Any]) -> tuple[str, lis
             parts.append(f"{key} => %s::timestamptz")
         elif key in ("priority", "max_attempts"):
             parts.append(f"{key} => %s::int")
-        elif key in ("unique_by_args", "unique_per_queue"):
+        elif key in _FLAGS:
             parts.append(f"{key} => %s::boolean")
         else:
             parts.append(f"{key} => %s::text")

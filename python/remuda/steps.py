@@ -91,8 +91,15 @@ def _store(what: str) -> StepStore:
 
 
 def _check(name: str) -> None:
-    if not isinstance(name, str) or not 1 <= len(name.encode()) <= 200 or "\0" in name:
-        raise StepError("INVALID_STEP", f"a step's name must be a string of 1 to 200 bytes without NUL, not {name!r}")
+    try:
+        size = len(name.encode()) if isinstance(name, str) else 0
+    except UnicodeEncodeError:
+        size = 0
+    if not 1 <= size <= 200 or "\0" in name or name.startswith("sleep-"):
+        raise StepError(
+            "INVALID_STEP",
+            f"a step's name must be a string of 1 to 200 bytes of UTF-8, without NUL, not starting with 'sleep-' (the durable sleeps'), not {name!r}",
+        )
 
 
 def _replay(name: str, fn: Callable[..., Any], stored: str) -> Any:

@@ -252,6 +252,36 @@ pub struct JobOptions {
     /// With --unique-key: the key is unique per queue too (default: per kind, any queue).
     #[arg(long, requires = "unique_key")]
     pub unique_per_queue: bool,
+    /// With --unique-key: debounce. While a job of this kind and key waits, this enqueue
+    /// replaces its args and moves its start to this long from now, and prints its id
+    /// (--json: "debounced": true): one run once the enqueues stop.
+    #[arg(long, value_parser = parse_duration, requires = "unique_key", conflicts_with_all = ["throttle", "batch_key", "delay", "run_at", "unique_states", "unique_period"])]
+    pub debounce: Option<std::time::Duration>,
+    /// With --debounce: how long a stream of enqueues may postpone the job, from the first.
+    #[arg(long, value_parser = parse_duration, requires = "debounce")]
+    pub debounce_max: Option<std::time::Duration>,
+    /// With --unique-key: at most one job of this kind and key starts per this long; an
+    /// enqueue within the window joins the job waiting for its end, which keeps its args
+    /// (--json: "throttled": true).
+    #[arg(long, value_parser = parse_duration, requires = "unique_key", conflicts_with_all = ["batch_key", "delay", "run_at", "unique_states", "unique_period"])]
+    pub throttle: Option<std::time::Duration>,
+    /// With --throttle: the waiting job takes the latest enqueue's args.
+    #[arg(long, requires = "throttle")]
+    pub throttle_latest: bool,
+    /// Add these args to the batch of this key: one job whose args are the list of its
+    /// enqueues' args, run when the kind's batch_size have joined or its batch_wait has passed
+    /// since the first (from --config, or --batch-size and --batch-wait); prints the batch's
+    /// id (--json: "batched": true when it joined one).
+    #[arg(long, conflicts_with_all = ["unique_key", "delay", "run_at"])]
+    pub batch_key: Option<String>,
+    /// With --batch-key: the batch runs when this many have joined (default: the kind's
+    /// batch_size in --config).
+    #[arg(long, requires = "batch_key")]
+    pub batch_size: Option<i32>,
+    /// With --batch-key: or when this long has passed since the first (default: the kind's
+    /// batch_wait in --config).
+    #[arg(long, value_parser = parse_duration, requires = "batch_key")]
+    pub batch_wait: Option<std::time::Duration>,
     /// Largest args accepted, in bytes (default 1 MiB; workers have their own
     /// [worker] max_payload_bytes for results).
     #[arg(long)]

@@ -73,6 +73,15 @@ pub fn print_job(job: &Job) {
     if let Some(run) = workflow_of(job) {
         crate::out!("workflow      {run}");
     }
+    if let Some(formed) = job.formed.as_ref().and_then(|f| f.as_object()) {
+        // {"debounced": n}, {"throttled": n} or {"batched": n, "enqueued_at": […]}
+        let how: Vec<String> = formed
+            .iter()
+            .filter(|(name, _)| *name != "enqueued_at")
+            .map(|(name, n)| format!("{name} ({n} enqueue{})", if n == 1 { "" } else { "s" }))
+            .collect();
+        crate::out!("formed        {}", how.join(", "));
+    }
     crate::out!("args          {}", job.args);
     match &job.result {
         Some(result) => crate::out!(

@@ -41,6 +41,11 @@ pub struct SendOptions {
     target_worker: Option<String>,
     requires: Option<Vec<String>>,
     notify: Option<NotifyTarget>,
+    debounce: Option<f64>,
+    debounce_max: Option<f64>,
+    throttle: Option<f64>,
+    #[serde(default)]
+    throttle_latest: bool,
 }
 
 impl SendOptions {
@@ -80,6 +85,15 @@ impl SendOptions {
         job.target_worker = self.target_worker;
         job.requires = self.requires;
         job.notify = self.notify;
+        if let Some(delay) = self.debounce {
+            job = job.debounce(seconds("debounce", delay)?);
+        }
+        if let Some(max) = self.debounce_max {
+            job = job.debounce_max(seconds("debounce_max", max)?);
+        }
+        if let Some(period) = self.throttle {
+            job = job.throttle(seconds("throttle", period)?, self.throttle_latest);
+        }
         Ok(job)
     }
 }

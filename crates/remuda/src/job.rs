@@ -90,8 +90,10 @@ impl JobState {
     ///
     /// - inserted `scheduled` or `available` (a workflow's node job may be inserted held, as
     ///   `scheduled`);
-    /// - `scheduled` → `available` (promotion, a paused run's resume), `cancelled`, `expired`;
-    /// - `available` → `running` (a claim), `scheduled` (held by its paused run), `cancelled`,
+    /// - `scheduled` → `available` (promotion, a paused run's resume, a batch filled up),
+    ///   `cancelled`, `expired`;
+    /// - `available` → `running` (a claim), `scheduled` (held by its paused run, postponed by
+    ///   a debounced enqueue), `cancelled`,
     ///   `expired`;
     /// - `running` → `completed`, `failed`, `scheduled` (a retry after a delay, a snooze),
     ///   `available` (a retry at once, a release, a rescue), `cancelled`;
@@ -247,6 +249,11 @@ pub struct Job {
     /// Its element's index, when the node is a map.
     #[serde(default)]
     pub workflow_index: Option<i32>,
+    /// How it was formed from many enqueues, if it was: `{"debounced": n}`,
+    /// `{"throttled": n}` or `{"batched": n, "enqueued_at": […]}` (see
+    /// [`crate::client::Formation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub formed: Option<Value>,
     /// The steps it recorded, in the order they were recorded (see [`crate::step`]): read
     /// for one job (`remuda job ID`, [`Client::job`](crate::Client::job)), absent from
     /// listings.
@@ -305,6 +312,10 @@ impl Job {
             workflow_id: row.try_get("workflow_id")?,
             workflow_node: row.try_get("workflow_node")?,
             workflow_index: row.try_get("workflow_index")?,
+            formed: match row.columns().iter().any(|c| c.name() == "formed") {
+                true => row.try_get("formed")?,
+                false => None,
+            },
             steps: match row.columns().iter().any(|c| c.name() == "steps") {
                 true => Some(serde_json::from_str(row.try_get("steps")?)?),
                 false => None,

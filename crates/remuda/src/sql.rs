@@ -31,6 +31,8 @@ pub(crate) const COMPLETE_OK: &str = include_str!("sql/jobs/complete_ok.sql");
 pub(crate) const COPY_JOBS: &str = include_str!("sql/jobs/copy_jobs.sql");
 /// Move jobs whose start deadline passed before they started to `expired`, with a …
 pub(crate) const EXPIRE: &str = include_str!("sql/jobs/expire.sql");
+/// Enqueue one job through remuda.enqueue_job, which forms a debounced, throttled or batched …
+pub(crate) const ENQUEUE_FORMED: &str = include_str!("sql/jobs/enqueue_formed.sql");
 /// Insert any number of jobs in one statement from parallel arrays (one element per job). …
 pub(crate) const INSERT_JOBS: &str = include_str!("sql/jobs/insert_jobs.sql");
 /// Insert jobs of which some are unique, in one statement: a job whose unique key ($12) is held …
@@ -167,6 +169,8 @@ pub(crate) const PRUNE_COUNT: &str = include_str!("sql/jobs/prune_count.sql");
 
 /// Delete the rate-limit token buckets that are full again (not refreshed for a whole period …
 pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/queues/rate_buckets_prune.sql");
+/// Delete the throttle windows that hold nothing back any more: past their `next_at`, and …
+pub(crate) const THROTTLES_PRUNE: &str = include_str!("sql/queues/throttles_prune.sql");
 /// Record the latest runs of the duties $1 (started $2, lasting $3 ms, ok $4, what they did …
 pub(crate) const MAINTENANCE_RECORD: &str = include_str!("sql/maintenance/maintenance_record.sql");
 /// Who leads maintenance (no row: nobody ever did), since when, at which term, and whether …
@@ -278,12 +282,16 @@ pub(crate) const NOTIFICATION_SENT_PINNED: Pinned = Pinned {
     text: NOTIFICATION_SENT,
     plan: CLAIM_PLAN,
 };
-/// The record of a batch of steps, under the claims' planner settings: jobs and steps found
-/// by primary key, never by a scan (see step_record.sql).
+/// The record of a batch of steps: jobs and steps found by primary key, never by a scan (the
+/// claims' planner settings), and a job row another transaction holds waited for 10 s at
+/// most, so that one long transaction cannot hold up the steps of every run of the worker
+/// (see step_record.sql).
 pub(crate) const STEP_RECORD_PINNED: Pinned = Pinned {
     text: STEP_RECORD,
-    plan: CLAIM_PLAN,
+    plan: STEP_RECORD_PLAN,
 };
+/// The step record's planner and lock settings.
+pub const STEP_RECORD_PLAN: &str = "SET LOCAL enable_seqscan = off; SET LOCAL lock_timeout = '10s'";
 /// The read of a job's steps, under the claims' planner settings: by primary key, never by a
 /// scan of the steps of every job.
 pub(crate) const STEPS_READ_PINNED: Pinned = Pinned {
@@ -299,7 +307,7 @@ pub const PLANS: &[(&str, &str)] = &[
     ("complete_ok", COMPLETE_OK_PLAN),
     ("notification_claim", CLAIM_PLAN),
     ("notification_sent", CLAIM_PLAN),
-    ("step_record", CLAIM_PLAN),
+    ("step_record", STEP_RECORD_PLAN),
     ("steps_read", CLAIM_PLAN),
     ("promote", PROMOTE_PLAN),
 ];
@@ -317,6 +325,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("complete_ok", COMPLETE_OK),
     ("copy_jobs", COPY_JOBS),
     ("expire", EXPIRE),
+    ("enqueue_formed", ENQUEUE_FORMED),
     ("insert_jobs", INSERT_JOBS),
     ("insert_unique_jobs", INSERT_UNIQUE_JOBS),
     ("job_cancel", JOB_CANCEL),
@@ -376,6 +385,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("reindex_candidates", REINDEX_CANDIDATES),
     ("reindex_leftovers", REINDEX_LEFTOVERS),
     ("rate_buckets_prune", RATE_BUCKETS_PRUNE),
+    ("throttles_prune", THROTTLES_PRUNE),
     ("maintenance_record", MAINTENANCE_RECORD),
     ("maintenance_status", MAINTENANCE_STATUS),
     ("maintenance_runs", MAINTENANCE_RUNS),

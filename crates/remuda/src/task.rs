@@ -283,6 +283,11 @@ pub struct TaskOptions {
     /// Who hears of the final states of this kind's jobs that have no target of their own:
     /// the worker registers it when it starts (the last worker started wins).
     pub notify: Option<crate::notify::NotifyTarget>,
+    /// For a task that takes a batch (`type Args = Vec<…>`): its batch runs when this many
+    /// enqueues have joined it ([`Client::enqueue_to_batch`](crate::Client::enqueue_to_batch)).
+    pub batch_size: Option<i32>,
+    /// … or when this long has passed since the first.
+    pub batch_wait: Option<Duration>,
 }
 
 impl Default for TaskOptions {
@@ -295,6 +300,8 @@ impl Default for TaskOptions {
             retry_on: None,
             timeout: None,
             notify: None,
+            batch_size: None,
+            batch_wait: None,
         }
     }
 }
@@ -330,6 +337,13 @@ impl TaskOptions {
         self.timeout = Some(timeout);
         self
     }
+    /// Makes this a task that takes batches: enqueues to one batch key accumulate into one
+    /// job, run when `size` have joined or `wait` has passed since the first.
+    pub fn batch(mut self, size: i32, wait: Duration) -> Self {
+        self.batch_size = Some(size);
+        self.batch_wait = Some(wait);
+        self
+    }
     /// Notifies `target` of the final states of this kind's jobs without a target of their
     /// own.
     pub fn notify(mut self, target: crate::notify::NotifyTarget) -> Self {
@@ -357,6 +371,15 @@ impl TaskOptions {
         }
         if let Err(e) = self.backoff.validate() {
             return bad(e);
+        }
+        if matches!(self.batch_size, Some(n) if n < 1) {
+            return bad("batch_size must be at least 1".into());
+        }
+        if matches!(self.batch_wait, Some(w) if w.is_zero()) {
+            return bad("batch_wait must be more than zero".into());
+        }
+        if self.batch_size.is_some() != self.batch_wait.is_some() {
+            return bad("a task that takes batches needs both batch_size and batch_wait".into());
         }
         if let Some(Err(e)) = self.notify.as_ref().map(|n| n.validate()) {
             return bad(format!("notify: {e}"));

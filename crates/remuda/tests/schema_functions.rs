@@ -87,6 +87,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          DROP TABLE remuda.run_history;
          DROP TABLE remuda.steps;
          DROP FUNCTION remuda.steps_forget() CASCADE;
+         DROP TABLE remuda.throttles;
+         ALTER TABLE remuda.jobs DROP COLUMN formed;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
@@ -97,7 +99,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0018_functions",
             "0019_failures",
             "0020_history",
-            "0021_steps"
+            "0021_steps",
+            "0022_formed_jobs"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

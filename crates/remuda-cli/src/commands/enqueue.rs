@@ -77,7 +77,43 @@ fn apply(
     if let Some(target) = notify_target(options)? {
         job = job.notify(target);
     }
+    formation(options, kind, defaults, job)
+}
+
+/// `--debounce`, `--throttle` or `--batch-key` (the batch's size and wait from the flags, else
+/// the kind's in --config).
+fn formation(
+    options: &JobOptions,
+    kind: &str,
+    defaults: Option<&Config>,
+    mut job: NewJob,
+) -> CliResult<NewJob> {
+    if let Some(delay) = options.debounce {
+        job = job.debounce(delay);
+        if let Some(max) = options.debounce_max {
+            job = job.debounce_max(max);
+        }
+    }
+    if let Some(period) = options.throttle {
+        job = job.throttle(period, options.throttle_latest);
+    }
+    if let Some(key) = &options.batch_key {
+        let task = defaults.and_then(|c| c.tasks.get(kind));
+        let size = options.batch_size.or(task.and_then(|t| t.batch_size));
+        let wait = options.batch_wait.or(task.and_then(|t| t.batch_wait));
+        let (Some(size), Some(wait)) = (size, wait) else {
+            return Err(CliError::Usage(format!(
+                "--batch-key needs the batch's size and wait: set batch_size and batch_wait in [tasks.{kind}] of --config, or give --batch-size and --batch-wait"
+            )));
+        };
+        job = job.batch(key.clone(), size, wait);
+    }
     Ok(job)
+}
+
+/// What the JSON output calls a job this enqueue joined: `debounced`, `throttled`, `batched`.
+fn joined_name(job: &NewJob) -> Option<&'static str> {
+    job.formation.as_ref().map(remuda::Formation::name)
 }
 
 /// The job's own notification target, from `--notify-webhook`, `--notify-email` and
@@ -198,7 +234,7 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
         .copied()
         .ok_or_else(|| CliError::Usage("the enqueue returned no job".into()))?;
     let id = inserted.id;
-    if !inserted.duplicate {
+    if !inserted.duplicate && !inserted.joined {
         warn_if_unserved(&client, &job.kind, &job.queue).await;
     }
     if inserted.duplicate && !args.json {
@@ -209,7 +245,11 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
     }
     if !args.wait {
         if args.json {
-            print_json(&serde_json::json!({ "id": id, "duplicate": inserted.duplicate }));
+            let mut out = serde_json::json!({ "id": id, "duplicate": inserted.duplicate });
+            if let (Some(name), Some(object)) = (joined_name(&job), out.as_object_mut()) {
+                object.insert(name.into(), inserted.joined.into());
+            }
+            print_json(&out);
         } else {
             crate::out!("{id}");
         }
@@ -294,7 +334,8 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
     let started = std::time::Instant::now();
     // COPY is fastest but returns no ids and cannot skip duplicates: ids (--json) and unique
     // keys take the INSERT path, which says which line was a duplicate of which job
-    let inserted = if args.json || args.options.unique_key.is_some() {
+    let inserted = if args.json || args.options.unique_key.is_some() || template.formation.is_some()
+    {
         Some(client.insert_each(&jobs).await?)
     } else {
         client.insert_bulk(&jobs).await?;

@@ -30,7 +30,13 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
         Ok(None) => {}
         Err(e) => return Ok(refused(&args.name, &e)),
     }
-    let (status, stdout) = execute(&args.command).await?;
+    let (status, stdout) = match execute(&args.command).await {
+        Ok(ran) => ran,
+        Err((code, message)) => {
+            eprintln!("remuda step {}: {message}", args.name);
+            return Ok(code);
+        }
+    };
     if status != 0 {
         // a failed step is not recorded: its output passes through, its code is ours
         write_stdout(&stdout)?;
@@ -46,28 +52,42 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
 }
 
 /// Runs the command with this process's stdin and stderr; returns its exit code (128 + the
-/// signal's number when a signal ended it) and its whole stdout.
-async fn execute(argv: &[String]) -> CliResult<(u8, Vec<u8>)> {
+/// signal's number when a signal ended it) and its whole stdout, or the code to exit with and
+/// why: 127 when the program is not found, 126 when it cannot be run (as a shell says), 75
+/// when it ran but its output or end could not be read.
+async fn execute(argv: &[String]) -> Result<(u8, Vec<u8>), (u8, String)> {
     let (program, rest) = argv
         .split_first()
-        .ok_or_else(|| CliError::Usage("give the step's command after `--`".into()))?;
+        .ok_or_else(|| (2, "give the step's command after `--`".to_string()))?;
     let mut child = tokio::process::Command::new(program)
         .args(rest)
         .stdin(Stdio::inherit())
         .stderr(Stdio::inherit())
         .stdout(Stdio::piped())
         .spawn()
-        .map_err(|e| CliError::Usage(format!("cannot run the step's command {program:?}: {e}")))?;
+        .map_err(|e| {
+            let code = if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
+            (
+                code,
+                format!("cannot run the step's command {program:?}: {e}"),
+            )
+        })?;
     let mut stdout = Vec::new();
     if let Some(mut pipe) = child.stdout.take() {
         pipe.read_to_end(&mut stdout)
             .await
-            .map_err(|e| CliError::Usage(format!("cannot read the step's output: {e}")))?;
+            .map_err(|e| (NOT_RECORDED, format!("cannot read the step's output: {e}")))?;
     }
-    let status = child
-        .wait()
-        .await
-        .map_err(|e| CliError::Usage(format!("cannot wait for the step's command: {e}")))?;
+    let status = child.wait().await.map_err(|e| {
+        (
+            NOT_RECORDED,
+            format!("cannot wait for the step's command: {e}"),
+        )
+    })?;
     let code = match status.code() {
         Some(code) => u8::try_from(code).unwrap_or(1),
         None => {

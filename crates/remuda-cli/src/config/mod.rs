@@ -193,6 +193,12 @@ pub struct TaskSection {
     pub retry_on: Option<Vec<String>>,
     /// Who hears of this kind's final states: `{ webhook = "…", email = "…", on = [...] }`.
     pub notify: Option<notifications::NotifySection>,
+    /// A task that takes batches: `remuda enqueue --batch-key K` adds to a batch that runs
+    /// when this many have joined …
+    pub batch_size: Option<i32>,
+    /// … or when this long has passed since the first.
+    #[serde(default, with = "opt_duration")]
+    pub batch_wait: Option<Duration>,
 }
 
 /// How a kind runs.
@@ -462,6 +468,8 @@ impl TaskSection {
             backoff: self.backoff.clone().unwrap_or(defaults.backoff),
             retry_on: self.retry_on.clone(),
             timeout: self.timeout,
+            batch_size: self.batch_size,
+            batch_wait: self.batch_wait,
         }
     }
 }

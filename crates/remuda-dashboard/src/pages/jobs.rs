@@ -353,6 +353,15 @@ pub async fn show(
     );
     field("attempt", format!("{} of {max}", job.attempt));
     field("priority", job.priority.to_string());
+    if let Some(formed) = job.formed.as_ref().and_then(|f| f.as_object()) {
+        // how it was formed from many enqueues: debounced, throttled or batched, and how many
+        let how: Vec<String> = formed
+            .iter()
+            .filter(|(name, _)| *name != "enqueued_at")
+            .map(|(name, n)| format!("{} ({n} enqueues)", esc(name)))
+            .collect();
+        field("formed", how.join(", "));
+    }
     if let Some(w) = &job.worker_id {
         field(
             "worker",

@@ -44,6 +44,8 @@ pub struct NewJob {
     pub unique: Option<Unique>,
     /// Who hears of its final state (a webhook, an email), instead of its kind's defaults.
     pub notify: Option<crate::notify::NotifyTarget>,
+    /// Formed from many enqueues of one key: debounced, throttled or batched.
+    pub formation: Option<super::Formation>,
 }
 
 /// How a job is unique (River's and Oban's unique jobs): by a key of the caller's or by its
@@ -105,6 +107,9 @@ pub struct Inserted {
     pub id: i64,
     /// Whether an existing job with the same unique key was returned instead of inserting.
     pub duplicate: bool,
+    /// Whether the enqueue was folded into a job that was waiting (debounced, throttled or
+    /// batched into it: see [`super::Formation`]).
+    pub joined: bool,
 }
 
 impl NewJob {
@@ -129,6 +134,7 @@ impl NewJob {
             requires: None,
             unique: None,
             notify: None,
+            formation: None,
         }
     }
 
@@ -200,7 +206,7 @@ impl NewJob {
     }
     /// `requires` as one PostgreSQL array literal (a batch passes one per job).
     /// The queue a unique key is scoped to (`None`: the kind alone).
-    fn unique_queue(&self) -> Option<&str> {
+    pub(crate) fn unique_queue(&self) -> Option<&str> {
         self.unique
             .as_ref()
             .filter(|u| u.per_queue)
@@ -241,9 +247,54 @@ impl NewJob {
     }
 
     /// The timeout as stored (`timeout_ms`): whole milliseconds, at least 1.
-    fn timeout_ms(&self) -> Option<i64> {
+    pub(crate) fn timeout_ms(&self) -> Option<i64> {
         self.timeout
             .map(|t| i64::try_from(t.as_millis()).unwrap_or(i64::MAX).max(1))
+    }
+
+    /// Debounces the job by its unique key: while a job of its kind and key waits, this
+    /// enqueue replaces its args and moves its start to `delay` from now (see
+    /// [`super::Formation::Debounce`]); give a key with [`NewJob::unique_key`].
+    pub fn debounce(mut self, delay: Duration) -> Self {
+        let max = match self.formation {
+            Some(super::Formation::Debounce { max, .. }) => max,
+            _ => None,
+        };
+        self.formation = Some(super::Formation::Debounce { delay, max });
+        self
+    }
+
+    /// Caps how long a stream of debounced enqueues may postpone the job, from the first.
+    pub fn debounce_max(mut self, max: Duration) -> Self {
+        if let Some(super::Formation::Debounce { max: m, .. }) = &mut self.formation {
+            *m = Some(max);
+        } else {
+            self.formation = Some(super::Formation::Debounce {
+                delay: Duration::ZERO,
+                max: Some(max),
+            });
+        }
+        self
+    }
+
+    /// Throttles the job by its unique key: at most one job of its kind and key starts per
+    /// `period` (see [`super::Formation::Throttle`]); `latest` makes a waiting job take the
+    /// latest args.
+    pub fn throttle(mut self, period: Duration, latest: bool) -> Self {
+        self.formation = Some(super::Formation::Throttle { period, latest });
+        self
+    }
+
+    /// Adds this enqueue's args to the batch of `key` (see [`super::Formation::Batch`]): a job
+    /// whose args are the list of its batch's args, run when `size` have joined or `wait` has
+    /// passed since the first.
+    pub fn batch(mut self, key: impl Into<String>, size: i32, wait: Duration) -> Self {
+        self.formation = Some(super::Formation::Batch {
+            key: key.into(),
+            size,
+            wait,
+        });
+        self
     }
 
     /// Notifies `target` when the job reaches a final state it names (instead of the kind's
@@ -460,6 +511,9 @@ pub(crate) async fn insert_many(
     for job in jobs {
         job.check(max_payload)?;
     }
+    if jobs.iter().any(|j| j.formation.is_some()) {
+        return super::formation::insert_formed(conn, jobs).await;
+    }
     if any_unique(jobs) {
         return insert_unique(conn, jobs).await;
     }
@@ -470,6 +524,7 @@ pub(crate) async fn insert_many(
             Ok(Inserted {
                 id: row.try_get(0)?,
                 duplicate: false,
+                joined: false,
             })
         })
         .collect()
@@ -540,6 +595,7 @@ async fn insert_unique(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>
                     done[i] = Some(Inserted {
                         id: row.try_get(0)?,
                         duplicate: false,
+                        joined: false,
                     });
                 }
                 (false, Some(key)) => duplicates.push((i, key.clone())),
@@ -568,6 +624,7 @@ async fn insert_unique(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>
                 done[i] = Some(Inserted {
                     id,
                     duplicate: true,
+                    joined: false,
                 });
             }
         }

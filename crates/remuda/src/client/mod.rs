@@ -13,6 +13,7 @@
 
 mod activity;
 mod bulk;
+mod formation;
 mod insert;
 mod list;
 mod maintenance;
@@ -23,6 +24,7 @@ pub(crate) mod wait;
 pub use crate::names::{check_name, MAX_NAME};
 pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
+pub use formation::Formation;
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use list::{cursor_after, is_held, listed_at, JobPage, DEFAULT_PAGE, MAX_PAGE};
 pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
@@ -272,11 +274,12 @@ impl Client {
         &self.inner.metrics
     }
 
-    /// Counts the jobs inserted (those of `jobs` not reported duplicates in `inserted`).
+    /// Counts the jobs inserted (those of `jobs` not reported duplicates in `inserted`, nor
+    /// folded into a waiting job).
     fn count_enqueued(&self, jobs: &[NewJob], inserted: Option<&[Inserted]>) {
         let mut counts: std::collections::HashMap<(&str, &str), u64> = Default::default();
         for (i, job) in jobs.iter().enumerate() {
-            if inserted.is_some_and(|all| all.get(i).is_some_and(|x| x.duplicate)) {
+            if inserted.is_some_and(|all| all.get(i).is_some_and(|x| x.duplicate || x.joined)) {
                 continue;
             }
             *counts.entry((&job.queue, &job.kind)).or_default() += 1;
@@ -309,6 +312,34 @@ impl Client {
             .ok_or_else(|| Error::InvalidInput("the insert returned no id".into()))
     }
 
+    /// Adds `item` to the batch of `key` of task `T`, which takes batches (`type Args =
+    /// Vec<…>` and [`TaskOptions::batch`](crate::TaskOptions::batch)): enqueues with one key
+    /// accumulate into one job, run when its batch size is reached or its wait has passed
+    /// since the first. Returns the batch job (`joined`: an existing batch).
+    pub async fn enqueue_to_batch<T, I>(&self, key: &str, item: &I) -> Result<Inserted>
+    where
+        T: Task<Args = Vec<I>>,
+        I: Serialize,
+    {
+        let options = T::options();
+        let (Some(size), Some(wait)) = (options.batch_size, options.batch_wait) else {
+            return Err(Error::InvalidInput(format!(
+                "task {} takes no batches: set batch_size and batch_wait in its options() (TaskOptions::batch)",
+                T::KIND
+            )));
+        };
+        let mut job = NewJob::new(T::KIND, item)?.batch(key, size, wait);
+        job.queue = options.queue;
+        job.priority = options.priority;
+        job.max_attempts = Some(options.max_attempts);
+        job.timeout = options.timeout;
+        self.insert_each(std::slice::from_ref(&job))
+            .await?
+            .first()
+            .copied()
+            .ok_or_else(|| Error::InvalidInput("the enqueue returned no job".into()))
+    }
+
     /// Enqueues many jobs in one statement (one round trip once prepared); returns their ids
     /// in order (for a duplicate unique job, the existing job's id). All or none are inserted.
     pub async fn insert_many(&self, jobs: &[NewJob]) -> Result<Vec<i64>> {
@@ -319,8 +350,9 @@ impl Client {
     /// existing unique job (whose id is returned) or inserted.
     pub async fn insert_each(&self, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
         let mut conn = self.inner.db.conn().await?;
-        if insert::any_unique(jobs) {
-            // the unique path may take several statements: all or none, in one transaction
+        if insert::any_unique(jobs) || jobs.iter().any(|j| j.formation.is_some()) {
+            // the unique and formed paths may take several statements: all or none, in one
+            // transaction
             let tx = conn.transaction().await?;
             let inserted = insert::insert_many(&tx, jobs, self.inner.max_payload).await?;
             tx.commit().await?;

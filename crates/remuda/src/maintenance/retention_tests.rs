@@ -389,3 +389,52 @@ async fn activity_minutes_and_audit_entries_past_their_age_go_and_recent_ones_st
     let pruned = prune(&db, &forever, None, false).await.expect("prune");
     assert_eq!(pruned.activity, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn throttle_windows_go_once_passed_and_their_job_ended_or_is_gone() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let (_, current) = super::test_leases::stale_and_current(&db).await;
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (id, kind, state, started_at, finished_at) VALUES
+             (1, 'x', 'completed', now() - interval '1 hour', now() - interval '1 hour'),
+             (2, 'x', 'completed', now() - interval '1 second', now()),
+             (3, 'x', 'running', now() - interval '1 hour', NULL),
+             (4, 'x', 'scheduled', NULL, NULL);
+         INSERT INTO remuda.throttles (kind, scope, key, job_id, period_ms, next_at) VALUES
+             ('x', '', 'ended long ago', 1, 60000, now() - interval '1 minute'),
+             ('x', '', 'gone', 99, 60000, now() - interval '1 minute'),
+             ('x', '', 'started within the period', 2, 60000, now() - interval '1 minute'),
+             ('x', '', 'runs', 3, 60000, now() - interval '1 minute'),
+             ('x', '', 'waits', 4, 60000, now() - interval '1 minute'),
+             ('x', '', 'not yet passed', 1, 60000, now() + interval '1 minute')",
+    )
+    .await
+    .expect("windows");
+    let deleted: i64 = conn
+        .query_one(
+            crate::sql::THROTTLES_PRUNE,
+            &[&current.leader_id, &current.term],
+        )
+        .await
+        .expect("prune windows")
+        .get(0);
+    assert_eq!(deleted, 2);
+    let left: Vec<String> = conn
+        .query("SELECT key FROM remuda.throttles ORDER BY key", &[])
+        .await
+        .expect("left")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        left,
+        [
+            "not yet passed",
+            "runs",
+            "started within the period",
+            "waits"
+        ]
+    );
+}

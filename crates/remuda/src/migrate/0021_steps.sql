@@ -10,7 +10,7 @@
 -- and completion statements of every job never read or write it, and a job that records no
 -- step costs nothing. No foreign key: its triggers on remuda.jobs would be checked on every
 -- update of the hot path. A job's steps go with it instead through a statement trigger on
--- delete (schema/jobs/steps_forget.sql), whichever statement deletes it.
+-- delete (schema/steps/steps_forget.sql), whichever statement deletes it.
 CREATE TABLE remuda.steps (
     job_id   bigint NOT NULL,
     name     text NOT NULL CHECK (length(name) BETWEEN 1 AND 200),

@@ -163,10 +163,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0021_steps.sql"),
     },
+    Migration {
+        version: 22,
+        name: "formed_jobs",
+        mode: Mode::Transaction,
+        sql: include_str!("0022_formed_jobs.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 21;
+pub const LATEST: i32 = 22;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

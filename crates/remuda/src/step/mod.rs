@@ -37,6 +37,8 @@ pub const STEP_OUTPUT: &str = "STEP_OUTPUT";
 pub const STEP_STORE: &str = "STEP_STORE";
 /// Error code of a step recorded by a run that no longer holds its job.
 pub const FENCED: &str = "FENCED";
+/// The names of durable sleeps: `sleep-1`, `sleep-2`, … (a step may not take them).
+pub const SLEEP_PREFIX: &str = "sleep-";
 /// Error code of a step name that is empty or too long.
 pub const INVALID_STEP: &str = "INVALID_STEP";
 
@@ -124,7 +126,8 @@ impl Steps {
     /// Refused with [`FENCED`] when the run no longer holds its job.
     pub async fn record(&self, name: &str, output: String) -> Result<String, TaskError> {
         check_name(name)?;
-        if serde_json::from_str::<serde::de::IgnoredAny>(&output).is_err() {
+        // parsed whole, as PostgreSQL's json input will (a lone surrogate escape is refused)
+        if serde_json::from_str::<serde_json::Value>(&output).is_err() {
             return Err(TaskError::permanent(
                 crate::task::TaskError::INVALID_OUTPUT,
                 format!("the output of step {name:?} is not JSON"),
@@ -134,13 +137,13 @@ impl Steps {
             None => output,
             Some(link) => link.record(name, &output).await?,
         };
+        // remembered only once what earlier attempts recorded has been read: a record made
+        // first must not stand for all of them
         let mut recorded = self.0.recorded.lock().await;
-        let stored = recorded
-            .get_or_insert_with(HashMap::new)
-            .entry(name.to_string())
-            .or_insert(stored)
-            .clone();
-        Ok(stored)
+        Ok(match recorded.as_mut() {
+            Some(known) => known.entry(name.to_string()).or_insert(stored).clone(),
+            None => stored,
+        })
     }
 
     /// Every step recorded for the job, read once per run.
@@ -217,13 +220,20 @@ impl JobContext {
     /// [`FENCED`]); on a later attempt of the same job, the recorded output is returned
     /// without running `run`. A step that returns an error is not recorded, and the error
     /// follows the job's retry policy. Names are unique within a job: a name used twice
-    /// returns the first step's output. `retry --fresh` drops a job's steps.
+    /// returns the first step's output (run one after the other: two calls of one name at
+    /// the same time both run). `retry --fresh` drops a job's steps.
     pub async fn step<T, F, Fut>(&self, name: &str, run: F) -> Result<T, TaskError>
     where
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, TaskError>>,
     {
+        if name.starts_with(SLEEP_PREFIX) {
+            return Err(TaskError::permanent(
+                INVALID_STEP,
+                format!("step names starting with {SLEEP_PREFIX:?} are the durable sleeps': rename step {name:?}"),
+            ));
+        }
         if let Some(stored) = self.steps.recorded(name).await? {
             return decode(name, &stored);
         }

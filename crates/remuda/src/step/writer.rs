@@ -19,7 +19,7 @@ const MAX_BATCH: usize = 500;
 /// What the writer answers a step: `Ok(Some(output))` recorded (the output now recorded
 /// under its name), `Ok(None)` refused (its run no longer holds the job), `Err` the database
 /// could not be used.
-pub(crate) type Answer = Result<Option<String>, crate::Error>;
+pub(crate) type Answer = Result<Option<String>, String>;
 
 /// One step to record.
 pub(crate) struct Record {
@@ -106,18 +106,24 @@ pub(crate) fn spawn(db: Database, worker: Arc<str>) -> mpsc::Sender<Record> {
     tx
 }
 
-/// Writes a batch and answers each step; a refused batch is written again step by step.
+/// Writes a batch and answers each step. A batch refused for its data (a row the database
+/// will not take, a hook's error) is written again step by step, so that only that step
+/// fails; any other error (the connection, a timeout) is every step's, at once.
 pub(super) async fn write(db: &Database, worker: &str, batch: Vec<Record>) {
     let answers = match record(db, worker, &batch).await {
         Ok(answers) => answers.into_iter().map(Ok).collect(),
-        Err(e) if batch.len() == 1 => vec![Err(e)],
+        Err(e) if batch.len() == 1 || !refused_for_its_data(&e) => {
+            let message = e.to_string();
+            batch.iter().map(|_| Err(message.clone())).collect()
+        }
         Err(_) => {
             let mut answers = Vec::with_capacity(batch.len());
             for one in &batch {
                 answers.push(
                     record(db, worker, std::slice::from_ref(one))
                         .await
-                        .map(|mut a| a.pop().flatten()),
+                        .map(|mut a| a.pop().flatten())
+                        .map_err(|e| e.to_string()),
                 );
             }
             answers
@@ -127,6 +133,13 @@ pub(super) async fn write(db: &Database, worker: &str, batch: Vec<Record>) {
         // a run that stopped waiting (aborted) no longer listens
         let _ = step.reply.send(answer);
     }
+}
+
+/// Whether the database refused a statement for the data of one of its rows: an invalid
+/// value (class 22), a constraint (23) or an error a trigger raised (P0001).
+fn refused_for_its_data(e: &crate::Error) -> bool {
+    e.is_bad_data()
+        || matches!(e, crate::Error::Db(db) if db.code().is_some_and(|c| c.code() == "P0001"))
 }
 
 /// One statement for the steps `batch`: for each, in order, what is recorded under its name

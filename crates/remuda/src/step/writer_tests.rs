@@ -66,9 +66,7 @@ async fn a_step_the_database_refuses_fails_alone_and_its_batch_is_recorded() {
     assert_eq!(first.as_deref(), Some("\"out\""));
     let poison = poison_answer.await.expect("answered");
     assert!(
-        poison
-            .as_ref()
-            .is_err_and(|e| e.to_string().contains("poisoned step")),
+        poison.as_ref().is_err_and(|e| e.contains("poisoned step")),
         "{poison:?}"
     );
     let moved = moved_answer.await.expect("answered").expect("no error");

@@ -58,9 +58,9 @@ use tokio_util::sync::CancellationToken;
 
 /// Connections of a worker's own pool besides maintenance's: one for each task that may hold
 /// one at the same time as the others — producer, completer, heartbeat, settings refresh,
-/// cancel reconciliation, and the notification dispatcher and its writer — so none waits
-/// for another.
-const WORKER_POOL_SIZE: usize = 7;
+/// cancel reconciliation, the notification dispatcher and its writer, and the step writer
+/// and reader — so none waits for another.
+const WORKER_POOL_SIZE: usize = 9;
 
 /// Counts of what a worker did, readable while it runs.
 #[derive(Debug, Default)]

@@ -3,7 +3,10 @@
 -- so one call per statement however many jobs it deleted; when no job has steps at all it
 -- reads nothing but the empty table's first page. The steps are found by primary key from
 -- an id array, never by a join the planner could make a scan of the whole table.
-CREATE OR REPLACE FUNCTION remuda.steps_forget() RETURNS trigger LANGUAGE plpgsql AS $$
+-- Its setting keeps the planner to the primary key whatever the table held when a session
+-- first planned it.
+CREATE OR REPLACE FUNCTION remuda.steps_forget() RETURNS trigger LANGUAGE plpgsql
+SET enable_seqscan = off AS $$
 BEGIN
     IF EXISTS (SELECT 1 FROM remuda.steps) THEN
         DELETE FROM remuda.steps s WHERE s.job_id = ANY (ARRAY(SELECT g.id FROM gone_jobs g));

@@ -1,0 +1,124 @@
+//! `remuda enqueue --debounce | --throttle | --batch-key` as scripts use them: the JSON they
+//! print, how `remuda job` shows the job they formed, the batch's size and wait from the
+//! config file, and clear refusals (exit 2) of what does not fit.
+
+mod common;
+
+use common::{code, json, migrated, remuda, stderr, stdout, TempDir};
+
+async fn enqueue_json(db: &common::TestDatabase, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["enqueue"];
+    all.extend_from_slice(args);
+    all.push("--json");
+    let output = remuda(db, &all).await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    json(&output)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debounced_enqueue_joins_the_waiting_job_and_says_so() {
+    let db = migrated().await;
+    let flags = ["reindex", "--unique-key", "doc:7", "--debounce", "1h"];
+    let first = enqueue_json(&db, &[&flags[..], &["--args", r#"{"v": 1}"#]].concat()).await;
+    assert_eq!(first["debounced"], false);
+    let second = enqueue_json(&db, &[&flags[..], &["--args", r#"{"v": 2}"#]].concat()).await;
+    assert_eq!(second["id"], first["id"]);
+    assert_eq!(
+        (second["debounced"].clone(), second["duplicate"].clone()),
+        (true.into(), false.into())
+    );
+
+    let id = first["id"].to_string();
+    let job = json(&remuda(&db, &["job", &id, "--json"]).await);
+    assert_eq!(job["formed"], serde_json::json!({"debounced": 2}));
+    assert_eq!(job["args"], serde_json::json!({"v": 2}));
+    assert_eq!(job["state"], "scheduled");
+    let text = stdout(&remuda(&db, &["job", &id]).await);
+    assert!(
+        text.contains("formed        debounced (2 enqueues)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_enqueues_take_their_size_and_wait_from_the_config() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write(
+        "remuda.toml",
+        "[tasks.digest]\ncommand = [\"cat\"]\nbatch_size = 3\nbatch_wait = \"1h\"\n",
+    );
+    let config = config.to_str().expect("path");
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let args = format!("{{\"i\": {i}}}");
+        let out = enqueue_json(
+            &db,
+            &[
+                "digest",
+                "--config",
+                config,
+                "--batch-key",
+                "k",
+                "--args",
+                &args,
+            ],
+        )
+        .await;
+        ids.push((out["id"].as_i64().expect("id"), out["batched"].as_bool()));
+    }
+    assert_eq!(ids[1], (ids[0].0, Some(true)));
+    assert_eq!(ids[2], (ids[0].0, Some(true)));
+    assert_ne!(ids[3].0, ids[0].0, "a full batch takes no more");
+    let full = json(&remuda(&db, &["job", &ids[0].0.to_string(), "--json"]).await);
+    assert_eq!(full["state"], "available");
+    assert_eq!(
+        full["args"],
+        serde_json::json!([{"i": 0}, {"i": 1}, {"i": 2}])
+    );
+    assert_eq!(full["formed"]["batched"], 3);
+    assert_eq!(
+        full["formed"]["enqueued_at"].as_array().map(Vec::len),
+        Some(3)
+    );
+    let next = json(&remuda(&db, &["job", &ids[3].0.to_string(), "--json"]).await);
+    assert_eq!(next["state"], "scheduled");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formations_that_do_not_fit_exit_2_saying_what_to_give() {
+    let db = migrated().await;
+    let cases: [(&[&str], &str); 4] = [
+        (&["reindex", "--debounce", "1m"], "--unique-key"),
+        (
+            &[
+                "reindex",
+                "--unique-key",
+                "a",
+                "--debounce",
+                "1m",
+                "--throttle",
+                "1m",
+            ],
+            "cannot be used with",
+        ),
+        (&["digest", "--batch-key", "k"], "batch_size and batch_wait"),
+        (
+            &["reindex", "--unique-key", "a", "--throttle-latest"],
+            "--throttle",
+        ),
+    ];
+    for (args, says) in cases {
+        let mut all = vec!["enqueue"];
+        all.extend_from_slice(args);
+        let output = remuda(&db, &all).await;
+        assert_eq!(code(&output), 2, "{args:?}: {}", stderr(&output));
+        assert!(
+            stderr(&output).contains(says),
+            "{args:?} should say {says:?}: {}",
+            stderr(&output)
+        );
+    }
+    let listed = json(&remuda(&db, &["jobs", "--json"]).await);
+    assert_eq!(listed, serde_json::json!([]), "nothing enqueued");
+}

@@ -1,0 +1,134 @@
+//! Jobs formed from many enqueues of one key (graphile-worker's job keys, Inngest's debounce
+//! and batches): debounced, throttled or batched. The rules are the database's
+//! (`schema/enqueue/enqueue_job.sql`), so SQL, the CLI and every client form jobs alike; the
+//! client enqueues such a job through `enqueue_formed.sql`.
+
+use super::insert::{Inserted, NewJob, Unique};
+use crate::db::Sql;
+use crate::{sql, Result};
+use std::time::Duration;
+
+/// How a job is formed from many enqueues.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Formation {
+    /// With a unique key: while a job of the kind and key waits, an enqueue replaces its args
+    /// and moves its start to now + `delay` (never past its first enqueue + `max`), and
+    /// returns it: one run once the enqueues stop ("re-index once the edits stop"). Once it
+    /// runs, the next enqueue makes a new job.
+    Debounce {
+        /// How long after the last enqueue it runs.
+        delay: Duration,
+        /// How long a stream of enqueues may postpone it, from the first.
+        max: Option<Duration>,
+    },
+    /// With a unique key: at most one job of the kind and key starts per `period`; an enqueue
+    /// within the window joins the job waiting for the window's end, which keeps its args
+    /// (with `latest`, takes the latest).
+    Throttle {
+        /// The window.
+        period: Duration,
+        /// The waiting job takes the args of the latest enqueue instead of keeping its own.
+        latest: bool,
+    },
+    /// Enqueues with `key` accumulate into one job whose args are the list of their args (in
+    /// enqueue order), which runs when `size` have joined or `wait` has passed since the
+    /// first; each enqueue returns the batch's id. Its task takes a list (`type Args = Vec<…>`).
+    Batch {
+        /// The batch key (enqueues with one key share a batch, per kind).
+        key: String,
+        /// It runs when this many have joined.
+        size: i32,
+        /// Or when this long has passed since the first.
+        wait: Duration,
+    },
+}
+
+impl Formation {
+    /// What `remuda job` and the CLI's JSON call a job formed so: `debounced`, `throttled`,
+    /// `batched`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Formation::Debounce { .. } => "debounced",
+            Formation::Throttle { .. } => "throttled",
+            Formation::Batch { .. } => "batched",
+        }
+    }
+}
+
+fn ms(d: Option<Duration>) -> Option<i64> {
+    d.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Enqueues the jobs one statement each, in order, through the database's rules.
+pub(crate) async fn insert_formed(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
+    let mut out = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        out.push(insert_one(conn, job).await?);
+    }
+    Ok(out)
+}
+
+async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
+    let unique = job.unique.as_ref();
+    let default_states = Unique::default().states;
+    // the states and period are the formation's own: passed only when the caller set them,
+    // so that the database says they do not mix
+    let states: Option<Vec<&str>> = unique
+        .filter(|u| u.states != default_states)
+        .map(|u| u.states.iter().map(|s| s.as_str()).collect());
+    let (mut debounce, mut debounce_max, mut throttle, mut latest) = (None, None, None, false);
+    let (mut batch_key, mut batch_size, mut batch_wait) = (None, None, None);
+    match &job.formation {
+        Some(Formation::Debounce { delay, max }) => {
+            debounce = Some(*delay);
+            debounce_max = *max;
+        }
+        Some(Formation::Throttle { period, latest: l }) => {
+            throttle = Some(*period);
+            latest = *l;
+        }
+        Some(Formation::Batch { key, size, wait }) => {
+            batch_key = Some(key.as_str());
+            batch_size = Some(*size);
+            batch_wait = Some(*wait);
+        }
+        None => {}
+    }
+    let notify = job.notify.as_ref().map(crate::notify::NotifyTarget::stored);
+    let row = conn
+        .query_one(
+            sql::ENQUEUE_FORMED,
+            &[
+                &job.kind,
+                &job.args,
+                &job.queue,
+                &job.priority,
+                &job.run_at,
+                &job.max_attempts,
+                &job.timeout_ms(),
+                &job.expires_at,
+                &unique.and_then(|u| u.key.as_deref()),
+                &unique.is_some_and(|u| u.by_args),
+                &states,
+                &ms(unique.and_then(|u| u.period)),
+                &unique.is_some_and(|u| u.per_queue),
+                &job.concurrency_key,
+                &job.target_worker,
+                &job.requires,
+                &notify,
+                &ms(debounce),
+                &ms(debounce_max),
+                &ms(throttle),
+                &latest,
+                &batch_key,
+                &batch_size,
+                &ms(batch_wait),
+            ],
+        )
+        .await?;
+    Ok(Inserted {
+        id: row.try_get("id")?,
+        duplicate: row.try_get("duplicate")?,
+        joined: row.try_get("joined")?,
+    })
+}

@@ -1,0 +1,363 @@
+//! Jobs formed from many enqueues of one key — debounced, throttled, batched — against a real
+//! PostgreSQL: race-free under parallel enqueuers (one job, no lost args), inside the caller's
+//! transaction, with the windows and caps they promise and clear errors for what does not fit.
+
+mod common;
+
+use common::{setup, start_with};
+use remuda::{Client, Inserted, JobContext, JobState, NewJob, Task, TaskError, TaskOptions};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+fn debounced(key: &str, args: Value, delay: Duration) -> NewJob {
+    NewJob::new("reindex", &args)
+        .expect("job")
+        .unique_key(key)
+        .debounce(delay)
+}
+
+async fn enqueue(client: &Client, job: NewJob) -> Inserted {
+    client.insert_each(&[job]).await.expect("enqueue")[0]
+}
+
+async fn jobs_of(client: &Client, kind: &str) -> Vec<(i64, String, Value, Option<Value>)> {
+    let conn = client.database().conn().await.expect("conn");
+    conn.query(
+        "SELECT id, state::text, args, formed FROM remuda.jobs WHERE kind = $1 ORDER BY id",
+        &[&kind],
+    )
+    .await
+    .expect("jobs")
+    .iter()
+    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn debounce_under_eight_parallel_enqueuers_gives_one_job_with_the_last_args() {
+    let (_db, client) = setup().await;
+    let mut clients = Vec::new();
+    for c in 0..8 {
+        let client = client.clone();
+        clients.push(tokio::spawn(async move {
+            let mut joined = 0;
+            for n in 0..25 {
+                let job = debounced(
+                    "doc:1",
+                    json!({"client": c, "n": n}),
+                    Duration::from_secs(3600),
+                );
+                joined += usize::from(enqueue(&client, job).await.joined);
+            }
+            joined
+        }));
+    }
+    let mut joined = 0;
+    for c in clients {
+        joined += c.await.expect("enqueuer");
+    }
+    let jobs = jobs_of(&client, "reindex").await;
+    assert_eq!(jobs.len(), 1, "one job: {jobs:?}");
+    let (_, state, args, formed) = &jobs[0];
+    assert_eq!(state, "scheduled");
+    assert_eq!(joined, 199, "every enqueue but the first joined it");
+    assert_eq!(
+        formed.as_ref(),
+        Some(&json!({"debounced": 200})),
+        "none lost"
+    );
+    // the last to commit was some enqueuer's last
+    assert_eq!(args["n"], 24, "{args}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debounce_moves_the_start_and_its_max_caps_how_far() {
+    let (_db, client) = setup().await;
+    let first = enqueue(&client, debounced("a", json!(1), Duration::from_secs(600))).await;
+    let created = client.job(first.id).await.expect("job").expect("exists");
+    let again = enqueue(
+        &client,
+        debounced("a", json!(2), Duration::from_secs(600)).debounce_max(Duration::from_secs(2)),
+    )
+    .await;
+    assert_eq!((again.id, again.joined), (first.id, true));
+    let job = client.job(first.id).await.expect("job").expect("exists");
+    assert_eq!(job.args, json!(2), "the latest args");
+    assert!(
+        job.run_at <= created.created_at + chrono::Duration::seconds(2),
+        "capped at the first enqueue + max: {} vs {}",
+        job.run_at,
+        created.created_at
+    );
+    assert!(job.run_at >= created.created_at + chrono::Duration::milliseconds(1900));
+}
+
+/// Records what it ran.
+struct Reindex;
+
+impl Task for Reindex {
+    const KIND: &'static str = "reindex";
+    type Args = Value;
+    type Output = Value;
+
+    async fn run(&self, _ctx: JobContext, args: Value) -> Result<Value, TaskError> {
+        Ok(args)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_a_debounced_job_runs_the_next_enqueue_makes_a_new_one() {
+    let (_db, client) = setup().await;
+    let worker = start_with(&client, Reindex);
+    let first = enqueue(&client, debounced("b", json!(1), Duration::from_millis(50))).await;
+    let done = client
+        .wait(first.id, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    assert_eq!(done.state, JobState::Completed);
+    assert_eq!(done.formed, Some(json!({"debounced": 1})));
+    let next = enqueue(&client, debounced("b", json!(2), Duration::from_millis(50))).await;
+    assert_ne!(next.id, first.id);
+    assert!(!next.joined);
+    client
+        .wait(next.id, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    worker.shutdown().await;
+}
+
+fn throttled(key: &str, args: Value, latest: bool) -> NewJob {
+    NewJob::new("reindex", &args)
+        .expect("job")
+        .unique_key(key)
+        .throttle(Duration::from_millis(1500), latest)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttle_holds_its_window_and_a_waiting_job_keeps_or_takes_the_args() {
+    let (_db, client) = setup().await;
+    let worker = start_with(&client, Reindex);
+    let first = enqueue(&client, throttled("sync:1", json!("a"), false)).await;
+    let one = client
+        .wait(first.id, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    // inside the window: one job waits for its end, and the next enqueues join it
+    let second = enqueue(&client, throttled("sync:1", json!("b"), false)).await;
+    let third = enqueue(&client, throttled("sync:1", json!("c"), false)).await;
+    assert_eq!(
+        (third.id, third.joined, second.joined),
+        (second.id, true, false)
+    );
+    let waiting = client.job(second.id).await.expect("job").expect("exists");
+    let started = one.started_at.expect("started");
+    assert_eq!(
+        waiting.run_at,
+        started + chrono::Duration::milliseconds(1500)
+    );
+    assert_eq!(waiting.args, json!("b"), "the first's args kept");
+    let latest = enqueue(&client, throttled("sync:1", json!("d"), true)).await;
+    assert_eq!(latest.id, second.id);
+    let two = client
+        .wait(second.id, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    worker.shutdown().await;
+    assert_eq!(two.args, json!("d"), "--throttle-latest takes the latest");
+    assert_eq!(two.formed, Some(json!({"throttled": 3})));
+    let gap = two.started_at.expect("started") - started;
+    assert!(
+        gap >= chrono::Duration::milliseconds(1500),
+        "one start per window: {gap}"
+    );
+}
+
+/// Takes a batch.
+struct Digest;
+
+#[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+struct Event {
+    i: u32,
+}
+
+impl Task for Digest {
+    const KIND: &'static str = "digest";
+    type Args = Vec<Event>;
+    type Output = u32;
+
+    fn options() -> TaskOptions {
+        TaskOptions::default().batch(64, Duration::from_secs(3600))
+    }
+
+    async fn run(&self, _ctx: JobContext, events: Vec<Event>) -> Result<u32, TaskError> {
+        Ok(events.iter().map(|e| e.i).sum())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_enqueues_from_four_clients_make_full_batches_holding_every_arg_once() {
+    let (_db, client) = setup().await;
+    let mut clients = Vec::new();
+    for c in 0..4u32 {
+        let client = client.clone();
+        clients.push(tokio::spawn(async move {
+            let mut ids = Vec::new();
+            for k in 0..250u32 {
+                let event = Event { i: c * 250 + k };
+                let batch = client
+                    .enqueue_to_batch::<Digest, _>("hourly", &event)
+                    .await
+                    .expect("enqueue");
+                ids.push(batch.id);
+            }
+            ids
+        }));
+    }
+    for c in clients {
+        c.await.expect("enqueuer");
+    }
+    let jobs = jobs_of(&client, "digest").await;
+    assert_eq!(jobs.len(), 16, "ceil(1000 / 64) batches");
+    let mut seen: Vec<u64> = Vec::new();
+    let mut shapes: Vec<(usize, &str)> = Vec::new();
+    for (_, state, args, formed) in &jobs {
+        let list = args.as_array().expect("a list");
+        let formed = formed.as_ref().expect("formed");
+        assert_eq!(formed["batched"], list.len(), "{formed}");
+        assert_eq!(
+            formed["enqueued_at"].as_array().map(Vec::len),
+            Some(list.len())
+        );
+        shapes.push((list.len(), state.as_str()));
+        seen.extend(list.iter().map(|e| e["i"].as_u64().expect("i")));
+    }
+    shapes.sort_unstable();
+    let mut expected = vec![(40, "scheduled")];
+    expected.extend(std::iter::repeat_n((64, "available"), 15));
+    assert_eq!(
+        shapes, expected,
+        "15 full batches run now, the rest waits for more"
+    );
+    seen.sort_unstable();
+    assert_eq!(seen, (0..1000).collect::<Vec<u64>>(), "every arg once");
+
+    // a batch task receives the list
+    let worker = start_with(&client, Digest);
+    let full = jobs
+        .iter()
+        .find(|j| j.1 == "available")
+        .expect("a full batch");
+    let first = client
+        .wait(full.0, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    worker.shutdown().await;
+    let expected: u64 = jobs[0]
+        .2
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|e| e["i"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(first.result, Some(remuda::JobResult::Ok(json!(expected))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn formed_enqueues_in_a_rolled_back_transaction_leave_nothing() {
+    let (db, client) = setup().await;
+    let (mut conn, connection) = tokio_postgres::connect(db.conninfo(), tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    let tx = conn.transaction().await.expect("begin");
+    let jobs = [
+        debounced("c", json!(1), Duration::from_secs(60)),
+        debounced("c", json!(2), Duration::from_secs(60)),
+        NewJob::new("digest", &Event { i: 1 }).expect("job").batch(
+            "k",
+            10,
+            Duration::from_secs(60),
+        ),
+    ];
+    let inserted = client.insert_each_in(&tx, &jobs).await.expect("enqueue");
+    assert_eq!(inserted[1].id, inserted[0].id, "joined in the transaction");
+    assert!(inserted[1].joined);
+    tx.rollback().await.expect("rollback");
+    assert!(jobs_of(&client, "reindex").await.is_empty());
+    assert!(jobs_of(&client, "digest").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_formation_that_does_not_fit_is_refused_saying_why() {
+    let (_db, client) = setup().await;
+    let cases = [
+        (
+            NewJob::new("reindex", &1)
+                .expect("job")
+                .debounce(Duration::from_secs(1)),
+            "needs a unique key",
+        ),
+        (
+            debounced("d", json!(1), Duration::from_secs(1)).delay(Duration::from_secs(5)),
+            "leave run_at and delay out",
+        ),
+        (
+            NewJob::new("digest", &1)
+                .expect("job")
+                .batch("k", 0, Duration::from_secs(1)),
+            "batch_size must be at least 1",
+        ),
+        (debounced("d", json!(1), Duration::ZERO), "more than zero"),
+    ];
+    for (job, says) in cases {
+        let error = client.insert_each(&[job]).await.expect_err("refused");
+        assert!(error.is_bad_data(), "{error}");
+        assert!(
+            error.to_string().contains(says),
+            "{error} should say {says:?}"
+        );
+    }
+    assert!(jobs_of(&client, "reindex").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_enqueues_form_jobs_by_the_same_rules() {
+    let (_db, client) = setup().await;
+    let conn = client.database().conn().await.expect("conn");
+    let id = |sql: &'static str| {
+        let conn = &conn;
+        async move {
+            conn.query_one(sql, &[])
+                .await
+                .expect("enqueue")
+                .get::<_, i64>(0)
+        }
+    };
+    let first = id(
+        "SELECT remuda.enqueue('reindex', '{\"v\": 1}', unique_key => 'k', debounce => '1 hour')",
+    )
+    .await;
+    let second = id(
+        "SELECT remuda.enqueue('reindex', '{\"v\": 2}', unique_key => 'k', debounce => '1 hour')",
+    )
+    .await;
+    assert_eq!(first, second);
+    let batch = id("SELECT remuda.enqueue('digest', '{\"i\": 1}', batch_key => 'b', batch_size => 2, batch_wait => '1 hour')").await;
+    let full = id("SELECT remuda.enqueue('digest', '{\"i\": 2}', batch_key => 'b', batch_size => 2, batch_wait => '1 hour')").await;
+    assert_eq!(batch, full);
+    let job = client.job(full).await.expect("job").expect("exists");
+    assert_eq!(job.state, JobState::Available);
+    assert_eq!(job.args, json!([{"i": 1}, {"i": 2}]));
+    let refused = conn
+        .query_one(
+            "SELECT remuda.enqueue('digest', '{}', batch_key => 'b', batch_size => 2)",
+            &[],
+        )
+        .await
+        .expect_err("no wait");
+    let message = refused.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        message.as_deref().is_some_and(|m| m.contains("batch_wait")),
+        "{message:?}"
+    );
+}
