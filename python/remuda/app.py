@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import threading
 import warnings
@@ -118,6 +119,8 @@ class App:
         retry: RetryPolicy | None = None,
         max_attempts: int | None = None,
         exception_mapper: dict[type[BaseException], str] | None = None,
+        batch_size: int | None = None,
+        batch_wait: float | dt.timedelta | None = None,
     ) -> TaskDecorator: ...
 
     def task(
@@ -130,11 +133,15 @@ class App:
         retry: RetryPolicy | None = None,
         max_attempts: int | None = None,
         exception_mapper: dict[type[BaseException], str] | None = None,
+        batch_size: int | None = None,
+        batch_wait: float | dt.timedelta | None = None,
     ) -> Any:
         """Declares a task: ``@app.task("resize", queue="media", retry=RetryPolicy.exponential(…))``
         (or bare ``@app.task``, named after the function). Plain ``def`` and ``async def``
         functions both work; they take the job's args as keyword arguments. The task is
-        typed as the function: ``send`` checks its arguments, ``get()`` gives its result."""
+        typed as the function: ``send`` checks its arguments, ``get()`` gives its result.
+        ``batch_size`` and ``batch_wait`` (seconds) make a task that takes batches: its one
+        parameter is a list, fed by ``task.add_to_batch(key, item)``."""
 
         def declare(fn: Callable[..., Any]) -> Task[Any, Any]:
             kind = name if isinstance(name, str) else default_kind(fn)
@@ -145,6 +152,8 @@ class App:
                 policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
             mapper = {**self.exception_mapper, **(exception_mapper or {})}
             task = task_class(fn)(self, kind, fn, queue, priority, timeout, policy, mapper)
+            if batch_size is not None or batch_wait is not None:
+                task.take_batches(batch_size, batch_wait)
             self.tasks[kind] = task
             return task
 

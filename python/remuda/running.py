@@ -23,7 +23,11 @@ def prepare(task: Task[Any, Any], args_json: str) -> dict[str, Any]:
     """The job's args as the function takes them: bound to its parameters and rebuilt from
     their annotations (:mod:`remuda.codec`; a tagged result passed by ``args_from`` becomes a
     :class:`TaskResult` where the parameter is annotated as one)."""
-    return task.codec.decode_args(task.name, json.loads(args_json))
+    args = json.loads(args_json)
+    if task.batch is not None:
+        # a batch's args are the list of its items: the task's one parameter
+        args = {task.batch[2]: args}
+    return task.codec.decode_args(task.name, args)
 
 
 def call_sync(task: Task[Any, Any], args_json: str, ctx: JobContext) -> Outcome:

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generic, Iterable, Optional, ParamSpec, TypeVar, overload
 
 from . import _native, codec, sending
-from .errors import InputTypeError, RemudaError
+from .errors import InputTypeError, InputValueError, RemudaError
 from .result import TaskError, TaskResult
 from .retry import RetryPolicy
 
@@ -60,11 +60,49 @@ class Task(Generic[P, R]):
                 )
         #: how each argument and the result are rebuilt from JSON (from the annotations)
         self.codec = codec.TaskCodec(fn, self.signature)
+        #: for a task that takes batches: its batch size, its wait in seconds, and the one
+        #: parameter that takes the list (see :meth:`take_batches`)
+        self.batch: tuple[int, float, str] | None = None
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", name)
 
     def __repr__(self) -> str:
         return f"<remuda task {self.name!r}>"
+
+    def take_batches(self, size: int | None, wait: float | Any | None) -> None:
+        """Makes this a task that takes batches (``@app.task(batch_size=…, batch_wait=…)``):
+        its one parameter receives the list of the args of every :meth:`add_to_batch` of a
+        batch, run when ``size`` have joined or ``wait`` seconds have passed since the first."""
+        if size is None or wait is None:
+            raise InputValueError(f"task {self.name}: a task that takes batches needs both batch_size and batch_wait")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InputValueError(f"task {self.name}: batch_size={size!r}: give an int of 1 or more")
+        seconds = sending.seconds("batch_wait", wait)
+        if seconds <= 0:
+            raise InputValueError(f"task {self.name}: batch_wait must be more than zero")
+        params = list(self.signature.parameters.values())
+        if len(params) != 1 or params[0].kind == inspect.Parameter.VAR_KEYWORD:
+            raise InputTypeError(
+                f"task {self.name}: a task that takes batches has one parameter, the list of its batch's args (such as events: list[Event])"
+            )
+        self.batch = (size, seconds, params[0].name)
+
+    def add_to_batch(self, key: str, item: Any) -> TaskHandle[R]:
+        """Adds ``item`` to the batch of ``key``: enqueues with one key accumulate into one
+        job whose argument is the list of their items (in enqueue order), run when the
+        task's ``batch_size`` have joined or its ``batch_wait`` has passed since the first.
+        Returns the batch's handle (``joined``: an existing batch)."""
+        if self.batch is None:
+            raise InputTypeError(f"task {self.name} takes no batches: declare it with batch_size= and batch_wait=")
+        size, wait, _ = self.batch
+        try:
+            payload = codec.dumps(item)
+        except (TypeError, ValueError) as e:
+            raise InputTypeError(f"task {self.name}: the batch item is not JSON: {e}") from None
+        merged = sending.normalise(self.defaults())
+        merged.update({"batch_key": key, "batch_size": size, "batch_wait": wait})
+        id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
+        return TaskHandle(self.app, id, duplicate, self.codec)
 
     def spec(self) -> dict[str, Any]:
         """The options the worker registers the kind with."""

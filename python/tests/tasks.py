@@ -293,6 +293,11 @@ def make_app(database_url: str) -> remuda.App:
 
         return remuda.step("send", send)
 
+    @app.task("digest", batch_size=3, batch_wait=3600)
+    def digest(points: list[Point]) -> int:
+        assert all(isinstance(p, Point) for p in points), points
+        return sum(p.x for p in points)
+
     @app.task("patient_timed", timeout=0.5, retry=RetryPolicy.fixed(0.1, max_attempts=2))
     def patient_timed(marker: str) -> str:
         return wait_for_stop(marker)

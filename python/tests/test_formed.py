@@ -1,15 +1,18 @@
-"""Debounced and throttled sends from Python: the options reach the database's rules
-(``send`` through the Rust client, ``send_in`` through ``remuda.enqueue``), and a send that
-joins a waiting job returns its id."""
+"""Debounced, throttled and batched sends from Python: the options reach the database's rules
+(``send`` through the Rust client, ``send_in`` through ``remuda.enqueue``), a send that joins
+a waiting job returns its id, and a batch task receives its batch's items, typed."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import psycopg
+import pytest
 
 import remuda
-from conftest import job_info
+import tasks
+from conftest import StartWorker, job_info
 
 
 def test_a_debounced_send_joins_the_waiting_job_with_the_latest_args(app: remuda.App) -> None:
@@ -42,3 +45,33 @@ def test_a_debounce_without_a_unique_key_is_refused_saying_why(app: remuda.App) 
         assert "needs a unique key" in e.message, e
     else:
         raise AssertionError("a debounce without a key was sent")
+
+
+def test_a_batch_task_gets_the_list_of_its_batchs_items_typed(app: remuda.App, start_worker: StartWorker) -> None:
+    digest = app.tasks["digest"]
+    now = dt.datetime.now(dt.timezone.utc)
+    handles = [digest.add_to_batch("hourly", tasks.Point(x, 0, now)) for x in (1, 2, 3, 4)]
+    assert {h.id for h in handles[:3]} == {handles[0].id}, "three join one batch"
+    assert handles[3].id != handles[0].id, "a full batch takes no more"
+    info = job_info(handles[0])
+    assert info["state"] == "available"
+    assert [p["x"] for p in info["args"]] == [1, 2, 3]
+    assert info["formed"]["batched"] == 3
+    start_worker()
+    assert handles[0].get(timeout=60).unwrap() == 6
+    assert job_info(handles[3])["state"] == "scheduled", "the next batch waits for more"
+
+
+def test_a_batch_task_must_take_one_list(database_url: str) -> None:
+    app = remuda.App(database_url=database_url)
+    with pytest.raises(TypeError, match="one parameter"):
+
+        @app.task("two", batch_size=2, batch_wait=1)
+        def two(a: int, b: int) -> int:
+            return a + b
+
+    with pytest.raises(ValueError, match="batch_size and batch_wait"):
+
+        @app.task("half", batch_size=2)
+        def half(items: list[int]) -> int:
+            return len(items)

@@ -46,6 +46,10 @@ pub struct SendOptions {
     throttle: Option<f64>,
     #[serde(default)]
     throttle_latest: bool,
+    /// A batch's key, size and wait (seconds): `task.add_to_batch`.
+    batch_key: Option<String>,
+    batch_size: Option<i32>,
+    batch_wait: Option<f64>,
 }
 
 impl SendOptions {
@@ -93,6 +97,10 @@ impl SendOptions {
         }
         if let Some(period) = self.throttle {
             job = job.throttle(seconds("throttle", period)?, self.throttle_latest);
+        }
+        if let Some(key) = self.batch_key {
+            let wait = seconds("batch_wait", self.batch_wait.unwrap_or(0.0))?;
+            job = job.batch(key, self.batch_size.unwrap_or(0), wait);
         }
         Ok(job)
     }
