@@ -6,6 +6,7 @@ arguments against them and returns a :class:`TaskHandle` whose ``get()`` is a
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import inspect
 import json
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generic, Iterable, Optional, ParamSpec, TypeVar, overload
@@ -69,7 +70,7 @@ class Task(Generic[P, R]):
     def __repr__(self) -> str:
         return f"<remuda task {self.name!r}>"
 
-    def take_batches(self, size: int | None, wait: float | Any | None) -> None:
+    def take_batches(self, size: int | None, wait: float | dt.timedelta | None) -> None:
         """Makes this a task that takes batches (``@app.task(batch_size=…, batch_wait=…)``):
         its one parameter receives the list of the args of every :meth:`add_to_batch` of a
         batch, run when ``size`` have joined or ``wait`` seconds have passed since the first."""
@@ -91,14 +92,17 @@ class Task(Generic[P, R]):
         """Adds ``item`` to the batch of ``key``: enqueues with one key accumulate into one
         job whose argument is the list of their items (in enqueue order), run when the
         task's ``batch_size`` have joined or its ``batch_wait`` has passed since the first.
-        Returns the batch's handle (``joined``: an existing batch)."""
+        Returns the batch's handle. The item is checked against the parameter's annotation
+        here, so that a bad one is refused at once rather than failing its whole batch."""
         if self.batch is None:
             raise InputTypeError(f"task {self.name} takes no batches: declare it with batch_size= and batch_wait=")
-        size, wait, _ = self.batch
+        size, wait, param = self.batch
         try:
             payload = codec.dumps(item)
-        except (TypeError, ValueError) as e:
-            raise InputTypeError(f"task {self.name}: the batch item is not JSON: {e}") from None
+            # checked as the task will read it, so that one bad item cannot fail its batch
+            self.codec.decode_args(self.name, {param: [json.loads(payload)]})
+        except (TypeError, ValueError, codec.BadArgs) as e:
+            raise InputTypeError(f"task {self.name}: the batch item does not fit {param}: {e}") from None
         merged = sending.normalise(self.defaults())
         merged.update({"batch_key": key, "batch_size": size, "batch_wait": wait})
         id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
@@ -118,7 +122,10 @@ class Task(Generic[P, R]):
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], partial: bool = False) -> dict[str, Any]:
         """Positional and keyword arguments as the job's args (by name; ``**kwargs`` spread
         out). A send must give every required argument (``partial``: a workflow node may
-        take some from ``args_from``)."""
+        take some from ``args_from``). A task that takes batches is fed by
+        :meth:`add_to_batch` only."""
+        if self.batch is not None:
+            raise InputTypeError(f"task {self.name} takes batches: add to one with add_to_batch(key, item)")
         try:
             bound = self.signature.bind_partial(*args, **kwargs) if partial else self.signature.bind(*args, **kwargs)
         except TypeError as e:

@@ -75,3 +75,13 @@ def test_a_batch_task_must_take_one_list(database_url: str) -> None:
         @app.task("half", batch_size=2)
         def half(items: list[int]) -> int:
             return len(items)
+
+
+def test_a_batch_task_is_fed_only_through_add_to_batch_with_items_that_fit(app: remuda.App) -> None:
+    digest = app.tasks["digest"]
+    with pytest.raises(TypeError, match="add_to_batch"):
+        digest.send(points=[])
+    with pytest.raises(TypeError, match="does not fit"):
+        digest.add_to_batch("hourly", {"x": "not a point"})
+    with pytest.raises(TypeError, match="takes no batches"):
+        app.tasks["add"].add_to_batch("k", 1)

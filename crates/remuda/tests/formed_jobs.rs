@@ -361,3 +361,102 @@ async fn sql_enqueues_form_jobs_by_the_same_rules() {
         "{message:?}"
     );
 }
+
+/// Fails its first attempt (retryably) once the test opens the gate; then succeeds.
+struct GatedOnce {
+    started: std::sync::Arc<tokio::sync::Notify>,
+    open: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Task for GatedOnce {
+    const KIND: &'static str = "reindex";
+    type Args = Value;
+    type Output = Value;
+
+    async fn run(&self, ctx: JobContext, args: Value) -> Result<Value, TaskError> {
+        if ctx.attempt == 1 {
+            self.started.notify_one();
+            self.open.notified().await;
+            return Err(TaskError::new("LATER", "try again"));
+        }
+        Ok(args)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_started_formed_job_is_retried_beside_the_next_job_of_its_key() {
+    let (_db, client) = setup().await;
+    let task = GatedOnce {
+        started: Default::default(),
+        open: Default::default(),
+    };
+    let (started, open) = (task.started.clone(), task.open.clone());
+    let worker = start_with(&client, task);
+    let first = enqueue(&client, debounced("e", json!(1), Duration::from_millis(10))).await;
+    started.notified().await;
+    // it runs: the next enqueue of the key makes a new job, which waits
+    let next = enqueue(&client, debounced("e", json!(2), Duration::from_secs(3600))).await;
+    assert_ne!(next.id, first.id);
+    assert!(!next.joined);
+    open.notify_one();
+    let done = client
+        .wait(first.id, Duration::from_secs(20))
+        .await
+        .expect("retried and ran");
+    worker.shutdown().await;
+    assert_eq!(done.state, JobState::Completed, "{:?}", done.result);
+    assert_eq!(done.attempt, 2);
+    assert_eq!(done.errors[0].code, "LATER");
+    let waiting = client.job(next.id).await.expect("job").expect("exists");
+    assert_eq!(
+        waiting.state,
+        JobState::Scheduled,
+        "the next job still waits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_throttled_job_cancelled_before_it_started_keeps_its_window() {
+    let (_db, client) = setup().await;
+    let worker = start_with(&client, Reindex);
+    let first = enqueue(&client, throttled("w", json!(1), false)).await;
+    client
+        .wait(first.id, Duration::from_secs(20))
+        .await
+        .expect("ran");
+    worker.shutdown().await;
+    let second = enqueue(&client, throttled("w", json!(2), false)).await;
+    let window_end = client
+        .job(second.id)
+        .await
+        .expect("job")
+        .expect("exists")
+        .run_at;
+    client.cancel(second.id).await.expect("cancel");
+    let third = enqueue(&client, throttled("w", json!(3), false)).await;
+    let third = client.job(third.id).await.expect("job").expect("exists");
+    assert_eq!(third.state, JobState::Scheduled);
+    assert_eq!(
+        third.run_at, window_end,
+        "the window the cancelled job waited for"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_load_of_batch_enqueues_forms_the_batch() {
+    let (_db, client) = setup().await;
+    let jobs: Vec<NewJob> = (0..3)
+        .map(|i| {
+            NewJob::new("digest", &Event { i }).expect("job").batch(
+                "bulk",
+                10,
+                Duration::from_secs(3600),
+            )
+        })
+        .collect();
+    let inserted = client.insert_bulk(&jobs).await.expect("load");
+    assert_eq!(inserted, 1, "one job formed");
+    let formed = jobs_of(&client, "digest").await;
+    assert_eq!(formed.len(), 1);
+    assert_eq!(formed[0].2, json!([{"i": 0}, {"i": 1}, {"i": 2}]));
+}

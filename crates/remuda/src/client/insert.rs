@@ -652,18 +652,19 @@ pub(crate) async fn insert_bulk(
     for job in jobs {
         job.check(max_payload)?;
     }
-    // COPY cannot skip duplicates: unique jobs, jobs due later and jobs with notification
-    // targets (the COPY's columns are the plain job's) go through INSERT
-    let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs
-        .iter()
-        .partition(|j| j.run_at.is_none() && j.unique.is_none() && j.notify.is_none());
+    // COPY cannot skip duplicates: unique jobs, jobs due later, jobs with notification
+    // targets and jobs formed from many enqueues (the COPY's columns are the plain job's) go
+    // through INSERT
+    let (now, later): (Vec<&NewJob>, Vec<&NewJob>) = jobs.iter().partition(|j| {
+        j.run_at.is_none() && j.unique.is_none() && j.notify.is_none() && j.formation.is_none()
+    });
     let mut inserted = 0;
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();
         inserted += insert_many(statements, &later, max_payload)
             .await?
             .iter()
-            .filter(|i| !i.duplicate)
+            .filter(|i| !i.duplicate && !i.joined)
             .count() as u64;
     }
     if !now.is_empty() {

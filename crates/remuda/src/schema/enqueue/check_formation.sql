@@ -1,11 +1,15 @@
 -- Checks how a job asks to be formed from many enqueues (see enqueue_job.sql), with errors
 -- that say what was wrong and what to give instead: one formation at most; debounce and
 -- throttle need a unique key (or uniqueness by args) and set the unique states and the start
--- themselves; a batch needs batch_size and batch_wait and takes no unique options or start.
+-- themselves; a batch needs batch_size and batch_wait and takes no unique options or start;
+-- a debounced or batched job's start moves with the enqueues that join it, so it takes no
+-- deadline (a throttled one may: its start is known when it is enqueued).
+DROP FUNCTION IF EXISTS remuda.check_formation(text, interval, interval, interval, boolean, text, integer, interval,
+                                                boolean, boolean, boolean);
 CREATE OR REPLACE FUNCTION remuda.check_formation(
     job text, debounce interval, debounce_max interval, throttle interval, throttle_latest boolean,
     batch_key text, batch_size integer, batch_wait interval, is_unique boolean, unique_shaped boolean,
-    has_start boolean)
+    has_start boolean, has_deadline boolean)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     bad CONSTANT text := 'invalid_parameter_value';
@@ -39,6 +43,11 @@ BEGIN
                 job, CASE WHEN debounce IS NOT NULL THEN 'debounced' ELSE 'throttled' END,
                 CASE WHEN debounce IS NOT NULL THEN 'debounce' ELSE 'throttle' END USING ERRCODE = bad;
         END IF;
+    END IF;
+    IF has_deadline AND (debounce IS NOT NULL OR batch_key IS NOT NULL) THEN
+        RAISE EXCEPTION 'job %: a % job''s start moves with the enqueues that join it: it takes no deadline', job,
+            CASE WHEN debounce IS NOT NULL THEN 'debounced' ELSE 'batched' END
+            USING ERRCODE = bad, HINT = 'leave deadline out (debounce_max caps a debounce; batch_wait a batch)';
     END IF;
     IF debounce <= interval '0' OR debounce_max <= interval '0' OR throttle <= interval '0' THEN
         RAISE EXCEPTION 'job %: debounce, debounce_max and throttle must be more than zero', job USING ERRCODE = bad;

@@ -123,7 +123,8 @@ BEGIN
     PERFORM remuda.check_formation(job, enqueue_job.debounce, enqueue_job.debounce_max, enqueue_job.throttle,
                                    enqueue_job.throttle_latest, enqueue_job.batch_key, enqueue_job.batch_size,
                                    enqueue_job.batch_wait, is_unique, enqueue_job.unique_states IS NOT NULL
-                                   OR enqueue_job.unique_period IS NOT NULL, start IS NOT NULL);
+                                   OR enqueue_job.unique_period IS NOT NULL, start IS NOT NULL,
+                                   enqueue_job.deadline IS NOT NULL);
     IF mode IN ('debounced', 'throttled') THEN
         -- the key is held while the job waits, and only then: once it runs, the next enqueue
         -- makes a new job

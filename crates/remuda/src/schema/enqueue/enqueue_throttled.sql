@@ -3,8 +3,8 @@
 -- concurrent ones are race-free. While a throttled job of the key waits, the enqueue joins it
 -- (its args kept, or with `latest` replaced by these). Otherwise a new job is inserted to
 -- start at the end of the key's window: `throttle` after the key's last job started
--- (remuda.throttles names it), at once when there is none or it never started, at the
--- window the row recorded when that job is gone; the row then names the new job. A job of
+-- (remuda.throttles names it), at the start it was given when it never started (cancelled,
+-- expired), at the window the row recorded when that job is gone, at once when there is none; the row then names the new job. A job of
 -- the key that is not throttled (a unique job of the same key) is a duplicate.
 CREATE OR REPLACE FUNCTION remuda.enqueue_throttled(
     kind text, args jsonb, queue text, priority integer, max_attempts integer, start timestamptz,
@@ -39,13 +39,15 @@ BEGIN
         RETURN QUERY SELECT waiting.id, true, false;
         RETURN;
     END IF;
-    SELECT t.job_id, t.next_at INTO window_row FROM remuda.throttles t
+    SELECT t.job_id, t.next_at, t.period_ms INTO window_row FROM remuda.throttles t
     WHERE t.kind = enqueue_throttled.kind AND t.scope = COALESCE(enqueue_throttled.scope, '')
       AND t.key = enqueue_throttled.key;
     IF window_row.job_id IS NOT NULL THEN
         SELECT true, j.started_at INTO last_exists, last_start FROM remuda.jobs j WHERE j.id = window_row.job_id;
+        -- the last job's start, else (it never started: cancelled, expired) the start it was
+        -- given, which the window before it set; a job gone, the window the row recorded
         due := GREATEST(due, CASE WHEN last_start IS NOT NULL THEN last_start + enqueue_throttled.throttle
-                                  WHEN last_exists THEN due
+                                  WHEN last_exists THEN window_row.next_at - window_row.period_ms * interval '1 millisecond'
                                   ELSE window_row.next_at END);
     END IF;
     IF due >= enqueue_throttled.deadline THEN
@@ -68,8 +70,12 @@ BEGIN
     RETURNING j.id INTO new_id;
     IF new_id IS NULL THEN
         -- another job holds the key in a state of its own (a unique job that runs)
-        RETURN QUERY SELECT remuda.unique_holder(enqueue_throttled.kind, enqueue_throttled.scope, enqueue_throttled.key),
-                            false, true;
+        new_id := remuda.unique_holder(enqueue_throttled.kind, enqueue_throttled.scope, enqueue_throttled.key);
+        IF new_id IS NULL THEN
+            RAISE EXCEPTION 'job %: a throttled job''s key changed hands while it was enqueued', enqueue_throttled.kind
+                USING ERRCODE = 'serialization_failure', HINT = 'try again';
+        END IF;
+        RETURN QUERY SELECT new_id, false, true;
         RETURN;
     END IF;
     INSERT INTO remuda.throttles AS t (kind, scope, key, job_id, period_ms, next_at)
