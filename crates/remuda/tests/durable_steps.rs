@@ -431,14 +431,10 @@ impl Task for ChargeAndHang {
     }
 }
 
-/// Not a test of its own: the worker process of
-/// `a_step_is_not_run_again_after_its_worker_process_is_killed`, started by it with
-/// `--ignored` and the database in `REMUDA_STEP_CHILD_DB`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "run as a child process by the SIGKILL test"]
-async fn step_worker_process() {
-    let conninfo = std::env::var("REMUDA_STEP_CHILD_DB").expect("started by the SIGKILL test");
-    let client = Client::connect(&conninfo).await.expect("client");
+/// The worker process the SIGKILL test kills: the test binary run again for that one test,
+/// with the database in `REMUDA_STEP_CHILD_DB`. It runs until it is killed.
+async fn step_worker_process(conninfo: &str) {
+    let client = Client::connect(conninfo).await.expect("client");
     let config = remuda::WorkerConfig {
         rescue_after: Duration::from_secs(1),
         heartbeat_interval: Duration::from_millis(200),
@@ -450,6 +446,10 @@ async fn step_worker_process() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_is_not_run_again_after_its_worker_process_is_killed() {
+    if let Ok(conninfo) = std::env::var("REMUDA_STEP_CHILD_DB") {
+        // this run of the test is its worker process
+        return step_worker_process(&conninfo).await;
+    }
     let (db, client) = setup().await;
     let dir = std::env::temp_dir().join(format!("remuda-steps-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("dir");
@@ -459,7 +459,11 @@ async fn a_step_is_not_run_again_after_its_worker_process_is_killed() {
     let id = enqueue(&client, "charge_and_hang").await;
 
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["step_worker_process", "--exact", "--ignored", "--nocapture"])
+        .args([
+            "a_step_is_not_run_again_after_its_worker_process_is_killed",
+            "--exact",
+            "--nocapture",
+        ])
         .env("REMUDA_STEP_CHILD_DB", db.conninfo())
         .env("REMUDA_STEP_LOG", &log)
         .env("REMUDA_STEP_READY", &ready)
