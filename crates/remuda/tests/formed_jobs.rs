@@ -311,7 +311,7 @@ async fn a_formation_that_does_not_fit_is_refused_saying_why() {
     ];
     for (job, says) in cases {
         let error = client.insert_each(&[job]).await.expect_err("refused");
-        assert!(error.is_bad_data(), "{error}");
+        assert!(matches!(error, remuda::Error::InvalidInput(_)), "{error}");
         assert!(
             error.to_string().contains(says),
             "{error} should say {says:?}"

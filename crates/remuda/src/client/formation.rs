@@ -55,6 +55,19 @@ impl Formation {
     }
 }
 
+/// A refusal of the job by the database's checks (SQLSTATE 22023: what was wrong, and its
+/// hint) as the client's own bad input, without the PL/pgSQL call stack; any other error as
+/// it is.
+fn refusal(e: tokio_postgres::Error) -> crate::Error {
+    match e.as_db_error() {
+        Some(d) if d.code().code() == "22023" => crate::Error::InvalidInput(match d.hint() {
+            Some(hint) => format!("{} ({hint})", d.message()),
+            None => d.message().to_string(),
+        }),
+        _ => crate::Error::from(e),
+    }
+}
+
 fn ms(d: Option<Duration>) -> Option<i64> {
     d.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
@@ -125,7 +138,8 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
                 &ms(batch_wait),
             ],
         )
-        .await?;
+        .await
+        .map_err(refusal)?;
     Ok(Inserted {
         id: row.try_get("id")?,
         duplicate: row.try_get("duplicate")?,
