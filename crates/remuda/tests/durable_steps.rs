@@ -431,6 +431,16 @@ impl Task for ChargeAndHang {
     }
 }
 
+/// A child process killed and waited for when dropped.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// The worker process the SIGKILL test kills: the test binary run again for that one test,
 /// with the database in `REMUDA_STEP_CHILD_DB`. It runs until it is killed.
 async fn step_worker_process(conninfo: &str) {
@@ -458,7 +468,7 @@ async fn a_step_is_not_run_again_after_its_worker_process_is_killed() {
     let _ = std::fs::remove_file(&ready);
     let id = enqueue(&client, "charge_and_hang").await;
 
-    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+    let child = std::process::Command::new(std::env::current_exe().expect("test binary"))
         .args([
             "a_step_is_not_run_again_after_its_worker_process_is_killed",
             "--exact",
@@ -470,13 +480,24 @@ async fn a_step_is_not_run_again_after_its_worker_process_is_killed() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("worker process");
-    until(Duration::from_secs(30), || async { ready.exists() }).await;
+    // killed however this test ends: a panic below must not leave the worker running
+    let mut child = KilledOnDrop(child);
+    until(Duration::from_secs(30), || {
+        let exited = child.0.try_wait().ok().flatten();
+        assert!(
+            exited.is_none(),
+            "the worker process exited early: {exited:?}"
+        );
+        async { ready.exists() }
+    })
+    .await;
+    let child_pid = child.0.id();
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::unistd::Pid::from_raw(child_pid as i32),
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("SIGKILL");
-    let _ = child.wait();
+    let _ = child.0.wait();
     let first = client.job(id).await.expect("job").expect("exists");
     assert_eq!(first.state, JobState::Running, "killed mid-run");
 
@@ -494,6 +515,6 @@ async fn a_step_is_not_run_again_after_its_worker_process_is_killed() {
     assert_eq!(job.state, JobState::Completed);
     assert_eq!(job.attempt, 2);
     assert_eq!(charges.lines().count(), 1, "charged once: {charges:?}");
-    let expected = format!("ch_{}", child.id());
+    let expected = format!("ch_{child_pid}");
     assert_eq!(job.result, Some(remuda::JobResult::Ok(expected.into())));
 }

@@ -4,7 +4,8 @@
 -- it: {"debounced": n} (n enqueues postponed it, the last one's args kept), {"throttled": n}
 -- (n enqueues within its window), {"batched": n, "enqueued_at": [...]} (its args are the
 -- list of n enqueues' args). NULL for every other job: a constant default, so adding it
--- rewrites nothing, and no statement of the hot path reads or writes it.
+-- rewrites nothing. The claim reads it only to drop a formed job's unique key as it starts
+-- (a formed job holds its key only while it waits).
 ALTER TABLE remuda.jobs ADD COLUMN formed jsonb;
 
 -- A throttled key's last job and its window (schema/enqueue/enqueue_job.sql): the next job

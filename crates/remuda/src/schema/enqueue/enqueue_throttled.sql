@@ -16,6 +16,7 @@ DECLARE
     waiting record;
     window_row record;
     last_start timestamptz;
+    last_run_at timestamptz;
     last_exists boolean;
     due timestamptz := GREATEST(COALESCE(enqueue_throttled.start, clock_timestamp()), clock_timestamp());
     new_id bigint;
@@ -39,15 +40,16 @@ BEGIN
         RETURN QUERY SELECT waiting.id, true, false;
         RETURN;
     END IF;
-    SELECT t.job_id, t.next_at, t.period_ms INTO window_row FROM remuda.throttles t
+    SELECT t.job_id, t.next_at INTO window_row FROM remuda.throttles t
     WHERE t.kind = enqueue_throttled.kind AND t.scope = COALESCE(enqueue_throttled.scope, '')
       AND t.key = enqueue_throttled.key;
     IF window_row.job_id IS NOT NULL THEN
-        SELECT true, j.started_at INTO last_exists, last_start FROM remuda.jobs j WHERE j.id = window_row.job_id;
+        SELECT true, j.started_at, j.run_at INTO last_exists, last_start, last_run_at
+        FROM remuda.jobs j WHERE j.id = window_row.job_id;
         -- the last job's start, else (it never started: cancelled, expired) the start it was
         -- given, which the window before it set; a job gone, the window the row recorded
         due := GREATEST(due, CASE WHEN last_start IS NOT NULL THEN last_start + enqueue_throttled.throttle
-                                  WHEN last_exists THEN window_row.next_at - window_row.period_ms * interval '1 millisecond'
+                                  WHEN last_exists THEN last_run_at
                                   ELSE window_row.next_at END);
     END IF;
     IF due >= enqueue_throttled.deadline THEN

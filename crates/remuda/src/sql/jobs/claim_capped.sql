@@ -41,9 +41,9 @@ WITH cfg AS (
         attempt = j.attempt + 1,
         worker_id = $5,
         started_at = now(),
-    -- a job formed from many enqueues (debounced, throttled, batched) holds its key only
-    -- until it starts: a retry or release of it never meets the next job of its key
-    unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
+        -- a job formed from many enqueues (debounced, throttled, batched) holds its key only
+        -- until it starts: a retry or release of it never meets the next job of its key
+        unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
         counted = true,
         max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
     WHERE j.ctid = ANY(ARRAY(
