@@ -28,6 +28,7 @@ class SendOptions(TypedDict, total=False):
     unique_period: float | dt.timedelta
     unique_per_queue: bool
     concurrency_key: str
+    group: str
     target_worker: str
     requires: Sequence[str]
     notify: dict[str, Any]
@@ -43,7 +44,7 @@ OPTIONS = frozenset(SendOptions.__annotations__)
 
 _DURATIONS = ("delay", "timeout", "unique_period", "debounce", "debounce_max", "throttle")
 _TIMES = ("run_at", "deadline")
-_TEXTS = ("queue", "unique_key", "concurrency_key", "target_worker")
+_TEXTS = ("queue", "unique_key", "concurrency_key", "group", "target_worker")
 _INTS = ("priority", "max_attempts")
 _FLAGS = ("unique_by_args", "unique_per_queue", "throttle_latest")
 _NAMES = ("requires", "unique_states")
@@ -131,6 +132,9 @@ def enqueue_sql(kind: str, args: str, options: dict[str, Any]) -> tuple[str, lis
     parts = ["%s", "%s::jsonb"]
     params: list[Any] = [kind, args]
     for key, value in options.items():
+        if key == "group":
+            # `group` is a reserved word in SQL: remuda.enqueue names it group_key
+            key = "group_key"
         if key in _DURATIONS:
             parts.append(f"{key} => make_interval(secs => %s::float8)")
         elif key == "notify":

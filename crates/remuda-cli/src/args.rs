@@ -236,6 +236,10 @@ pub struct JobOptions {
     /// Concurrency key (e.g. customer:42): a queue's --key-limit caps running jobs per key.
     #[arg(long)]
     pub concurrency_key: Option<String>,
+    /// Group (a tenant, an account): a queue with --fairness group shares its starts between
+    /// groups by their weights (remuda queue group).
+    #[arg(long)]
+    pub group: Option<String>,
     /// Unique key: while a job of the same kind with this key is scheduled, available,
     /// running or completed, enqueueing another prints that job's id instead (exit 0; --json
     /// adds "duplicate": true).
@@ -435,6 +439,11 @@ pub enum QueueCommand {
     Set(QueueSetArgs),
     /// Show a queue's settings and job counts.
     Show(QueueName),
+    /// Set a group's weight in a queue with fair share on (--fairness group).
+    Group(QueueGroupArgs),
+    /// List a queue's groups: weight, running and waiting jobs, share of the starts over the
+    /// last minute.
+    Groups(QueueName),
 }
 
 /// `remuda schedule ...`.
@@ -623,6 +632,22 @@ pub struct QueueName {
     pub json: bool,
 }
 
+/// `remuda queue group`.
+#[derive(Debug, Args)]
+pub struct QueueGroupArgs {
+    /// The queue.
+    pub queue: String,
+    /// The group (as given to enqueue --group).
+    pub group: String,
+    /// Its weight: relative to the others' (default 1); a group of weight 3 starts three
+    /// jobs for each one of a group of weight 1 while both have jobs waiting.
+    #[arg(long)]
+    pub weight: f64,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `remuda queue set`.
 #[derive(Debug, Args)]
 pub struct QueueSetArgs {
@@ -644,6 +669,11 @@ pub struct QueueSetArgs {
     /// Most jobs waiting; an enqueue beyond it is refused (exit 2).
     #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
     pub max_depth: Option<Limit>,
+    /// How starts are shared: `group` shares them between the jobs' groups (--group) by
+    /// weight, whatever their number of jobs or keys; `none` (default) takes jobs in priority
+    /// order.
+    #[arg(long)]
+    pub fairness: Option<remuda::Fairness>,
     /// Keep its completed jobs this long after they finish (1h, 7d), `never` to keep them,
     /// or `default` for the workers' [retention].
     #[arg(long, value_parser = parse_retain, allow_hyphen_values = true)]
@@ -1011,7 +1041,8 @@ pub struct BenchArgs {
     #[arg(long, conflicts_with_all = ["churn", "schedules", "workflow", "notify"])]
     pub dashboard: bool,
     /// Instead: a flow-controlled queue (key: a limit per concurrency key; global: a cap on
-    /// the queue's running jobs; rate: a rate limit) drained beside a plain queue.
+    /// the queue's running jobs; rate: a rate limit; fair: fair share between --groups
+    /// groups weighted 1, 2, 3 in turn) drained beside a plain queue.
     #[arg(long, value_enum, conflicts_with_all = ["churn", "schedules", "workflow", "notify", "dashboard"])]
     pub limit: Option<crate::commands::Limit>,
     /// With --limit key: how many concurrency keys the jobs are spread over.
@@ -1020,6 +1051,10 @@ pub struct BenchArgs {
     /// With --limit key: running jobs allowed per key.
     #[arg(long, default_value_t = 2)]
     pub key_limit: i32,
+    /// With --limit fair: how many groups the jobs are spread over (in proportion to their
+    /// weights, so all of them have jobs waiting until the end).
+    #[arg(long, default_value_t = 1000)]
+    pub groups: usize,
     /// With --limit global: the cap on the queue's running jobs.
     #[arg(long, default_value_t = 500)]
     pub max_running: i32,

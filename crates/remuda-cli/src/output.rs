@@ -67,6 +67,9 @@ pub fn print_job(job: &Job) {
     if let Some(worker) = &job.worker_id {
         crate::out!("worker        {worker}");
     }
+    if let Some(group) = &job.group {
+        crate::out!("group         {group}");
+    }
     if let Some(schedule) = &job.schedule {
         crate::out!("schedule      {schedule} (fire time {})", time(job.fire_at));
     }

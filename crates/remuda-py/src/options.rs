@@ -38,6 +38,7 @@ pub struct SendOptions {
     #[serde(default)]
     unique_per_queue: bool,
     concurrency_key: Option<String>,
+    group: Option<String>,
     target_worker: Option<String>,
     requires: Option<Vec<String>>,
     notify: Option<NotifyTarget>,
@@ -86,6 +87,7 @@ impl SendOptions {
             job = job.unique_per_queue();
         }
         job.concurrency_key = self.concurrency_key;
+        job.group = self.group;
         job.target_worker = self.target_worker;
         job.requires = self.requires;
         job.notify = self.notify;

@@ -230,6 +230,8 @@ pub struct Job {
     pub unique_key: Option<String>,
     /// Its concurrency key, if any.
     pub concurrency_key: Option<String>,
+    /// Its group (fair share), if any.
+    pub group: Option<String>,
     /// The worker it is routed to by name, if any.
     pub target_worker: Option<String>,
     /// Capabilities a worker needs to run it, if any.
@@ -301,6 +303,7 @@ impl Job {
             errors: serde_json::from_value(errors)?,
             unique_key: row.try_get("unique_key")?,
             concurrency_key: row.try_get("concurrency_key")?,
+            group: row.try_get("group_key")?,
             target_worker: row.try_get("target_worker")?,
             requires: row.try_get("requires")?,
             worker: row

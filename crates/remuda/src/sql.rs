@@ -171,6 +171,12 @@ pub(crate) const PRUNE_COUNT: &str = include_str!("sql/jobs/prune_count.sql");
 pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/queues/rate_buckets_prune.sql");
 /// Delete the throttle windows that hold nothing back any more: past their `next_at`, and …
 pub(crate) const THROTTLES_PRUNE: &str = include_str!("sql/queues/throttles_prune.sql");
+/// Delete the groups of fair queues that hold nothing a new row would not: weight 1 and no start …
+pub(crate) const GROUPS_PRUNE: &str = include_str!("sql/queues/groups_prune.sql");
+/// Set the weight of group $2 of queue $1 to $3 (the group '' is the jobs without a group). Its …
+pub(crate) const GROUP_WEIGHT: &str = include_str!("sql/queues/group_weight.sql");
+/// The groups of queue $1 that have a weight set, jobs waiting or running, or starts in the last …
+pub(crate) const QUEUE_GROUPS: &str = include_str!("sql/queues/queue_groups.sql");
 /// Record the latest runs of the duties $1 (started $2, lasting $3 ms, ok $4, what they did …
 pub(crate) const MAINTENANCE_RECORD: &str = include_str!("sql/maintenance/maintenance_record.sql");
 /// Who leads maintenance (no row: nobody ever did), since when, at which term, and whether …
@@ -386,6 +392,9 @@ pub const ALL: &[(&str, &str)] = &[
     ("reindex_leftovers", REINDEX_LEFTOVERS),
     ("rate_buckets_prune", RATE_BUCKETS_PRUNE),
     ("throttles_prune", THROTTLES_PRUNE),
+    ("groups_prune", GROUPS_PRUNE),
+    ("group_weight", GROUP_WEIGHT),
+    ("queue_groups", QUEUE_GROUPS),
     ("maintenance_record", MAINTENANCE_RECORD),
     ("maintenance_status", MAINTENANCE_STATUS),
     ("maintenance_runs", MAINTENANCE_RUNS),

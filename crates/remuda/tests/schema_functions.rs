@@ -89,6 +89,9 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          DROP FUNCTION remuda.steps_forget() CASCADE;
          DROP TABLE remuda.throttles;
          ALTER TABLE remuda.jobs DROP COLUMN formed;
+         DROP TABLE remuda.queue_groups;
+         ALTER TABLE remuda.jobs DROP COLUMN group_key;
+         ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
@@ -100,7 +103,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0019_failures",
             "0020_history",
             "0021_steps",
-            "0022_formed_jobs"
+            "0022_formed_jobs",
+            "0023_fair_share"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -31,6 +31,9 @@ fn apply(
     if let Some(caps) = &options.requires {
         job = job.requires(caps.iter().map(|c| c.trim().to_string()));
     }
+    if let Some(group) = &options.group {
+        job = job.group(group.clone());
+    }
     if let Some(key) = &options.concurrency_key {
         job = job.concurrency_key(key.clone());
     }

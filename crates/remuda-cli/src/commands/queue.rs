@@ -1,4 +1,4 @@
-//! `remuda queue pause|resume|set|show` and `remuda cluster set|show`.
+//! `remuda queue pause|resume|set|show|group|groups` and `remuda cluster set|show`.
 
 use crate::args::{ClusterCommand, DbArgs, QueueCommand};
 use crate::connect;
@@ -11,12 +11,14 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
     let name = match &command {
         QueueCommand::Pause(q) | QueueCommand::Resume(q) | QueueCommand::Show(q) => &q.queue,
         QueueCommand::Set(args) => &args.queue,
+        QueueCommand::Group(args) => &args.queue,
+        QueueCommand::Groups(q) => &q.queue,
     };
     remuda::client::check_name("queue", name)?;
     let known = client.queue_stats().await?.iter().any(|s| &s.queue == name);
     if !known {
         let what = match &command {
-            QueueCommand::Show(_) => "showing the defaults",
+            QueueCommand::Show(_) | QueueCommand::Groups(_) => "showing the defaults",
             _ => "its settings are created now (a queue exists as soon as a job or a setting names it)",
         };
         eprintln!("note: queue {name:?} has no jobs and no settings: {what}");
@@ -32,6 +34,7 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
                 rate: args.rate.map(|r| r.0),
                 rate_per: args.rate_per,
                 max_depth: args.max_depth.map(|l| l.0),
+                fairness: args.fairness,
                 retain_completed: args.retain_completed.map(|r| r.0),
                 retain_failed: args.retain_failed.map(|r| r.0),
                 retain_cancelled: args.retain_cancelled.map(|r| r.0),
@@ -39,12 +42,17 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
             };
             if change == QueueChange::default() {
                 return Err(crate::error::CliError::Usage(
-                    "nothing to set: give --max-running, --key-limit, --rate, --max-depth or --retain-completed (--retain-failed, --retain-cancelled, --retain-expired)".into(),
+                    "nothing to set: give --max-running, --key-limit, --rate, --max-depth, --fairness or --retain-completed (--retain-failed, --retain-cancelled, --retain-expired)".into(),
                 ));
             }
             (client.change_queue(&args.queue, &change).await?, args.json)
         }
         QueueCommand::Show(q) => (client.queue(&q.queue).await?, q.json),
+        QueueCommand::Group(args) => return group(&client, args).await,
+        QueueCommand::Groups(q) => {
+            print_groups(&client.queue_groups(&q.queue).await?, q.json, false);
+            return Ok(0);
+        }
     };
     let counts = client
         .queue_stats()
@@ -95,6 +103,7 @@ fn print_settings(s: &QueueSettings) {
         )
     );
     crate::out!("max_depth     {}", limit(s.max_depth));
+    crate::out!("fairness      {}", s.fairness.as_str());
     let keep = |k: Option<remuda::maintenance::Keep>| {
         k.map_or_else(|| "the workers' default".to_string(), |k| k.to_string())
     };
@@ -106,6 +115,55 @@ fn print_settings(s: &QueueSettings) {
         keep(r.cancelled),
         keep(r.expired)
     );
+}
+
+/// `remuda queue group Q G --weight W`: sets the weight, and says so when the queue does not
+/// share by group yet.
+async fn group(client: &remuda::Client, args: crate::args::QueueGroupArgs) -> CliResult<u8> {
+    let group = client
+        .set_group_weight(&args.queue, Some(&args.group), args.weight)
+        .await?;
+    if client.queue(&args.queue).await?.fairness == remuda::Fairness::None {
+        eprintln!(
+            "note: queue {:?} does not share its starts by group yet: remuda queue set {} --fairness group",
+            args.queue, args.queue
+        );
+    }
+    print_groups(std::slice::from_ref(&group), args.json, true);
+    Ok(0)
+}
+
+/// Groups as a table, or as JSON (`one`: the group just set, as one object).
+fn print_groups(groups: &[remuda::GroupShare], json: bool, one: bool) {
+    if json {
+        match groups.first() {
+            Some(group) if one => print_json(group),
+            _ => print_json(&groups),
+        }
+        return;
+    }
+    crate::out!(
+        "{:<24} {:>8} {:>8} {:>8} {:>10} {:>7} {:>7}",
+        "group",
+        "weight",
+        "running",
+        "waiting",
+        "starts/min",
+        "share",
+        "fair"
+    );
+    for g in groups {
+        crate::out!(
+            "{:<24} {:>8} {:>8} {:>8} {:>10} {:>6.1}% {:>6.1}%",
+            g.group.as_deref().unwrap_or("(none)"),
+            g.weight,
+            g.running,
+            g.waiting,
+            g.starts_last_minute,
+            g.share * 100.0,
+            g.fair_share * 100.0
+        );
+    }
 }
 
 pub async fn cluster(db: &DbArgs, command: ClusterCommand) -> CliResult<u8> {

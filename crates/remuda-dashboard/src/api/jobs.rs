@@ -134,6 +134,7 @@ pub struct Enqueue {
     expires_at: Option<DateTime<Utc>>,
     unique_key: Option<String>,
     concurrency_key: Option<String>,
+    group: Option<String>,
     target_worker: Option<String>,
     requires: Option<Vec<String>>,
 }
@@ -170,6 +171,9 @@ impl Enqueue {
         }
         if let Some(key) = &self.unique_key {
             job = job.unique_key(key.clone());
+        }
+        if let Some(group) = &self.group {
+            job = job.group(group.clone());
         }
         if let Some(key) = &self.concurrency_key {
             job = job.concurrency_key(key.clone());

@@ -376,6 +376,7 @@ pub async fn show(
     for (name, value) in [
         ("unique key", &job.unique_key),
         ("concurrency key", &job.concurrency_key),
+        ("group", &job.group),
         ("target worker", &job.target_worker),
     ] {
         if let Some(v) = value {

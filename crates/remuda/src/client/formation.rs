@@ -136,6 +136,7 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
                 &batch_key,
                 &batch_size,
                 &ms(batch_wait),
+                &job.group,
             ],
         )
         .await

@@ -35,6 +35,9 @@ pub struct NewJob {
     /// Concurrency key (e.g. `customer:42`): a queue with a `key_limit` runs at most that many
     /// jobs of one key at once, and keys take turns.
     pub concurrency_key: Option<String>,
+    /// Group (a tenant, an account): a queue with fair share on (`fairness = group`) shares
+    /// its starts between groups by their weights, whatever their number of jobs or keys.
+    pub group: Option<String>,
     /// Only the worker with this name may run it (`[worker] name`).
     pub target_worker: Option<String>,
     /// Only a worker with every one of these capabilities may run it.
@@ -130,6 +133,7 @@ impl NewJob {
             expires_at: None,
             timeout: None,
             concurrency_key: None,
+            group: None,
             target_worker: None,
             requires: None,
             unique: None,
@@ -192,6 +196,11 @@ impl NewJob {
     /// Sets the concurrency key (see [`NewJob::concurrency_key`]).
     pub fn concurrency_key(mut self, key: impl Into<String>) -> Self {
         self.concurrency_key = Some(key.into());
+        self
+    }
+    /// Sets the group the job's queue shares its starts by (see [`NewJob::group`]).
+    pub fn group(mut self, group: impl Into<String>) -> Self {
+        self.group = Some(group.into());
         self
     }
     /// Routes the job to the worker named `name`.
@@ -363,6 +372,7 @@ impl NewJob {
         }
         for (what, value) in [
             ("concurrency key", &self.concurrency_key),
+            ("group", &self.group),
             ("target worker", &self.target_worker),
         ] {
             if let Some(v) = value {
@@ -423,7 +433,7 @@ impl NewJob {
 /// Longest unique key accepted (btree entries must fit a third of a page).
 pub const MAX_UNIQUE_KEY: usize = 1000;
 
-/// A batch as parallel arrays, one per column both insert statements take ($1 … $12, one
+/// A batch as parallel arrays, one per column both insert statements take ($1 … $13, one
 /// element per job; `requires` as array literals, since arrays of arrays do not unnest).
 struct Columns<'a> {
     queues: Vec<&'a str>,
@@ -438,6 +448,7 @@ struct Columns<'a> {
     targets: Vec<Option<&'a str>>,
     requires: Vec<Option<String>>,
     notify: Vec<Option<serde_json::Value>>,
+    groups: Vec<Option<&'a str>>,
 }
 
 impl<'a> Columns<'a> {
@@ -456,6 +467,7 @@ impl<'a> Columns<'a> {
             targets: Vec::with_capacity(n),
             requires: Vec::with_capacity(n),
             notify: Vec::with_capacity(n),
+            groups: Vec::with_capacity(n),
         };
         for job in jobs {
             c.queues.push(job.queue.as_str());
@@ -471,6 +483,7 @@ impl<'a> Columns<'a> {
             c.requires.push(job.requires_literal());
             c.notify
                 .push(job.notify.as_ref().map(crate::notify::NotifyTarget::stored));
+            c.groups.push(job.group.as_deref());
         }
         c
     }
@@ -489,6 +502,7 @@ impl<'a> Columns<'a> {
             &self.targets,
             &self.requires,
             &self.notify,
+            &self.groups,
         ]
     }
 }
@@ -682,6 +696,7 @@ pub(crate) async fn insert_bulk(
                 Type::TEXT,
                 Type::TEXT,
                 Type::TEXT_ARRAY,
+                Type::TEXT,
             ],
         );
         pin_mut!(writer);
@@ -700,6 +715,7 @@ pub(crate) async fn insert_bulk(
                     &job.concurrency_key,
                     &job.target_worker,
                     &job.requires,
+                    &job.group,
                 ])
                 .await?;
         }

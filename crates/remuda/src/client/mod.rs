@@ -14,6 +14,7 @@
 mod activity;
 mod bulk;
 mod formation;
+mod groups;
 mod insert;
 mod list;
 mod maintenance;
@@ -25,9 +26,10 @@ pub use crate::names::{check_name, MAX_NAME};
 pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
 pub use formation::Formation;
+pub use groups::{GroupShare, MAX_WEIGHT};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use list::{cursor_after, is_held, listed_at, JobPage, DEFAULT_PAGE, MAX_PAGE};
-pub use queues::{ClusterSettings, QueueChange, QueueRetention, QueueSettings, RatePer};
+pub use queues::{ClusterSettings, Fairness, QueueChange, QueueRetention, QueueSettings, RatePer};
 pub use throughput::Throughput;
 
 use crate::db::listener::Listener;
@@ -139,7 +141,7 @@ impl QueueStats {
 
 /// As `remuda queues --json` and the API print it: `{"queue", "<state>": count for every
 /// state, "capped": [final states counted only up to COUNT_CAP], "unroutable", "paused",
-/// "max_running", "key_limit", "rate", "rate_per", "max_depth"}`.
+/// "max_running", "key_limit", "rate", "rate_per", "max_depth", "fairness"}`.
 impl Serialize for QueueStats {
     fn serialize<S: serde::Serializer>(
         &self,
@@ -162,6 +164,7 @@ impl Serialize for QueueStats {
                 "rate",
                 "rate_per",
                 "max_depth",
+                "fairness",
             ] {
                 if let Some(value) = settings.get(key) {
                     object.insert(key.into(), value.clone());

@@ -26,6 +26,9 @@ pub struct QueueSettings {
     pub rate_per: RatePer,
     /// Most jobs waiting (available or scheduled); an enqueue beyond it is refused.
     pub max_depth: Option<i32>,
+    /// How its starts are shared: first come first served, or between the jobs' groups by
+    /// weight (see [`Client::set_group_weight`]).
+    pub fairness: Fairness,
     /// How long its finished jobs are kept, per final state (`None`: the workers'
     /// `[retention]`).
     pub retention: QueueRetention,
@@ -54,14 +57,19 @@ impl QueueSettings {
             rate: None,
             rate_per: RatePer::Queue,
             max_depth: None,
+            fairness: Fairness::None,
             retention: QueueRetention::default(),
             updated_at: None,
         }
     }
 
-    /// Whether claims from this queue must count running jobs or tokens (a limit is set).
+    /// Whether claims from this queue must count running jobs or tokens (a limit is set), or
+    /// share starts between groups.
     pub fn limits_claims(&self) -> bool {
-        self.max_running.is_some() || self.key_limit.is_some() || self.rate.is_some()
+        self.max_running.is_some()
+            || self.key_limit.is_some()
+            || self.rate.is_some()
+            || self.fairness != Fairness::None
     }
 
     pub(crate) fn from_row(row: &tokio_postgres::Row) -> Result<Self> {
@@ -80,6 +88,12 @@ impl QueueSettings {
                 .parse()
                 .map_err(Error::InvalidInput)?,
             max_depth: row.try_get("max_depth")?,
+            fairness: row
+                .try_get::<_, Option<String>>("fairness")?
+                .as_deref()
+                .unwrap_or("none")
+                .parse()
+                .map_err(Error::InvalidInput)?,
             retention: QueueRetention {
                 completed: keep(row, "retain_completed_ms")?,
                 failed: keep(row, "retain_failed_ms")?,
@@ -146,6 +160,42 @@ impl std::str::FromStr for RatePer {
     }
 }
 
+/// How a queue shares its starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fairness {
+    /// First come first served, by priority (per-key turns with a key limit).
+    #[default]
+    None,
+    /// Weighted fair share between the jobs' groups: under backlog each group's share of the
+    /// starts follows its weight, whatever its number of jobs or keys; a group with nothing
+    /// waiting leaves its share to the others.
+    Group,
+}
+
+impl Fairness {
+    /// The name stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fairness::None => "none",
+            Fairness::Group => "group",
+        }
+    }
+}
+
+impl std::str::FromStr for Fairness {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "none" => Ok(Fairness::None),
+            "group" => Ok(Fairness::Group),
+            other => Err(format!(
+                "fairness is group (share starts between groups by weight) or none, not {other:?}"
+            )),
+        }
+    }
+}
+
 /// A change to a queue's settings: `None` leaves a setting as it is; `Some(None)` clears a
 /// limit.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -162,6 +212,8 @@ pub struct QueueChange {
     pub rate_per: Option<RatePer>,
     /// Most jobs waiting.
     pub max_depth: Option<Option<i32>>,
+    /// How starts are shared.
+    pub fairness: Option<Fairness>,
     /// The queue's own retention per final state: `Some(None)` goes back to the workers'.
     pub retain_completed: Option<Option<Keep>>,
     /// Failed jobs' retention.
@@ -292,6 +344,11 @@ impl Client {
                     &change.retain_cancelled.flatten().map(Keep::as_ms),
                     &change.retain_expired.is_some(),
                     &change.retain_expired.flatten().map(Keep::as_ms),
+                    &change.fairness.is_some(),
+                    &change.fairness.map(|f| match f {
+                        Fairness::None => None,
+                        Fairness::Group => Some(f.as_str()),
+                    }),
                 ],
             )
             .await?;

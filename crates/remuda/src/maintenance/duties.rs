@@ -131,8 +131,8 @@ async fn prune(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
 }
 
 /// Deletes the token buckets that refilled (idle for a whole period: a fresh bucket is as
-/// full) or whose queue no longer has a rate limit, and the throttle windows that have
-/// passed. Nothing else ever deletes them.
+/// full) or whose queue no longer has a rate limit, the throttle windows that have
+/// passed, and the idle groups of fair queues. Nothing else ever deletes them.
 async fn rate_buckets(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
     let done = async {
         let conn = db.conn().await?;
@@ -144,8 +144,12 @@ async fn rate_buckets(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
             .query_one(sql::THROTTLES_PRUNE, &[&lease.leader_id, &lease.term])
             .await?
             .try_get("deleted")?;
+        let groups: i64 = conn
+            .query_one(sql::GROUPS_PRUNE, &[&lease.leader_id, &lease.term])
+            .await?
+            .try_get("deleted")?;
         Ok(format!(
-            "{n} idle buckets deleted, {windows} passed throttle windows deleted"
+            "{n} idle buckets deleted, {windows} passed throttle windows deleted, {groups} idle groups deleted"
         ))
     };
     after(s.prune_interval, done.await)

@@ -169,10 +169,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0022_formed_jobs.sql"),
     },
+    Migration {
+        version: 23,
+        name: "fair_share",
+        mode: Mode::Transaction,
+        sql: include_str!("0023_fair_share.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 22;
+pub const LATEST: i32 = 23;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -143,12 +143,17 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             let cluster_cap = shared.settings.cluster_max_running().is_some();
             let limited = cluster_cap || settings.as_ref().is_some_and(|s| s.limits_claims());
             let epoch = shared.epoch.load(Ordering::SeqCst);
-            // keys take turns from the cursor; caps and a queue-wide rate need none. A deep
-            // claim (jobs without a key looked for through the whole queue) at most once a
-            // poll interval per queue
-            let keyed = settings.as_ref().is_some_and(|s| {
-                s.key_limit.is_some() || (s.rate.is_some() && s.rate_per != crate::RatePer::Queue)
-            });
+            // keys take turns from the cursor, or groups share by weight; caps and a
+            // queue-wide rate need neither. A deep claim (jobs without a key or group looked
+            // for through the whole queue) at most once a poll interval per queue
+            let fair = settings
+                .as_ref()
+                .is_some_and(|s| s.fairness != crate::Fairness::None);
+            let keyed = fair
+                || settings.as_ref().is_some_and(|s| {
+                    s.key_limit.is_some()
+                        || (s.rate.is_some() && s.rate_per != crate::RatePer::Queue)
+                });
             let deep = keyed
                 && deep_claims
                     .get(queue)
@@ -186,7 +191,10 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                             tokens_due = Some(tokens_due.map_or(wait, |w| w.min(wait)));
                         }
                     }
-                    if full {
+                    // a fair claim takes each group's share of the slots it asked for, as
+                    // far as that group has jobs this worker may run: short but not empty,
+                    // the others may have more
+                    if full || (fair && !jobs.is_empty()) {
                         more = true;
                     }
                     claimed += jobs.len();

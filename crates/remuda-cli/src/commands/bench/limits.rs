@@ -1,4 +1,4 @@
-//! `remuda bench --limit key|global|rate`: a flow-controlled queue drained by one worker,
+//! `remuda bench --limit key|global|rate|fair`: a flow-controlled queue drained by one worker,
 //! beside a plain queue of as many jobs drained the same way in the same run, and
 //! `--unhandled N`: a plain drain behind N jobs of a kind no worker runs at the head of the
 //! queue. Each reports `drain_jobs_per_sec` and `plain_drain_jobs_per_sec`, plus what its
@@ -9,7 +9,11 @@
 //!   milliseconds during the drain (`max_running_seen`);
 //! * `rate` (`--rate N/PERIOD`): enough jobs for 30 s at the rate; the achieved rate over the
 //!   30 s after the first period (the bucket starts full), and the largest burst above the
-//!   steady rate in any window (the bucket bounds it).
+//!   steady rate in any window (the bucket bounds it);
+//! * `fair` (`--groups`): fair share between groups weighted 1, 2, 3 in turn, each with jobs
+//!   in proportion to its weight; `share_error` is the largest relative gap between a
+//!   group's starts and its weight's share of them, counted while every group had jobs
+//!   waiting (until the first group's last start).
 
 use super::{percentile_of, KIND};
 use crate::error::{CliError, CliResult};
@@ -31,6 +35,8 @@ pub enum Limit {
     Global,
     /// A token bucket of `--rate` starts per period.
     Rate,
+    /// Fair share between `--groups` groups by weight.
+    Fair,
 }
 
 /// What the limits bench runs.
@@ -45,6 +51,8 @@ pub struct LimitBench {
     pub keys: usize,
     /// See `keys`.
     pub key_limit: i32,
+    /// With `fair`: how many groups.
+    pub groups: usize,
     /// With `global`: the cap.
     pub max_running: i32,
     /// With `rate`: starts per period.
@@ -71,6 +79,7 @@ pub async fn run(db: Database, bench: LimitBench) -> CliResult<Value> {
         Some(Limit::Key) => key_bench(&db, &bench, jobs, plain).await?,
         Some(Limit::Global) => global_bench(&db, &bench, jobs, plain).await?,
         Some(Limit::Rate) => rate_bench(&db, &bench, jobs, plain).await?,
+        Some(Limit::Fair) => fair_bench(&db, &bench, jobs, plain).await?,
         None => unhandled_bench(&db, &bench, jobs, plain).await?,
     };
     if bench.json {
@@ -138,7 +147,14 @@ async fn key_bench(db: &Database, bench: &LimitBench, jobs: usize, plain: f64) -
     )
     .await?;
     let keys = bench.keys;
-    let secs = drain(db, bench, queue, jobs, Some(&|i| format!("k{}", i % keys))).await?;
+    let secs = drain(
+        db,
+        bench,
+        queue,
+        jobs,
+        Some(&|i, job: NewJob| job.concurrency_key(format!("k{}", i % keys))),
+    )
+    .await?;
     let conn = db.conn().await?;
     let rows = conn
         .query(
@@ -166,6 +182,88 @@ async fn key_bench(db: &Database, bench: &LimitBench, jobs: usize, plain: f64) -
             "best_key": waits.first().copied().unwrap_or(0.0),
             "worst_over_median": if median > 0.0 { worst / median } else { 0.0 },
         },
+    }))
+}
+
+/// A group's weight in the fair bench: 1, 2, 3 in turn.
+fn group_weight(group: usize) -> usize {
+    1 + group % 3
+}
+
+async fn fair_bench(
+    db: &Database,
+    bench: &LimitBench,
+    jobs: usize,
+    plain: f64,
+) -> CliResult<Value> {
+    if bench.groups == 0 || jobs < bench.groups * 6 {
+        return Err(CliError::Usage(
+            "--limit fair needs --groups of at least 1 and at least 6 jobs per group".into(),
+        ));
+    }
+    let queue = "bench_fair";
+    limit_queue(
+        db,
+        queue,
+        QueueChange {
+            fairness: Some(remuda::Fairness::Group),
+            ..QueueChange::default()
+        },
+    )
+    .await?;
+    let client = Client::new(db.clone());
+    for g in 0..bench.groups {
+        client
+            .set_group_weight(queue, Some(&format!("g{g}")), group_weight(g) as f64)
+            .await?;
+    }
+    // job i belongs to the group that owns slot i of a round in which group g has weight(g)
+    // slots: each group's jobs in proportion to its weight
+    let round: Vec<usize> = (0..bench.groups)
+        .flat_map(|g| std::iter::repeat_n(g, group_weight(g)))
+        .collect();
+    let secs = drain(
+        db,
+        bench,
+        queue,
+        jobs,
+        Some(&|i, job: NewJob| job.group(format!("g{}", round[i % round.len()]))),
+    )
+    .await?;
+    let conn = db.conn().await?;
+    // starts per group before the first group's last start (all had jobs waiting till then)
+    let rows = conn
+        .query(
+            "WITH last AS (SELECT min(m) AS cutoff FROM (SELECT max(started_at) AS m FROM remuda.jobs
+                                                        WHERE queue = $1 GROUP BY group_key) g)
+             SELECT j.group_key, count(*) FILTER (WHERE j.started_at < last.cutoff)
+             FROM remuda.jobs j, last WHERE j.queue = $1 GROUP BY j.group_key",
+            &[&queue],
+        )
+        .await
+        .map_err(remuda::Error::from)?;
+    let total_weight: usize = (0..bench.groups).map(group_weight).sum();
+    let starts: i64 = rows.iter().map(|r| r.get::<_, i64>(1)).sum();
+    let mut error: f64 = 0.0;
+    for row in &rows {
+        let group: String = row.get(0);
+        let g: usize = group.trim_start_matches('g').parse().unwrap_or(0);
+        let expected = starts as f64 * group_weight(g) as f64 / total_weight as f64;
+        if expected > 0.0 {
+            error = error.max((row.get::<_, i64>(1) as f64 - expected).abs() / expected);
+        }
+    }
+    let drain = jobs as f64 / secs;
+    Ok(json!({
+        "limit": "fair",
+        "jobs": jobs,
+        "groups": bench.groups,
+        "weights": "1, 2, 3 in turn",
+        "starts_compared": starts,
+        "share_error": (error * 1000.0).round() / 1000.0,
+        "drain_jobs_per_sec": drain.round(),
+        "plain_drain_jobs_per_sec": plain.round(),
+        "ratio": ratio(drain, plain),
     }))
 }
 
@@ -346,7 +444,8 @@ async fn limit_queue(db: &Database, queue: &str, change: QueueChange) -> CliResu
     Ok(())
 }
 
-/// Enqueues `jobs` no-op jobs in `queue` (with `key(i)` as concurrency key), then starts one
+/// Enqueues `jobs` no-op jobs in `queue` (each job `i` shaped by `shape`: its key, its
+/// group), then starts one
 /// worker on the queue and waits until every outcome is written. Seconds from the worker's
 /// start (start-up included, as the main bench).
 async fn drain(
@@ -354,13 +453,13 @@ async fn drain(
     bench: &LimitBench,
     queue: &str,
     jobs: usize,
-    key: Option<&dyn Fn(usize) -> String>,
+    shape: Option<&dyn Fn(usize, NewJob) -> NewJob>,
 ) -> CliResult<f64> {
     let batch: Vec<NewJob> = (0..jobs)
         .map(|i| {
             let job = NewJob::from_json(KIND, remuda::Jsonb(format!("{{\"i\":{i}}}"))).queue(queue);
-            match key {
-                Some(key) => job.concurrency_key(key(i)),
+            match shape {
+                Some(shape) => shape(i, job),
                 None => job,
             }
         })

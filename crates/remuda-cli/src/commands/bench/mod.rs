@@ -186,6 +186,7 @@ pub async fn run(db_args: &DbArgs, args: BenchArgs) -> CliResult<u8> {
                 concurrency: args.concurrency,
                 keys: args.keys,
                 key_limit: args.key_limit,
+                groups: args.groups,
                 max_running: args.max_running,
                 rate: args.rate,
                 window: args.duration.unwrap_or(limits::RATE_WINDOW),

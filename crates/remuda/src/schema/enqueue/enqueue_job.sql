@@ -16,6 +16,14 @@
 --     batch_wait has passed since the first. See enqueue_batched.sql.
 -- Each is race-free under concurrent enqueues of one key and works in the caller's
 -- transaction.
+--
+-- group_key: the job's group, by which a queue with fair share on shares its starts (`group`
+-- is a reserved word in SQL, hence the name). A formed job takes the group of the enqueue
+-- that made it.
+-- (the signature of versions before groups: replaced by this one)
+DROP FUNCTION IF EXISTS remuda.enqueue_job(text, jsonb, text, integer, timestamptz, interval, integer, interval,
+    timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb, interval, interval, interval,
+    boolean, text, integer, interval);
 CREATE OR REPLACE FUNCTION remuda.enqueue_job(
     kind text,
     args jsonb DEFAULT '{}',
@@ -41,7 +49,8 @@ CREATE OR REPLACE FUNCTION remuda.enqueue_job(
     throttle_latest boolean DEFAULT false,
     batch_key text DEFAULT NULL,
     batch_size integer DEFAULT NULL,
-    batch_wait interval DEFAULT NULL
+    batch_wait interval DEFAULT NULL,
+    group_key text DEFAULT NULL
 ) RETURNS TABLE (id bigint, joined boolean, duplicate boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -57,6 +66,7 @@ DECLARE
     states text[] := COALESCE(enqueue_job.unique_states, ARRAY['scheduled', 'available', 'running', 'completed']);
     stored_key text;
     scope text;
+    formed record;
     period_ms bigint;
     new_id bigint;
     -- debounced, throttled or batched: folded into the waiting job of its key
@@ -114,6 +124,9 @@ BEGIN
     IF octet_length(enqueue_job.concurrency_key) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the concurrency key must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
+    IF octet_length(enqueue_job.group_key) NOT BETWEEN 1 AND 1000 THEN
+        RAISE EXCEPTION 'job %: the group must be 1 to 1000 bytes', job USING ERRCODE = bad;
+    END IF;
     IF octet_length(enqueue_job.target_worker) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the target worker must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
@@ -163,24 +176,28 @@ BEGIN
         scope := CASE WHEN enqueue_job.unique_per_queue THEN enqueue_job.queue END;
     END IF;
     IF mode = 'batched' THEN
-        RETURN QUERY SELECT * FROM remuda.enqueue_batched(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
+        SELECT * INTO formed FROM remuda.enqueue_batched(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
             enqueue_job.priority, enqueue_job.max_attempts, enqueue_job.deadline, timeout_ms,
             enqueue_job.concurrency_key, enqueue_job.target_worker, enqueue_job.requires, target,
             enqueue_job.batch_key, enqueue_job.batch_size, enqueue_job.batch_wait);
-        RETURN;
-    END IF;
-    IF mode = 'throttled' THEN
-        RETURN QUERY SELECT * FROM remuda.enqueue_throttled(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
+    ELSIF mode = 'throttled' THEN
+        SELECT * INTO formed FROM remuda.enqueue_throttled(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
             enqueue_job.priority, enqueue_job.max_attempts, start, enqueue_job.deadline, timeout_ms,
             stored_key, scope, enqueue_job.concurrency_key, enqueue_job.target_worker, enqueue_job.requires, target,
             enqueue_job.throttle, enqueue_job.throttle_latest);
-        RETURN;
-    END IF;
-    IF mode = 'debounced' THEN
-        RETURN QUERY SELECT * FROM remuda.enqueue_debounced(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
+    ELSIF mode = 'debounced' THEN
+        SELECT * INTO formed FROM remuda.enqueue_debounced(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
             enqueue_job.priority, enqueue_job.max_attempts, enqueue_job.deadline, timeout_ms,
             stored_key, scope, enqueue_job.concurrency_key, enqueue_job.target_worker, enqueue_job.requires, target,
             enqueue_job.debounce, enqueue_job.debounce_max);
+    END IF;
+    IF mode IS NOT NULL THEN
+        -- the enqueue that made the job gives it its group (the formations' own inserts leave
+        -- it out; a job joined keeps the group it has)
+        IF enqueue_job.group_key IS NOT NULL AND NOT formed.joined AND NOT formed.duplicate THEN
+            UPDATE remuda.jobs j SET group_key = enqueue_job.group_key WHERE j.id = formed.id;
+        END IF;
+        RETURN QUERY SELECT formed.id, formed.joined, formed.duplicate;
         RETURN;
     END IF;
     -- a duplicate whose holder leaves its unique states between the insert and the lookup is
@@ -188,12 +205,13 @@ BEGIN
     FOR round IN 1..5 LOOP
         INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,
-                                      target_worker, requires, notify, flags)
+                                      target_worker, requires, notify, flags, group_key)
         VALUES (CASE WHEN start > clock_timestamp() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
                 enqueue_job.queue, enqueue_job.kind, enqueue_job.priority, enqueue_job.max_attempts, COALESCE(start, now()),
                 enqueue_job.deadline, timeout_ms, enqueue_job.args, stored_key,
                 CASE WHEN is_unique THEN states::remuda.job_state[] END, scope, enqueue_job.concurrency_key,
-                enqueue_job.target_worker, enqueue_job.requires, target, CASE WHEN target IS NULL THEN 0 ELSE 4 END)
+                enqueue_job.target_worker, enqueue_job.requires, target, CASE WHEN target IS NULL THEN 0 ELSE 4 END,
+                enqueue_job.group_key)
         ON CONFLICT (kind, (COALESCE(unique_queue, '')), unique_key)
             WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING
         RETURNING j.id INTO new_id;

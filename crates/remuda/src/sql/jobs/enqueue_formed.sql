@@ -11,4 +11,5 @@ FROM remuda.enqueue_job(
     concurrency_key => $14, target_worker => $15, requires => $16::text[], notify => $17,
     debounce => $18::bigint * interval '1 millisecond', debounce_max => $19::bigint * interval '1 millisecond',
     throttle => $20::bigint * interval '1 millisecond', throttle_latest => $21,
-    batch_key => $22, batch_size => $23, batch_wait => $24::bigint * interval '1 millisecond') e
+    batch_key => $22, batch_size => $23, batch_wait => $24::bigint * interval '1 millisecond',
+    group_key => $25) e

@@ -1,0 +1,286 @@
+//! Weighted fair share between the groups of a queue, held by several `remuda worker`
+//! processes together: starts follow the weights under backlog whatever the number of keys a
+//! group spreads its jobs over, key limits still hold, and a group with nothing waiting
+//! leaves its share to the others and takes it back, without a burst, when its jobs come.
+
+mod common;
+
+use common::{code, json, migrated, remuda, stderr, TempDir, TestDatabase, WorkerProcess};
+use remuda::NewJob;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const QUEUE: &str = "tenants";
+
+/// A worker config whose one task (`work`, in the fair queue) sleeps 20 ms.
+fn config(dir: &TempDir, concurrency: u32) -> std::path::PathBuf {
+    dir.write(
+        "remuda.toml",
+        &format!(
+            r#"
+[worker]
+concurrency = {concurrency}
+poll_interval = "100ms"
+maintenance_interval = "250ms"
+shutdown_timeout = "5s"
+
+[tasks.work]
+queue = "{QUEUE}"
+command = ["sh", "-c", "cat >/dev/null; sleep 0.02"]
+"#
+        ),
+    )
+}
+
+async fn cli_ok(db: &TestDatabase, args: &[&str]) -> serde_json::Value {
+    let output = remuda(db, args).await;
+    assert_eq!(code(&output), 0, "{args:?}: {}", stderr(&output));
+    if args.contains(&"--json") {
+        json(&output)
+    } else {
+        serde_json::Value::Null
+    }
+}
+
+/// `n` jobs of `group`, the `i`-th with concurrency key `key(i)` when given.
+fn jobs(group: &str, n: usize, key: Option<&dyn Fn(usize) -> String>) -> Vec<NewJob> {
+    (0..n)
+        .map(|i| {
+            let job = NewJob::from_json("work", remuda::Jsonb("{}".into()))
+                .queue(QUEUE)
+                .group(group);
+            match key {
+                Some(key) => job.concurrency_key(key(i)),
+                None => job,
+            }
+        })
+        .collect()
+}
+
+/// The groups of the queue's started jobs, in the order they started (by claim time, then
+/// id: the jobs of one claim share a start time).
+async fn starts(db: &TestDatabase) -> Vec<String> {
+    let client = db.client().await.expect("client");
+    let conn = client.database().conn().await.expect("conn");
+    conn.query(
+        "SELECT group_key FROM remuda.jobs WHERE queue = $1 AND started_at IS NOT NULL
+         ORDER BY started_at, id",
+        &[&QUEUE],
+    )
+    .await
+    .expect("starts")
+    .iter()
+    .map(|r| r.get::<_, Option<String>>(0).unwrap_or_default())
+    .collect()
+}
+
+async fn wait_finished(db: &TestDatabase, n: i64) {
+    let client = db.client().await.expect("client");
+    common::until("every job finished", Duration::from_secs(120), async || {
+        common::count(
+            &client,
+            "SELECT count(*) FROM remuda.jobs WHERE state = 'completed'",
+        )
+        .await
+            >= n
+    })
+    .await;
+}
+
+/// Checks each window of `window` starts of `order` for the shares `weights` give the
+/// groups, within ±10 % of each group's own share.
+fn assert_shares(order: &[String], window: usize, weights: &[(&str, f64)]) {
+    let total: f64 = weights.iter().map(|(_, w)| w).sum();
+    assert!(
+        order.len() >= window,
+        "only {} starts to compare",
+        order.len()
+    );
+    for (n, chunk) in order.chunks_exact(window).enumerate() {
+        let mut seen: HashMap<&str, usize> = HashMap::new();
+        for g in chunk {
+            *seen.entry(g.as_str()).or_default() += 1;
+        }
+        for (group, weight) in weights {
+            let expected = window as f64 * weight / total;
+            let got = seen.get(group).copied().unwrap_or(0) as f64;
+            assert!(
+                (got - expected).abs() <= expected * 0.10,
+                "window {n} of {window} starts: group {group} started {got}, its weight gives {expected:.0} (±10 %); all: {seen:?}"
+            );
+        }
+    }
+}
+
+/// The starts made while every one of `groups` still had jobs waiting: up to the first
+/// group's last start.
+fn while_backlogged(order: &[String], groups: &[&str]) -> Vec<String> {
+    let cutoff = groups
+        .iter()
+        .map(|g| order.iter().rposition(|s| s == g).unwrap_or(0))
+        .min()
+        .unwrap_or(0);
+    order[..cutoff].to_vec()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_groups_weighted_3_1_1_start_in_that_proportion_across_worker_processes() {
+    let db = migrated().await;
+    cli_ok(
+        &db,
+        &[
+            "queue",
+            "set",
+            QUEUE,
+            "--fairness",
+            "group",
+            "--key-limit",
+            "1",
+        ],
+    )
+    .await;
+    cli_ok(&db, &["queue", "group", QUEUE, "big", "--weight", "3"]).await;
+    // the big tenant spreads its jobs over 100 keys: with keys taking turns alone it would
+    // take 100 of every 102 starts
+    let client = db.client().await.expect("client");
+    let mut all = jobs("big", 900, Some(&|i| format!("big:{}", i % 100)));
+    all.extend(jobs("small", 300, None));
+    all.extend(jobs("other", 300, None));
+    client.insert_bulk(&all).await.expect("enqueue");
+
+    // the most jobs of one key running at once, sampled while the workers run
+    let most_per_key = Arc::new(AtomicI64::new(0));
+    let sampling = tokio_util::sync::CancellationToken::new();
+    let sampler = {
+        let (most, stop) = (most_per_key.clone(), sampling.clone());
+        let conn = client.database().conn().await.expect("conn");
+        tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let row = conn
+                    .query_one(
+                        "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM remuda.jobs
+                         WHERE state = 'running' AND queue = $1 AND concurrency_key IS NOT NULL
+                         GROUP BY concurrency_key) k",
+                        &[&QUEUE],
+                    )
+                    .await
+                    .expect("sample");
+                most.fetch_max(row.get(0), Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+        })
+    };
+
+    let dir = TempDir::new();
+    let config = config(&dir, 4);
+    let workers: Vec<WorkerProcess> = (0..3).map(|_| WorkerProcess::start(&db, &config)).collect();
+    wait_finished(&db, 1500).await;
+    sampling.cancel();
+    sampler.await.expect("sampler");
+    for w in workers {
+        assert!(w.stop().await.success());
+    }
+
+    let order = starts(&db).await;
+    let backlogged = while_backlogged(&order, &["big", "small", "other"]);
+    assert!(
+        backlogged.len() >= 1000,
+        "{} starts compared",
+        backlogged.len()
+    );
+    assert_shares(
+        &backlogged,
+        250,
+        &[("big", 3.0), ("small", 1.0), ("other", 1.0)],
+    );
+    assert_eq!(
+        most_per_key.load(Ordering::Relaxed),
+        1,
+        "the key limit of 1 held"
+    );
+
+    let groups = cli_ok(&db, &["queue", "groups", QUEUE, "--json"]).await;
+    let started: HashMap<String, i64> = groups
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().unwrap_or("").to_string(),
+                g["starts_last_minute"].as_i64().unwrap_or(-1),
+            )
+        })
+        .collect();
+    assert_eq!(
+        started,
+        HashMap::from([
+            ("big".into(), 900),
+            ("small".into(), 300),
+            ("other".into(), 300)
+        ]),
+        "{groups}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_group_leaves_its_share_and_takes_it_back_without_a_burst() {
+    let db = migrated().await;
+    cli_ok(&db, &["queue", "set", QUEUE, "--fairness", "group"]).await;
+    cli_ok(&db, &["queue", "group", QUEUE, "early", "--weight", "3"]).await;
+    let client = db.client().await.expect("client");
+    // `idle` (weight 1) has nothing waiting: `early` and `late` share 3:1
+    let mut all = jobs("early", 1200, None);
+    all.extend(jobs("late", 400, None));
+    client.insert_bulk(&all).await.expect("enqueue");
+
+    let dir = TempDir::new();
+    let config = config(&dir, 4);
+    let workers: Vec<WorkerProcess> = (0..2).map(|_| WorkerProcess::start(&db, &config)).collect();
+    let conn = client.database().conn().await.expect("conn");
+    common::until("400 starts", Duration::from_secs(60), async || {
+        common::count(
+            &client,
+            "SELECT count(*) FROM remuda.jobs WHERE started_at IS NOT NULL",
+        )
+        .await
+            >= 400
+    })
+    .await;
+    // the idle group comes back with a backlog: it takes its share at once, and no more
+    // (it saved up nothing while it had no jobs)
+    client
+        .insert_bulk(&jobs("idle", 300, None))
+        .await
+        .expect("enqueue");
+    let came_back: chrono::DateTime<chrono::Utc> = conn
+        .query_one("SELECT now()", &[])
+        .await
+        .expect("now")
+        .get(0);
+    wait_finished(&db, 1900).await;
+    for w in workers {
+        assert!(w.stop().await.success());
+    }
+
+    let before: Vec<String> = conn
+        .query(
+            "SELECT group_key FROM remuda.jobs WHERE started_at < $1 ORDER BY started_at, id",
+            &[&came_back],
+        )
+        .await
+        .expect("starts")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_shares(&before[..400], 200, &[("early", 3.0), ("late", 1.0)]);
+
+    let order = starts(&db).await;
+    let first_idle = order
+        .iter()
+        .position(|g| g == "idle")
+        .expect("the idle group started");
+    let after = while_backlogged(&order[first_idle..], &["early", "late", "idle"]);
+    assert_shares(&after, 200, &[("early", 3.0), ("late", 1.0), ("idle", 1.0)]);
+}
