@@ -73,6 +73,11 @@ class JobContext:
     cancelled: StopFlag = field(default_factory=lambda: StopFlag())
     #: where :func:`remuda.step` reads and records this run's steps (``None`` outside a worker)
     steps: StepStore | None = field(default=None, repr=False)
+    #: the W3C ``traceparent`` of this attempt when the job continues a trace (the job's trace,
+    #: the attempt's span as parent): pass it on to what the task calls; its sends carry it on
+    traceparent: str | None = None
+    #: the ``tracestate`` that goes with it
+    tracestate: str | None = None
 
     def is_cancelled(self) -> bool:
         """Whether the job was asked to stop (``True`` counts as seeing the stop)."""
@@ -118,6 +123,8 @@ class JobContext:
             timeout=info.get("timeout"),
             workflow=info.get("workflow"),
             steps=steps,
+            traceparent=info.get("traceparent"),
+            tracestate=info.get("tracestate"),
         )
 
 

@@ -29,6 +29,8 @@ class SendOptions(TypedDict, total=False):
     unique_per_queue: bool
     concurrency_key: str
     group: str
+    traceparent: str
+    tracestate: str
     target_worker: str
     requires: Sequence[str]
     notify: dict[str, Any]
@@ -44,7 +46,7 @@ OPTIONS = frozenset(SendOptions.__annotations__)
 
 _DURATIONS = ("delay", "timeout", "unique_period", "debounce", "debounce_max", "throttle")
 _TIMES = ("run_at", "deadline")
-_TEXTS = ("queue", "unique_key", "concurrency_key", "group", "target_worker")
+_TEXTS = ("queue", "unique_key", "concurrency_key", "group", "traceparent", "tracestate", "target_worker")
 _INTS = ("priority", "max_attempts")
 _FLAGS = ("unique_by_args", "unique_per_queue", "throttle_latest")
 _NAMES = ("requires", "unique_states")
@@ -125,6 +127,42 @@ def _option(key: str, value: Any) -> Any:
 def to_json(options: dict[str, Any]) -> str:
     """Options as the Rust client takes them."""
     return json.dumps({k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in options.items()})
+
+
+def traced(options: dict[str, Any]) -> dict[str, Any]:
+    """Options with the W3C trace context the job continues: its own ``traceparent``, else the
+    current OpenTelemetry span's (when the ``opentelemetry`` API is installed and a span is
+    active), else the running task's (a task's sends continue its trace)."""
+    if "traceparent" in options:
+        return options
+    found = _otel_trace() or _task_trace()
+    if found is None:
+        return options
+    traceparent, tracestate = found
+    out = {**options, "traceparent": traceparent}
+    if tracestate:
+        out["tracestate"] = tracestate
+    return out
+
+
+def _otel_trace() -> tuple[str, str | None] | None:
+    try:
+        from opentelemetry.propagate import inject
+    except ImportError:
+        return None
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    traceparent = carrier.get("traceparent")
+    return (traceparent, carrier.get("tracestate")) if traceparent else None
+
+
+def _task_trace() -> tuple[str, str | None] | None:
+    from .context import current_job
+
+    job = current_job()
+    if job is None or not job.traceparent:
+        return None
+    return job.traceparent, job.tracestate
 
 
 def enqueue_sql(kind: str, args: str, options: dict[str, Any]) -> tuple[str, list[Any]]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar, Uni
 from .errors import RemudaError
 from .result import TaskError, TaskResult
 from . import codec
+from . import sending
 from .sending import seconds
 from .task import native_wait, wait_seconds
 
@@ -196,7 +197,10 @@ class Workflow(Generic[R]):
         idempotency ``key``, a second start returns the first run (``existed``), and warns
         (``RuntimeWarning``) when it was started with another input: the input given now is
         not used."""
-        id, existed, warning = self.app.client.start_workflow(codec.dumps(self.spec()), codec.dumps(input), key)
+        trace = sending.traced({})
+        id, existed, warning = self.app.client.start_workflow(
+            codec.dumps(self.spec()), codec.dumps(input), key, trace.get("traceparent"), trace.get("tracestate")
+        )
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=2)
         return WorkflowHandle(self.app, id, existed, None if self.output is None else self.output.decode)

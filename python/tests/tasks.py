@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
+from typing import Any
+
 import pydantic
 
 import remuda
@@ -159,6 +161,13 @@ def make_app(database_url: str) -> remuda.App:
     @app.task("tally_once", queue="cpu", retry=RetryPolicy.none())
     def tally_once(path: str, seconds: float) -> int:
         return note_and_work(path, seconds)
+
+    @app.task("relay")
+    def relay() -> dict[str, Any]:
+        job = remuda.current_job()
+        assert job is not None
+        child = add.send(a=1, b=2)
+        return {"traceparent": job.traceparent, "tracestate": job.tracestate, "child": child.id}
 
     @app.task("listing")
     def listing(n: int) -> dict[str, list[int]]:

@@ -205,6 +205,14 @@ pub struct JobOptions {
     /// Queue (default: the kind's queue in --config, else "default").
     #[arg(long, short)]
     pub queue: Option<String>,
+    /// W3C trace context the job continues (00-<trace id>-<span id>-<flags>): its attempts run
+    /// as children of it. Taken from TRACEPARENT when not given, so a task that enqueues
+    /// continues its own trace.
+    #[arg(long, env = "TRACEPARENT")]
+    pub traceparent: Option<String>,
+    /// With --traceparent: its vendor entries, passed on unchanged.
+    #[arg(long, env = "TRACESTATE")]
+    pub tracestate: Option<String>,
     /// Priority; lower runs first (default 0).
     #[arg(long, short, allow_negative_numbers = true)]
     pub priority: Option<i32>,
@@ -506,6 +514,13 @@ pub struct WorkflowStartArgs {
     /// run; with another definition it is refused (exit 2).
     #[arg(long)]
     pub key: Option<String>,
+    /// W3C trace context the run continues (its node jobs take it); from TRACEPARENT when
+    /// not given.
+    #[arg(long, env = "TRACEPARENT")]
+    pub traceparent: Option<String>,
+    /// With --traceparent: its vendor entries.
+    #[arg(long, env = "TRACESTATE")]
+    pub tracestate: Option<String>,
     /// Wait for the run to end and print its output.
     #[arg(long)]
     pub wait: bool,

@@ -70,6 +70,9 @@ pub fn print_job(job: &Job) {
     if let Some(group) = &job.group {
         crate::out!("group         {group}");
     }
+    if let Some(trace) = &job.trace {
+        crate::out!("traceparent   {}", trace.traceparent);
+    }
     if let Some(schedule) = &job.schedule {
         crate::out!("schedule      {schedule} (fire time {})", time(job.fire_at));
     }

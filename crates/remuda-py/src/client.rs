@@ -155,18 +155,28 @@ impl Client {
 
     /// Starts a run of a spec (JSON) with input (JSON) and an idempotency key:
     /// `(id, existed, warning)`, the warning saying when the key's run was started with
-    /// another input (the input given now was not used).
-    #[pyo3(signature = (spec, input, key = None))]
+    /// another input (the input given now was not used). The run continues the trace
+    /// context `traceparent`, `tracestate` when given.
+    #[pyo3(signature = (spec, input, key = None, traceparent = None, tracestate = None))]
     fn start_workflow(
         &self,
         py: Python<'_>,
         spec: &str,
         input: &str,
         key: Option<&str>,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
     ) -> PyResult<(i64, bool, Option<String>)> {
         let spec: WorkflowSpec = parse("workflow spec", spec)?;
         let input: Value = parse("workflow input", input)?;
-        let started = block_on(py, self.inner.start_workflow_spec(&spec, &input, key))?;
+        let trace = traceparent
+            .map(|tp| remuda::TraceContext::parse(tp, tracestate))
+            .transpose()
+            .map_err(from_remuda)?;
+        let started = block_on(
+            py,
+            remuda::trace::scope(trace, self.inner.start_workflow_spec(&spec, &input, key)),
+        )?;
         Ok((started.id, started.existed, started.warning(key)))
     }
 

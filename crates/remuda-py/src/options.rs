@@ -39,6 +39,8 @@ pub struct SendOptions {
     unique_per_queue: bool,
     concurrency_key: Option<String>,
     group: Option<String>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
     target_worker: Option<String>,
     requires: Option<Vec<String>>,
     notify: Option<NotifyTarget>,
@@ -88,6 +90,13 @@ impl SendOptions {
         }
         job.concurrency_key = self.concurrency_key;
         job.group = self.group;
+        if let Some(traceparent) = &self.traceparent {
+            let trace = remuda::TraceContext::parse(traceparent, self.tracestate.as_deref())
+                .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
+            job = job.trace(trace);
+        } else if self.tracestate.is_some() {
+            return Err(error("BAD_INPUT", "tracestate needs a traceparent"));
+        }
         job.target_worker = self.target_worker;
         job.requires = self.requires;
         job.notify = self.notify;

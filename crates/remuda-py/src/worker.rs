@@ -232,6 +232,8 @@ fn job_info(ctx: &JobContext) -> String {
         "worker_id": &*ctx.worker_id,
         "timeout": ctx.timeout.map(|t| t.as_secs_f64()),
         "workflow": ctx.workflow,
+        "traceparent": ctx.trace.as_ref().map(|t| &t.traceparent),
+        "tracestate": ctx.trace.as_ref().and_then(|t| t.tracestate.as_ref()),
     })
     .to_string()
 }

@@ -232,6 +232,8 @@ pub struct Job {
     pub concurrency_key: Option<String>,
     /// Its group (fair share), if any.
     pub group: Option<String>,
+    /// The W3C trace context it continues, if any (as enqueued: each attempt runs as a child).
+    pub trace: Option<crate::TraceContext>,
     /// The worker it is routed to by name, if any.
     pub target_worker: Option<String>,
     /// Capabilities a worker needs to run it, if any.
@@ -304,6 +306,12 @@ impl Job {
             unique_key: row.try_get("unique_key")?,
             concurrency_key: row.try_get("concurrency_key")?,
             group: row.try_get("group_key")?,
+            trace: row
+                .try_get::<_, Option<String>>("traceparent")?
+                .map(|traceparent| crate::TraceContext {
+                    traceparent,
+                    tracestate: row.try_get("tracestate").ok().flatten(),
+                }),
             target_worker: row.try_get("target_worker")?,
             requires: row.try_get("requires")?,
             worker: row

@@ -52,6 +52,7 @@ pub mod step;
 pub mod task;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod trace;
 pub mod verify;
 pub mod worker;
 pub mod workflow;
@@ -67,4 +68,5 @@ pub use error::{error_chain, Error, Result};
 pub use job::{AttemptError, ErrorInfo, Job, JobResult, JobState, Step};
 pub use retry::Backoff;
 pub use task::{DynTask, JobContext, StopReason, StopSignal, Task, TaskError, TaskOptions};
+pub use trace::TraceContext;
 pub use worker::{QueueOrder, Worker, WorkerConfig, WorkerReport, WorkerStats};

@@ -96,6 +96,10 @@ pub struct JobContext {
     /// [`JobContext::sleep`]. [`Steps::default`](crate::step::Steps) (a context made outside
     /// a worker, as in a task's unit test) runs each step and keeps it in memory only.
     pub steps: crate::step::Steps,
+    /// The W3C trace context of this attempt, when the job continues a trace: the job's trace,
+    /// with the attempt's own span as parent. A task passes it on to what it calls (the
+    /// `traceparent` header); jobs it enqueues carry it on by themselves.
+    pub trace: Option<crate::TraceContext>,
 }
 
 impl JobContext {

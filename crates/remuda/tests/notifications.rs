@@ -255,6 +255,37 @@ async fn a_delivery_carries_the_standard_headers_and_a_signature_an_independent_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_traced_jobs_webhook_carries_its_trace_in_the_body_and_the_traceparent_header() {
+    let (_db, client) = setup().await;
+    let receiver = Receiver::start().await.expect("receiver");
+    let worker = worker_with(&client, delivery(&[100]));
+    let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let target = || NotifyTarget::webhook(format!("{}/hooks/traced", receiver.url));
+    let traced = insert(
+        &client,
+        report_job(target()).trace(remuda::TraceContext::parse(tp, None).expect("valid")),
+    )
+    .await;
+    let plain = insert(&client, report_job(target())).await;
+
+    let got = receiver.wait_for(2, WAIT).await;
+    worker.shutdown().await;
+    let by_job = |id: i64| {
+        got.iter()
+            .find(|r| serde_json::from_str::<Value>(&r.body).is_ok_and(|e| e["data"]["id"] == id))
+            .expect("a delivery for the job")
+    };
+    let request = by_job(traced);
+    assert_eq!(request.header("traceparent"), Some(tp));
+    let event: Value = serde_json::from_str(&request.body).expect("JSON body");
+    assert_eq!(event["data"]["traceparent"], tp);
+    let request = by_job(plain);
+    assert_eq!(request.header("traceparent"), None);
+    let event: Value = serde_json::from_str(&request.body).expect("JSON body");
+    assert!(event["data"].get("traceparent").is_none(), "{event}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_receiver_failing_three_times_gets_it_once_more_after_growing_delays() {
     let (_db, client) = setup().await;
     let receiver = Receiver::start().await.expect("receiver");

@@ -92,6 +92,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          DROP TABLE remuda.queue_groups;
          ALTER TABLE remuda.jobs DROP COLUMN group_key;
          ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock;
+         ALTER TABLE remuda.jobs DROP COLUMN traceparent, DROP COLUMN tracestate;
+         ALTER TABLE remuda.workflows DROP COLUMN traceparent, DROP COLUMN tracestate;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
@@ -104,7 +106,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0020_history",
             "0021_steps",
             "0022_formed_jobs",
-            "0023_fair_share"
+            "0023_fair_share",
+            "0024_trace_context"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -8,6 +8,18 @@ use crate::output::print_json;
 use remuda::{JobResult, Jsonb, NewJob};
 use std::io::BufRead;
 
+/// The trace context of `--traceparent` / `--tracestate` (or TRACEPARENT / TRACESTATE), if
+/// one is given: an empty TRACEPARENT counts as none.
+pub fn trace_context(
+    traceparent: Option<&str>,
+    tracestate: Option<&str>,
+) -> CliResult<Option<remuda::TraceContext>> {
+    match traceparent.filter(|t| !t.is_empty()) {
+        Some(tp) => Ok(Some(remuda::TraceContext::parse(tp, tracestate)?)),
+        None => Ok(None),
+    }
+}
+
 /// Applies the flags (and the kind's defaults from --config) to a job.
 fn apply(
     options: &JobOptions,
@@ -33,6 +45,12 @@ fn apply(
     }
     if let Some(group) = &options.group {
         job = job.group(group.clone());
+    }
+    if let Some(trace) = trace_context(
+        options.traceparent.as_deref(),
+        options.tracestate.as_deref(),
+    )? {
+        job = job.trace(trace);
     }
     if let Some(key) = &options.concurrency_key {
         job = job.concurrency_key(key.clone());

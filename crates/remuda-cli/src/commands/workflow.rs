@@ -72,10 +72,14 @@ async fn start(db: &DbArgs, args: WorkflowStartArgs) -> CliResult<u8> {
     let input = json_arg("--args", args.args.as_deref())?;
     // checked before connecting: a bad spec is exit 2 with every problem, database or not
     remuda::workflow::compile(&spec).map_err(|e| remuda::Error::InvalidWorkflow(e.problems))?;
+    let trace =
+        super::enqueue::trace_context(args.traceparent.as_deref(), args.tracestate.as_deref())?;
     let client = connect::client(db).await?;
-    let started = client
-        .start_workflow_spec(&spec, &input, args.key.as_deref())
-        .await?;
+    let started = remuda::trace::scope(
+        trace,
+        client.start_workflow_spec(&spec, &input, args.key.as_deref()),
+    )
+    .await?;
     let warning = started.warning(args.key.as_deref());
     if let Some(warning) = &warning {
         eprintln!("warning: {warning}");

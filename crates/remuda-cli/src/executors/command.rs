@@ -91,6 +91,14 @@ impl CommandTask {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // the attempt's trace context, and never one the worker's own environment holds
+        command.env_remove("TRACEPARENT").env_remove("TRACESTATE");
+        if let Some(trace) = &ctx.trace {
+            command.env("TRACEPARENT", &trace.traceparent);
+            if let Some(state) = &trace.tracestate {
+                command.env("TRACESTATE", state);
+            }
+        }
         if let Some(dir) = &self.workdir {
             command.current_dir(dir);
         }

@@ -54,6 +54,12 @@ impl HttpTask {
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
+        if let Some(trace) = &ctx.trace {
+            request = request.header("traceparent", &trace.traceparent);
+            if let Some(state) = &trace.tracestate {
+                request = request.header("tracestate", state);
+            }
+        }
         request = request.timeout(ctx.timeout.unwrap_or(REQUEST_TIMEOUT));
         let mut response = request
             .body(job_document(&ctx, &args))

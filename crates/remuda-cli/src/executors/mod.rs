@@ -87,6 +87,7 @@ mod tests {
             stop: Default::default(),
             workflow: None,
             steps: Default::default(),
+            trace: None,
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));
         let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");

@@ -188,14 +188,37 @@ impl Enqueue {
     }
 }
 
+/// The W3C trace context of a request (`traceparent`, `tracestate` headers), if it has one.
+fn trace_of(headers: &axum::http::HeaderMap) -> ApiResult<Option<remuda::TraceContext>> {
+    let text = |name: &str| -> ApiResult<Option<&str>> {
+        headers
+            .get(name)
+            .map(|v| {
+                v.to_str()
+                    .map_err(|_| ApiError::invalid(format!("the {name} header is not ASCII")))
+            })
+            .transpose()
+    };
+    match text("traceparent")? {
+        Some(tp) => remuda::TraceContext::parse(tp, text("tracestate")?)
+            .map(Some)
+            .map_err(|e| ApiError::invalid(e.to_string())),
+        None => Ok(None),
+    }
+}
+
 /// `POST /api/v1/jobs`: `201 {"id"}`; a unique key another job holds is `409` with that
-/// job's `id`.
+/// job's `id`. A `traceparent` header (and `tracestate`) is the trace the job continues.
 pub async fn enqueue(
     S(state): S<State>,
     Extension(who): Extension<Principal>,
+    headers: axum::http::HeaderMap,
     ApiJson(body): ApiJson<Enqueue>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
-    let job = body.to_job()?;
+    let mut job = body.to_job()?;
+    if let Some(trace) = trace_of(&headers)? {
+        job = job.trace(trace);
+    }
     let result = match state.client.insert_each(&[job]).await {
         Ok(list) => match list.first() {
             Some(i) if i.duplicate => Err(ApiError::new(

@@ -383,6 +383,12 @@ pub async fn show(
             field(name, esc(v));
         }
     }
+    if let Some(trace) = &job.trace {
+        field("traceparent", esc(&trace.traceparent));
+        if let Some(state) = &trace.tracestate {
+            field("tracestate", esc(state));
+        }
+    }
     if let Some(s) = &job.schedule {
         field(
             "schedule",

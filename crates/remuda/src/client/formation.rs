@@ -108,6 +108,7 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
         None => {}
     }
     let notify = job.notify.as_ref().map(crate::notify::NotifyTarget::stored);
+    let trace = job.trace_or(crate::trace::current().as_ref());
     let row = conn
         .query_one(
             sql::ENQUEUE_FORMED,
@@ -137,6 +138,8 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
                 &batch_size,
                 &ms(batch_wait),
                 &job.group,
+                &trace.as_ref().map(|t| t.traceparent.as_str()),
+                &trace.as_ref().and_then(|t| t.tracestate.as_deref()),
             ],
         )
         .await

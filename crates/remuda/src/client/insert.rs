@@ -49,6 +49,9 @@ pub struct NewJob {
     pub notify: Option<crate::notify::NotifyTarget>,
     /// Formed from many enqueues of one key: debounced, throttled or batched.
     pub formation: Option<super::Formation>,
+    /// The W3C trace context it continues (`None`: the one current where it is enqueued, see
+    /// [`crate::trace::current`], if any).
+    pub trace: Option<crate::TraceContext>,
 }
 
 /// How a job is unique (River's and Oban's unique jobs): by a key of the caller's or by its
@@ -139,6 +142,7 @@ impl NewJob {
             unique: None,
             notify: None,
             formation: None,
+            trace: None,
         }
     }
 
@@ -306,6 +310,21 @@ impl NewJob {
         self
     }
 
+    /// Continues the trace `trace` (a request's `traceparent` and `tracestate`): the job's
+    /// attempts run as its children.
+    pub fn trace(mut self, trace: crate::TraceContext) -> Self {
+        self.trace = Some(trace);
+        self
+    }
+
+    /// The trace context it is enqueued with: its own, else the one current here.
+    pub(crate) fn trace_or(
+        &self,
+        current: Option<&crate::TraceContext>,
+    ) -> Option<crate::TraceContext> {
+        self.trace.clone().or_else(|| current.cloned())
+    }
+
     /// Notifies `target` when the job reaches a final state it names (instead of the kind's
     /// defaults): a signed webhook and/or an email, written in the transaction of that state.
     pub fn notify(mut self, target: crate::notify::NotifyTarget) -> Self {
@@ -384,6 +403,10 @@ impl NewJob {
                 }
             }
         }
+        if let Some(t) = &self.trace {
+            crate::TraceContext::parse(&t.traceparent, t.tracestate.as_deref())
+                .map_err(|e| Error::InvalidInput(format!("job {}: {e}", self.kind)))?;
+        }
         if let Some(caps) = &self.requires {
             if caps.iter().any(|c| c.trim().is_empty()) {
                 return bad(format!("job {}: a required capability is empty", self.kind));
@@ -433,7 +456,7 @@ impl NewJob {
 /// Longest unique key accepted (btree entries must fit a third of a page).
 pub const MAX_UNIQUE_KEY: usize = 1000;
 
-/// A batch as parallel arrays, one per column both insert statements take ($1 … $13, one
+/// A batch as parallel arrays, one per column both insert statements take ($1 … $15, one
 /// element per job; `requires` as array literals, since arrays of arrays do not unnest).
 struct Columns<'a> {
     queues: Vec<&'a str>,
@@ -449,6 +472,8 @@ struct Columns<'a> {
     requires: Vec<Option<String>>,
     notify: Vec<Option<serde_json::Value>>,
     groups: Vec<Option<&'a str>>,
+    traceparents: Vec<Option<String>>,
+    tracestates: Vec<Option<String>>,
 }
 
 impl<'a> Columns<'a> {
@@ -468,7 +493,10 @@ impl<'a> Columns<'a> {
             requires: Vec::with_capacity(n),
             notify: Vec::with_capacity(n),
             groups: Vec::with_capacity(n),
+            traceparents: Vec::with_capacity(n),
+            tracestates: Vec::with_capacity(n),
         };
+        let current = crate::trace::current();
         for job in jobs {
             c.queues.push(job.queue.as_str());
             c.kinds.push(job.kind.as_str());
@@ -484,6 +512,10 @@ impl<'a> Columns<'a> {
             c.notify
                 .push(job.notify.as_ref().map(crate::notify::NotifyTarget::stored));
             c.groups.push(job.group.as_deref());
+            let trace = job.trace_or(current.as_ref());
+            c.tracestates
+                .push(trace.as_ref().and_then(|t| t.tracestate.clone()));
+            c.traceparents.push(trace.map(|t| t.traceparent));
         }
         c
     }
@@ -503,6 +535,8 @@ impl<'a> Columns<'a> {
             &self.requires,
             &self.notify,
             &self.groups,
+            &self.traceparents,
+            &self.tracestates,
         ]
     }
 }
@@ -697,11 +731,17 @@ pub(crate) async fn insert_bulk(
                 Type::TEXT,
                 Type::TEXT_ARRAY,
                 Type::TEXT,
+                Type::TEXT,
+                Type::TEXT,
             ],
         );
         pin_mut!(writer);
+        let current = crate::trace::current();
         for job in now {
             let timeout = job.timeout_ms();
+            let trace = job.trace_or(current.as_ref());
+            let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
+            let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
             writer
                 .as_mut()
                 .write(&[
@@ -716,6 +756,8 @@ pub(crate) async fn insert_bulk(
                     &job.target_worker,
                     &job.requires,
                     &job.group,
+                    &traceparent,
+                    &tracestate,
                 ])
                 .await?;
         }

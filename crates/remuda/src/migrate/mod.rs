@@ -175,10 +175,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0023_fair_share.sql"),
     },
+    Migration {
+        version: 24,
+        name: "trace_context",
+        mode: Mode::Transaction,
+        sql: include_str!("0024_trace_context.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 23;
+pub const LATEST: i32 = 24;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

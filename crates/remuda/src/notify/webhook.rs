@@ -29,6 +29,16 @@ pub(crate) fn client(config: &NotificationConfig) -> reqwest::Result<reqwest::Cl
         .build()
 }
 
+/// The trace context a job's notification carries (`data.traceparent`), checked again: the
+/// body is the database's, and a header must not take what is not a traceparent.
+fn traceparent_of(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body).ok()?;
+    let traceparent = value.get("data")?.get("traceparent")?.as_str()?;
+    crate::TraceContext::parse(traceparent, None)
+        .ok()
+        .map(|t| t.traceparent)
+}
+
 /// Sends `body` to `target` as notification `id`.
 pub(crate) async fn send(
     http: &reqwest::Client,
@@ -48,13 +58,16 @@ pub(crate) async fn send(
     let timestamp = chrono::Utc::now().timestamp();
     let signature =
         super::secret::signatures(&config.secrets, &message_id, timestamp, body.as_bytes());
-    let request = http
+    let mut request = http
         .post(url)
         .header("content-type", "application/json")
         .header("webhook-id", &message_id)
         .header("webhook-timestamp", timestamp.to_string())
-        .header("webhook-signature", signature)
-        .body(body.to_string());
+        .header("webhook-signature", signature);
+    if let Some(traceparent) = traceparent_of(body) {
+        request = request.header("traceparent", traceparent);
+    }
+    let request = request.body(body.to_string());
     let response = match request.send().await {
         Ok(response) => response,
         Err(e) => {

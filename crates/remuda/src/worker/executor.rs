@@ -40,9 +40,22 @@ pub(crate) struct Claimed {
     pub workflow: Option<Jsonb>,
     /// When it could run (its wait is from here to the claim).
     pub run_at: DateTime<Utc>,
+    /// The trace context it continues, as enqueued.
+    pub trace: Option<crate::TraceContext>,
 }
 
 impl Claimed {
+    /// The trace context of this attempt: the job's, with the attempt's own span as parent.
+    pub fn attempt_trace(&self) -> Option<crate::TraceContext> {
+        self.trace.as_ref().map(|t| {
+            t.child(&crate::trace::attempt_span_id(
+                self.id,
+                self.attempt,
+                self.started_at,
+            ))
+        })
+    }
+
     /// This run, as the completer's writes name it.
     pub fn run(&self) -> Run {
         Run {
@@ -102,13 +115,19 @@ pub(crate) async fn execute(
             job.attempt,
             job.started_at,
         ),
+        trace: job.attempt_trace(),
     };
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     let began = std::time::Instant::now();
     tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
     // the call itself inside catch_unwind too: a task may panic before returning its future
-    let run = AssertUnwindSafe(async move { task.run(ctx, args).await }).catch_unwind();
+    // the attempt's trace is current in the task: what it enqueues continues it
+    let trace = ctx.trace.clone();
+    let run = AssertUnwindSafe(crate::trace::scope(trace, async move {
+        task.run(ctx, args).await
+    }))
+    .catch_unwind();
     let grace = shared.config.cancel_grace;
     let result = tokio::select! {
         biased;

@@ -186,9 +186,15 @@ impl Client {
         input: &Value,
         key: Option<&str>,
     ) -> Result<Started> {
+        let trace = crate::trace::current();
+        let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
+        let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
         let conn = self.database().conn().await?;
         let row = conn
-            .query_one(sql::WORKFLOW_START, &[compiled, input, &key])
+            .query_one(
+                sql::WORKFLOW_START,
+                &[compiled, input, &key, &traceparent, &tracestate],
+            )
             .await?;
         let id: i64 = row.try_get("id")?;
         if row.try_get::<_, bool>("drift")? {

@@ -5,18 +5,22 @@
 -- of each attempt; unique_key / unique_by_args with unique_states, unique_period and
 -- unique_per_queue: as the Rust client's Unique; concurrency_key, target_worker, requires:
 -- flow control and routing; group_key: the group a queue with fair share on shares its
--- starts by (`group` is a reserved word in SQL); notify: a {"webhook", "email", "on"} target; debounce with
+-- starts by (`group` is a reserved word in SQL); traceparent, tracestate: the W3C trace
+-- context the job continues; notify: a {"webhook", "email", "on"} target; debounce with
 -- debounce_max, throttle with throttle_latest, batch_key with batch_size and batch_wait: a job
 -- formed from many enqueues (see enqueue_job.sql, which does the work). Args are limited to
 -- the setting remuda.max_payload (bytes, default 1 MiB), as the client's max_payload, measured
 -- on the jsonb's text (which spaces its separators: a little more than compact JSON).
--- (the signatures of versions before debounce, throttle and batches, and before groups:
--- replaced by this one)
+-- (the signatures of versions before debounce, throttle and batches, and before groups and
+-- trace contexts: replaced by this one)
 DROP FUNCTION IF EXISTS remuda.enqueue(text, jsonb, text, integer, timestamptz, interval, integer, interval,
     timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb);
 DROP FUNCTION IF EXISTS remuda.enqueue(text, jsonb, text, integer, timestamptz, interval, integer, interval,
     timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb, interval, interval, interval,
     boolean, text, integer, interval);
+DROP FUNCTION IF EXISTS remuda.enqueue(text, jsonb, text, integer, timestamptz, interval, integer, interval,
+    timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb, interval, interval, interval,
+    boolean, text, integer, interval, text);
 CREATE OR REPLACE FUNCTION remuda.enqueue(
     kind text,
     args jsonb DEFAULT '{}',
@@ -43,7 +47,9 @@ CREATE OR REPLACE FUNCTION remuda.enqueue(
     batch_key text DEFAULT NULL,
     batch_size integer DEFAULT NULL,
     batch_wait interval DEFAULT NULL,
-    group_key text DEFAULT NULL
+    group_key text DEFAULT NULL,
+    traceparent text DEFAULT NULL,
+    tracestate text DEFAULT NULL
 ) RETURNS bigint LANGUAGE sql AS $$
     SELECT e.id FROM remuda.enqueue_job(
         kind => enqueue.kind,
@@ -71,5 +77,7 @@ CREATE OR REPLACE FUNCTION remuda.enqueue(
         batch_key => enqueue.batch_key,
         batch_size => enqueue.batch_size,
         batch_wait => enqueue.batch_wait,
-        group_key => enqueue.group_key) e
+        group_key => enqueue.group_key,
+        traceparent => enqueue.traceparent,
+        tracestate => enqueue.tracestate) e
 $$;

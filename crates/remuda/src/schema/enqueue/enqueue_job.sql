@@ -20,10 +20,16 @@
 -- group_key: the job's group, by which a queue with fair share on shares its starts (`group`
 -- is a reserved word in SQL, hence the name). A formed job takes the group of the enqueue
 -- that made it.
--- (the signature of versions before groups: replaced by this one)
+--
+-- traceparent, tracestate: the W3C trace context the job continues (its attempts run as
+-- children of it); checked as remuda's clients check it.
+-- (the signatures of versions before groups and trace contexts: replaced by this one)
 DROP FUNCTION IF EXISTS remuda.enqueue_job(text, jsonb, text, integer, timestamptz, interval, integer, interval,
     timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb, interval, interval, interval,
     boolean, text, integer, interval);
+DROP FUNCTION IF EXISTS remuda.enqueue_job(text, jsonb, text, integer, timestamptz, interval, integer, interval,
+    timestamptz, text, boolean, text[], interval, boolean, text, text, text[], jsonb, interval, interval, interval,
+    boolean, text, integer, interval, text);
 CREATE OR REPLACE FUNCTION remuda.enqueue_job(
     kind text,
     args jsonb DEFAULT '{}',
@@ -50,7 +56,9 @@ CREATE OR REPLACE FUNCTION remuda.enqueue_job(
     batch_key text DEFAULT NULL,
     batch_size integer DEFAULT NULL,
     batch_wait interval DEFAULT NULL,
-    group_key text DEFAULT NULL
+    group_key text DEFAULT NULL,
+    traceparent text DEFAULT NULL,
+    tracestate text DEFAULT NULL
 ) RETURNS TABLE (id bigint, joined boolean, duplicate boolean) LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -127,6 +135,7 @@ BEGIN
     IF octet_length(enqueue_job.group_key) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the group must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
+    PERFORM remuda.check_trace('job ' || job, enqueue_job.traceparent, enqueue_job.tracestate);
     IF octet_length(enqueue_job.target_worker) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the target worker must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
@@ -192,10 +201,14 @@ BEGIN
             enqueue_job.debounce, enqueue_job.debounce_max);
     END IF;
     IF mode IS NOT NULL THEN
-        -- the enqueue that made the job gives it its group (the formations' own inserts leave
-        -- it out; a job joined keeps the group it has)
-        IF enqueue_job.group_key IS NOT NULL AND NOT formed.joined AND NOT formed.duplicate THEN
-            UPDATE remuda.jobs j SET group_key = enqueue_job.group_key WHERE j.id = formed.id;
+        -- the enqueue that made the job gives it its group and trace context (the formations'
+        -- own inserts leave them out; a job joined keeps those it has)
+        IF (enqueue_job.group_key IS NOT NULL OR enqueue_job.traceparent IS NOT NULL)
+           AND NOT formed.joined AND NOT formed.duplicate THEN
+            UPDATE remuda.jobs j
+            SET group_key = enqueue_job.group_key, traceparent = enqueue_job.traceparent,
+                tracestate = enqueue_job.tracestate
+            WHERE j.id = formed.id;
         END IF;
         RETURN QUERY SELECT formed.id, formed.joined, formed.duplicate;
         RETURN;
@@ -205,13 +218,13 @@ BEGIN
     FOR round IN 1..5 LOOP
         INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,
-                                      target_worker, requires, notify, flags, group_key)
+                                      target_worker, requires, notify, flags, group_key, traceparent, tracestate)
         VALUES (CASE WHEN start > clock_timestamp() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
                 enqueue_job.queue, enqueue_job.kind, enqueue_job.priority, enqueue_job.max_attempts, COALESCE(start, now()),
                 enqueue_job.deadline, timeout_ms, enqueue_job.args, stored_key,
                 CASE WHEN is_unique THEN states::remuda.job_state[] END, scope, enqueue_job.concurrency_key,
                 enqueue_job.target_worker, enqueue_job.requires, target, CASE WHEN target IS NULL THEN 0 ELSE 4 END,
-                enqueue_job.group_key)
+                enqueue_job.group_key, enqueue_job.traceparent, enqueue_job.tracestate)
         ON CONFLICT (kind, (COALESCE(unique_queue, '')), unique_key)
             WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING
         RETURNING j.id INTO new_id;

@@ -3,8 +3,12 @@
 -- id. With an idempotency key, a second start returns the first run; one with another
 -- definition is refused (SQLSTATE 23505). Usable in any transaction and from triggers, as
 -- remuda.enqueue is. A definition that could not run as written is refused, saying why
--- (remuda.wf_check).
-CREATE OR REPLACE FUNCTION remuda.start_workflow(definition jsonb, args jsonb DEFAULT 'null', key text DEFAULT NULL)
+-- (remuda.wf_check). traceparent, tracestate: the W3C trace context the run continues (its
+-- node jobs take it).
+-- (the signature of versions before trace contexts: replaced by this one)
+DROP FUNCTION IF EXISTS remuda.start_workflow(jsonb, jsonb, text);
+CREATE OR REPLACE FUNCTION remuda.start_workflow(definition jsonb, args jsonb DEFAULT 'null', key text DEFAULT NULL,
+                                                 traceparent text DEFAULT NULL, tracestate text DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     started record;
@@ -14,7 +18,8 @@ BEGIN
         RAISE EXCEPTION 'workflow %: the idempotency key is empty', definition ->> 'name'
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a key, or NULL for none';
     END IF;
-    started := remuda.workflow_start(definition, args, key);
+    PERFORM remuda.check_trace('workflow ' || (definition ->> 'name'), start_workflow.traceparent, start_workflow.tracestate);
+    started := remuda.workflow_start(definition, args, key, start_workflow.traceparent, start_workflow.tracestate);
     IF started.drift THEN
         RAISE EXCEPTION 'workflow %: run % was started with key % and another definition', definition ->> 'name', started.id, quote_literal(key)
             USING ERRCODE = 'unique_violation', HINT = 'use a new key, or the definition that run was started with';

@@ -26,7 +26,11 @@ BEGIN
                    'created_at', remuda.notify_time(j.created_at),
                    'finished_at', remuda.notify_time(COALESCE(j.finished_at, now())),
                    'workflow_id', j.workflow_id, 'node', j.workflow ->> 'node',
-                   'index', (j.workflow ->> 'index')::integer))
+                   'index', (j.workflow ->> 'index')::integer)
+                   -- the trace the job continues, for the receiver to join (and the header;
+                   -- the column is read only when the function runs, after migration 24)
+                   || CASE WHEN j.traceparent IS NULL THEN '{}'::jsonb
+                           ELSE jsonb_build_object('traceparent', j.traceparent) END)
     FROM remuda.jobs j
     CROSS JOIN LATERAL (SELECT COALESCE(j.notify, (SELECT d.notify FROM remuda.notification_defaults d
                                                    WHERE d.kind = j.kind)) AS n) x

@@ -14,7 +14,7 @@ BEGIN
         RETURNING n.node, n.spec, n.job_id
     )
     INSERT INTO remuda.jobs (id, queue, kind, priority, max_attempts, timeout_ms, expires_at,
-                             args, flags, workflow_id, workflow)
+                             args, flags, workflow_id, workflow, traceparent, tracestate)
     SELECT s.job_id, COALESCE(s.spec ->> 'queue', 'default'), s.spec ->> 'kind',
            COALESCE((s.spec ->> 'priority')::integer, 0), (s.spec ->> 'max_attempts')::integer,
            (s.spec ->> 'timeout_ms')::bigint,
@@ -25,7 +25,8 @@ BEGIN
            2, wf.id,
            jsonb_build_object('id', wf.id, 'node', s.node, 'context',
                CASE WHEN s.spec ? 'context_from' THEN remuda.wf_context(wf.id, s.spec)
-                    ELSE '{}'::jsonb END)
+                    ELSE '{}'::jsonb END),
+           wf.traceparent, wf.tracestate
     FROM started s;
 END
 $$;

@@ -273,7 +273,8 @@ WITH RECURSIVE cfg AS (
         counted = true,
         max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
     WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at, j.concurrency_key
+    RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at, j.concurrency_key,
+              j.traceparent, j.tracestate
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     -- a bucket is written only when it gave tokens: an idle queue's claims write nothing
@@ -304,5 +305,6 @@ WITH RECURSIVE cfg AS (
     UPDATE remuda.queues q SET fair_clock = greatest(q.fair_clock, (SELECT max(p.round) FROM picked p WHERE p.fgroup IS NOT NULL))
     WHERE q.name = $1 AND EXISTS (SELECT 1 FROM picked p WHERE p.fgroup IS NOT NULL)
 )
-SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at, c.concurrency_key, p.turn
+SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at, c.concurrency_key,
+       c.traceparent, c.tracestate, p.turn
 FROM claimed c JOIN picked p ON p.id = c.id

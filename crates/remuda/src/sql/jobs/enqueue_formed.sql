@@ -12,4 +12,4 @@ FROM remuda.enqueue_job(
     debounce => $18::bigint * interval '1 millisecond', debounce_max => $19::bigint * interval '1 millisecond',
     throttle => $20::bigint * interval '1 millisecond', throttle_latest => $21,
     batch_key => $22, batch_size => $23, batch_wait => $24::bigint * interval '1 millisecond',
-    group_key => $25) e
+    group_key => $25, traceparent => $26, tracestate => $27) e

@@ -23,7 +23,7 @@ SELECT page.* FROM walked w
 CROSS JOIN LATERAL (
     SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts, j.priority, j.run_at,
        j.created_at, j.started_at, j.finished_at, j.expires_at, j.timeout_ms, j.worker_id, j.args,
-       j.result, j.errors, j.unique_key, j.concurrency_key, j.group_key, j.target_worker, j.requires, j.schedule,
+       j.result, j.errors, j.unique_key, j.concurrency_key, j.group_key, j.traceparent, j.tracestate, j.target_worker, j.requires, j.schedule,
        j.fire_at, j.workflow_id, j.workflow ->> 'node' AS workflow_node,
        (j.workflow ->> 'index')::integer AS workflow_index
     FROM remuda.jobs j

@@ -1,0 +1,56 @@
+"""The W3C trace context from Python: ``traceparent=`` (or the active OpenTelemetry span, or
+the running task's) is the trace a job continues; the task reads its attempt's context in
+``current_job()``, and what it sends continues it; a malformed one is refused saying why."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+import remuda
+from conftest import StartWorker, job_info, wait_state
+
+TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+def test_a_task_sees_its_attempts_trace_and_its_sends_continue_it(app: remuda.App, start_worker: StartWorker) -> None:
+    handle = app.tasks["relay"].send(traceparent=TP, tracestate="vendor=abc")
+    assert job_info(handle)["trace"] == {"traceparent": TP, "tracestate": "vendor=abc"}
+    start_worker()
+    done = wait_state(handle, "completed")
+    out = done["result"]["ok"]
+    trace_id = TP.split("-")[1]
+    version, seen_trace, span, flags = out["traceparent"].split("-")
+    assert (version, seen_trace, flags) == ("00", trace_id, "01")
+    assert span != TP.split("-")[2], "the attempt runs under a span of its own"
+    assert out["tracestate"] == "vendor=abc"
+    child_info = job_info(remuda.TaskHandle(app, out["child"], False))
+    assert child_info["trace"]["traceparent"] == out["traceparent"], "the send inside continues the trace"
+
+
+def test_send_in_keeps_the_trace_and_a_malformed_one_is_refused(app: remuda.App, db: psycopg.Connection[Any]) -> None:
+    with db.transaction():
+        handle = app.tasks["add"].options(traceparent=TP).send_in(db, a=1, b=1)
+    assert job_info(handle)["trace"] == {"traceparent": TP}
+    for bad in ("00-abc", TP.upper()):
+        try:
+            app.tasks["add"].send(a=1, b=1, traceparent=bad)
+        except remuda.RemudaError as e:
+            assert e.code == "BAD_INPUT", e
+            assert "traceparent" in e.message, e
+        else:
+            raise AssertionError(f"{bad!r} was sent")
+
+
+def test_a_send_inside_an_opentelemetry_span_continues_it(app: remuda.App) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    tracer = TracerProvider().get_tracer("remuda-tests")
+    with tracer.start_as_current_span("request") as span:
+        handle = app.tasks["add"].send(a=1, b=1)
+        context = span.get_span_context()
+    traceparent = job_info(handle)["trace"]["traceparent"]
+    assert traceparent == f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+    outside = app.tasks["add"].send(a=2, b=2)
+    assert job_info(outside)["trace"] is None, "no span, no trace"
