@@ -206,12 +206,12 @@ pub struct JobOptions {
     #[arg(long, short)]
     pub queue: Option<String>,
     /// W3C trace context the job continues (00-<trace id>-<span id>-<flags>): its attempts run
-    /// as children of it. Taken from TRACEPARENT when not given, so a task that enqueues
-    /// continues its own trace.
-    #[arg(long, env = "TRACEPARENT")]
+    /// as children of it. Without it, TRACEPARENT (and TRACESTATE) from the environment, so a
+    /// task that enqueues continues its own trace (one that is not valid there is ignored).
+    #[arg(long)]
     pub traceparent: Option<String>,
     /// With --traceparent: its vendor entries, passed on unchanged.
-    #[arg(long, env = "TRACESTATE")]
+    #[arg(long, requires = "traceparent")]
     pub tracestate: Option<String>,
     /// Priority; lower runs first (default 0).
     #[arg(long, short, allow_negative_numbers = true)]
@@ -515,11 +515,11 @@ pub struct WorkflowStartArgs {
     #[arg(long)]
     pub key: Option<String>,
     /// W3C trace context the run continues (its node jobs take it); from TRACEPARENT when
-    /// not given.
-    #[arg(long, env = "TRACEPARENT")]
+    /// not given (ignored there when not valid).
+    #[arg(long)]
     pub traceparent: Option<String>,
     /// With --traceparent: its vendor entries.
-    #[arg(long, env = "TRACESTATE")]
+    #[arg(long, requires = "traceparent")]
     pub tracestate: Option<String>,
     /// Wait for the run to end and print its output.
     #[arg(long)]

@@ -1,7 +1,8 @@
 //! The trace context through the CLI and a `remuda worker`: `enqueue --traceparent` (or
 //! TRACEPARENT) is the trace a job continues; a command task gets its attempt's context in
 //! TRACEPARENT / TRACESTATE (and a `remuda enqueue` inside it continues it), an HTTP task in
-//! the `traceparent` / `tracestate` headers; a malformed one is refused with exit 2.
+//! the `traceparent` / `tracestate` headers; a malformed one is refused with exit 2, and one
+//! that only comes along in the environment is ignored.
 
 mod common;
 
@@ -145,7 +146,7 @@ async fn command_and_http_tasks_get_their_attempts_trace_and_a_task_that_enqueue
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_malformed_traceparent_is_refused_with_exit_2_and_nothing_enqueued() {
+async fn a_malformed_traceparent_is_refused_with_exit_2_and_one_from_the_environment_ignored() {
     let db = migrated().await;
     for bad in [
         "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7",
@@ -162,4 +163,20 @@ async fn a_malformed_traceparent_is_refused_with_exit_2_and_nothing_enqueued() {
         0,
         "no job enqueued"
     );
+    // one that only comes along in the environment (another tool's) is ignored, saying so
+    let out = tokio::process::Command::new(common::BIN)
+        .args(["--database-url", db.conninfo(), "enqueue", "leaf", "--json"])
+        .env("TRACEPARENT", "01-not-a-context")
+        .output()
+        .await
+        .expect("run remuda");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("TRACEPARENT in the environment is ignored"),
+        "{}",
+        stderr(&out)
+    );
+    let id = json(&out)["id"].to_string();
+    let job = json(&remuda(&db, &["job", &id, "--json"]).await);
+    assert!(job["trace"].is_null(), "{job}");
 }

@@ -50,6 +50,7 @@ pub mod schedule;
 pub mod sql;
 pub mod step;
 pub mod task;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod trace;

@@ -45,6 +45,12 @@ impl TraceContext {
         })
     }
 
+    /// The context checked again (a struct literal is not checked), an empty `tracestate`
+    /// dropped.
+    pub fn checked(&self) -> Result<TraceContext> {
+        TraceContext::parse(&self.traceparent, self.tracestate.as_deref())
+    }
+
     /// The trace's id (32 hex digits).
     pub fn trace_id(&self) -> &str {
         self.traceparent.get(3..35).unwrap_or_default()
@@ -123,9 +129,14 @@ tokio::task_local! {
 }
 
 /// The trace context current in this task: the attempt's inside a running job, or what
-/// [`scope`] set.
+/// [`scope`] set (checked as [`TraceContext::parse`] checks it: one that is not a valid
+/// context is no context).
 pub fn current() -> Option<TraceContext> {
-    CURRENT.try_with(Clone::clone).ok().flatten()
+    CURRENT
+        .try_with(Clone::clone)
+        .ok()
+        .flatten()
+        .and_then(|t| t.checked().ok())
 }
 
 /// Runs `future` with `trace` as the current context: jobs it enqueues and workflows it starts

@@ -324,3 +324,50 @@ async fn every_way_in_keeps_the_group() {
     let weight = client.set_group_weight("fair", Some("a"), 0.0).await;
     assert!(weight.is_err(), "a weight of 0 is refused");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_at_its_limit_holds_back_only_its_own_jobs_not_its_groups_others() {
+    let (_db, client) = setup().await;
+    fair_queue(
+        &client,
+        QueueChange {
+            key_limit: Some(Some(1)),
+            ..QueueChange::default()
+        },
+    )
+    .await;
+    // the group's first 40 jobs share key `a` (one at a time), then 20 of key `b…`
+    let mut jobs: Vec<NewJob> = ticks(Some("g"), 40, 0)
+        .into_iter()
+        .map(|j| j.concurrency_key("a"))
+        .collect();
+    jobs.extend(
+        ticks(Some("g"), 20, 0)
+            .into_iter()
+            .enumerate()
+            .map(|(i, j)| j.concurrency_key(format!("b{i}"))),
+    );
+    for job in &mut jobs {
+        job.args = remuda::Jsonb("20".into());
+    }
+    client.insert_many(&jobs).await.expect("enqueue");
+    let running = worker(&client, 4);
+    wait_completed(&client, 60).await;
+    running.shutdown().await;
+    let keys: Vec<String> = client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query(
+            "SELECT concurrency_key FROM remuda.jobs ORDER BY started_at, id LIMIT 12",
+            &[],
+        )
+        .await
+        .expect("starts")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    let others = keys.iter().filter(|k| k.starts_with('b')).count();
+    assert!(others >= 8, "the other keys start beside `a`: {keys:?}");
+}

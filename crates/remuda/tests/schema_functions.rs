@@ -107,7 +107,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0021_steps",
             "0022_formed_jobs",
             "0023_fair_share",
-            "0024_trace_context"
+            "0024_trace_context",
+            "0025_fair_share_index"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -8,15 +8,29 @@ use crate::output::print_json;
 use remuda::{JobResult, Jsonb, NewJob};
 use std::io::BufRead;
 
-/// The trace context of `--traceparent` / `--tracestate` (or TRACEPARENT / TRACESTATE), if
-/// one is given: an empty TRACEPARENT counts as none.
+/// The trace context of `--traceparent` / `--tracestate`, refused when not valid; without
+/// them TRACEPARENT / TRACESTATE from the environment, ignored (with a note) when not valid,
+/// as W3C asks of a receiver: another tool's variable must not stop an enqueue.
 pub fn trace_context(
     traceparent: Option<&str>,
     tracestate: Option<&str>,
 ) -> CliResult<Option<remuda::TraceContext>> {
-    match traceparent.filter(|t| !t.is_empty()) {
-        Some(tp) => Ok(Some(remuda::TraceContext::parse(tp, tracestate)?)),
-        None => Ok(None),
+    if let Some(tp) = traceparent {
+        return Ok(Some(remuda::TraceContext::parse(tp, tracestate)?));
+    }
+    let Some(tp) = std::env::var("TRACEPARENT")
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    else {
+        return Ok(None);
+    };
+    let state = std::env::var("TRACESTATE").ok();
+    match remuda::TraceContext::parse(tp.trim(), state.as_deref()) {
+        Ok(trace) => Ok(Some(trace)),
+        Err(e) => {
+            eprintln!("note: TRACEPARENT in the environment is ignored: {e}");
+            Ok(None)
+        }
     }
 }
 

@@ -31,10 +31,24 @@ pub struct Config {
     /// `[notifications]`: how completion notifications are signed and sent.
     #[serde(default)]
     pub notifications: notifications::NotificationsSection,
+    /// `[telemetry]`: where the spans of attempts are exported (OTLP over HTTP); without it
+    /// the standard `OTEL_EXPORTER_OTLP_ENDPOINT` and other `OTEL_*` variables apply.
+    #[serde(default)]
+    pub telemetry: TelemetrySection,
     /// The directory of the config file: relative command paths and workdirs resolve
     /// against it, so a config works from whatever directory the worker is started in.
     #[serde(skip)]
     pub base_dir: std::path::PathBuf,
+}
+
+/// `[telemetry]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetrySection {
+    /// The OTLP/HTTP collector's base URL (`http://collector:4318`).
+    pub endpoint: Option<String>,
+    /// `service.name` of the spans (default `OTEL_SERVICE_NAME`, else `remuda`).
+    pub service_name: Option<String>,
 }
 
 /// `queue_order` as written in the config file.

@@ -188,22 +188,17 @@ impl Enqueue {
     }
 }
 
-/// The W3C trace context of a request (`traceparent`, `tracestate` headers), if it has one.
-fn trace_of(headers: &axum::http::HeaderMap) -> ApiResult<Option<remuda::TraceContext>> {
-    let text = |name: &str| -> ApiResult<Option<&str>> {
-        headers
-            .get(name)
-            .map(|v| {
-                v.to_str()
-                    .map_err(|_| ApiError::invalid(format!("the {name} header is not ASCII")))
-            })
-            .transpose()
-    };
-    match text("traceparent")? {
-        Some(tp) => remuda::TraceContext::parse(tp, text("tracestate")?)
-            .map(Some)
-            .map_err(|e| ApiError::invalid(e.to_string())),
-        None => Ok(None),
+/// The W3C trace context of a request (`traceparent`, `tracestate` headers), if it has a
+/// valid one: as W3C asks of a receiver, a malformed one is ignored (a proxy's header must not
+/// refuse the job), and the job starts no trace of its own.
+fn trace_of(headers: &axum::http::HeaderMap) -> Option<remuda::TraceContext> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    match remuda::TraceContext::parse(text("traceparent")?, text("tracestate")) {
+        Ok(trace) => Some(trace),
+        Err(e) => {
+            tracing::debug!("remuda dashboard: a traceparent header is ignored: {e}");
+            None
+        }
     }
 }
 
@@ -216,7 +211,7 @@ pub async fn enqueue(
     ApiJson(body): ApiJson<Enqueue>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let mut job = body.to_job()?;
-    if let Some(trace) = trace_of(&headers)? {
+    if let Some(trace) = trace_of(&headers) {
         job = job.trace(trace);
     }
     let result = match state.client.insert_each(&[job]).await {

@@ -6,8 +6,13 @@ use super::Client;
 use crate::names::check_name;
 use crate::{sql, Error, Result};
 
-/// Heaviest weight a group may have (weights are relative: 1 000 000 to 1 is the widest gap).
-pub const MAX_WEIGHT: f64 = 1_000_000.0;
+/// Heaviest weight a group may have.
+pub const MAX_WEIGHT: f64 = 1000.0;
+
+/// Lightest weight a group may have: weights are relative, and 1 000 000 to 1 is the widest
+/// gap (each start moves a group's virtual time by 1 / weight: a weight near zero would move
+/// it past what the other groups' steps can still be told apart from).
+pub const MIN_WEIGHT: f64 = 0.001;
 
 /// One group of a queue, as `remuda queue groups` shows it.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -49,9 +54,9 @@ impl Client {
                 )));
             }
         }
-        if !(weight.is_finite() && weight > 0.0 && weight <= MAX_WEIGHT) {
+        if !(weight.is_finite() && (MIN_WEIGHT..=MAX_WEIGHT).contains(&weight)) {
             return Err(Error::InvalidInput(format!(
-                "a weight is a number above 0 and at most {MAX_WEIGHT}, not {weight}"
+                "a weight is a number from {MIN_WEIGHT} to {MAX_WEIGHT} (relative to the other groups' weights), not {weight}"
             )));
         }
         let conn = self.database().conn().await?;

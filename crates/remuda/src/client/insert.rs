@@ -317,12 +317,15 @@ impl NewJob {
         self
     }
 
-    /// The trace context it is enqueued with: its own, else the one current here.
+    /// The trace context it is enqueued with: its own (checked by [`NewJob::check`]), else the
+    /// one current here; an empty `tracestate` is none.
     pub(crate) fn trace_or(
         &self,
         current: Option<&crate::TraceContext>,
     ) -> Option<crate::TraceContext> {
-        self.trace.clone().or_else(|| current.cloned())
+        let mut trace = self.trace.clone().or_else(|| current.cloned())?;
+        trace.tracestate = trace.tracestate.filter(|s| !s.is_empty());
+        Some(trace)
     }
 
     /// Notifies `target` when the job reaches a final state it names (instead of the kind's
@@ -404,7 +407,7 @@ impl NewJob {
             }
         }
         if let Some(t) = &self.trace {
-            crate::TraceContext::parse(&t.traceparent, t.tracestate.as_deref())
+            t.checked()
                 .map_err(|e| Error::InvalidInput(format!("job {}: {e}", self.kind)))?;
         }
         if let Some(caps) = &self.requires {

@@ -68,6 +68,9 @@ pub struct WorkerConfig {
     pub drain_wait: Duration,
     /// How this worker delivers completion notifications (its dispatcher).
     pub notifications: crate::notify::NotificationConfig,
+    /// Where it exports the spans of its attempts (OTLP; off without an endpoint here or in
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`).
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 impl Default for WorkerConfig {
@@ -95,6 +98,7 @@ impl Default for WorkerConfig {
             exit_when_drained: false,
             drain_wait: Duration::from_secs(60),
             notifications: crate::notify::NotificationConfig::default(),
+            telemetry: crate::telemetry::TelemetryConfig::default(),
         }
     }
 }

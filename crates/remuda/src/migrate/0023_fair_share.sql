@@ -24,7 +24,7 @@ ALTER TABLE remuda.queues
 CREATE TABLE remuda.queue_groups (
     queue          text NOT NULL,
     name           text NOT NULL,
-    weight         double precision NOT NULL DEFAULT 1 CHECK (weight > 0 AND weight <= 1000000),
+    weight         double precision NOT NULL DEFAULT 1 CHECK (weight >= 0.001 AND weight <= 1000),
     vtime          double precision NOT NULL DEFAULT 0,
     starts         bigint NOT NULL DEFAULT 0,
     starts_before  bigint NOT NULL DEFAULT 0,
@@ -32,8 +32,4 @@ CREATE TABLE remuda.queue_groups (
     updated_at     timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (queue, name)
 );
-
--- The fair claim walks the distinct groups of a queue's waiting jobs and takes each group's
--- next jobs in priority order; only jobs with a group are in this index.
-CREATE INDEX jobs_grouped_available_idx ON remuda.jobs (queue, group_key, priority, run_at, id)
-    WHERE state = 'available' AND group_key IS NOT NULL;
+-- (its index on the job table: migration 25, built without blocking)

@@ -181,10 +181,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0024_trace_context.sql"),
     },
+    Migration {
+        version: 25,
+        name: "fair_share_index",
+        mode: Mode::Outside,
+        sql: include_str!("0025_fair_share_index.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 24;
+pub const LATEST: i32 = 25;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

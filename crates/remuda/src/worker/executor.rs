@@ -149,6 +149,8 @@ pub(crate) async fn execute(
     let release = Outcome::Release { run: job.run() };
     // a task that saw the stop and returned was cut short, whatever it returned
     let cut_short = stop.soft.is_cancelled() && stop.signal.was_seen();
+    // the error an attempt ended in, for its span
+    let mut said: Option<(String, String)> = None;
     let (outcome, ended) = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
         // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
@@ -163,6 +165,9 @@ pub(crate) async fn execute(
         }
         Some(Ok(Err(error))) => {
             let code = error.code.clone();
+            if shared.spans.is_some() {
+                said = Some((code.clone(), error.message.clone()));
+            }
             (
                 failure(&shared, &job, &registered.options, error),
                 format!("error {code}"),
@@ -175,6 +180,9 @@ pub(crate) async fn execute(
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the task panicked".into());
             let error = TaskError::new(TaskError::PANIC, format!("the task panicked: {message}"));
+            if shared.spans.is_some() {
+                said = Some((error.code.clone(), error.message.clone()));
+            }
             (
                 failure(&shared, &job, &registered.options, error),
                 "error PANIC".to_string(),
@@ -191,6 +199,25 @@ pub(crate) async fn execute(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     observe(&shared, &job, &outcome, began.elapsed());
+    if let Some(spans) = &shared.spans {
+        spans.record(crate::telemetry::Attempt {
+            job_id: job.id,
+            kind: job.kind.clone(),
+            queue: job.queue.clone(),
+            attempt: job.attempt,
+            worker: shared.worker_id.to_string(),
+            run_at: job.run_at,
+            started_at: job.started_at,
+            trace: job.trace.clone(),
+            outcome: match ended.split(' ').next() {
+                Some("completed") => "completed",
+                Some("snoozed") => "snoozed",
+                Some("stopped") => "stopped",
+                _ => "error",
+            },
+            error: said,
+        });
+    }
     tracing::info!(
         target: JOB_LOG,
         job = job.id,

@@ -180,6 +180,8 @@ pub(crate) struct Shared {
     activity: activity::Activity,
     /// Where its runs record their steps.
     steps: Arc<crate::step::Store>,
+    /// Where each attempt's span goes, when spans are exported.
+    spans: Option<crate::telemetry::Spans>,
 }
 
 /// The metrics handles of every queue and kind of a worker, taken once at its start.
@@ -404,7 +406,14 @@ impl Worker {
             self.client.metrics().lag().clone(),
             config.promote_interval,
         ));
+        let spans_closing = CancellationToken::new();
+        let (spans, spans_task) =
+            match crate::telemetry::Spans::start(&config.telemetry, spans_closing.clone()) {
+                Some((spans, task)) => (Some(spans), Some(task)),
+                None => (None, None),
+            };
         let shared = Arc::new(Shared {
+            spans,
             db: db.clone(),
             fill_target: (config.concurrency / 4).clamp(1, config.claim_batch),
             config: config.clone(),
@@ -623,6 +632,14 @@ impl Worker {
         // a database that does not answer must not hold the worker: each last step has the
         // shutdown timeout (a worker that could not deregister is rescued like a dead one)
         let patience = config.shutdown_timeout;
+        // every attempt has ended: the last spans go out (a collector that does not answer
+        // gets the same patience)
+        spans_closing.cancel();
+        if let Some(mut task) = spans_task {
+            if tokio::time::timeout(patience, &mut task).await.is_err() {
+                task.abort();
+            }
+        }
         // the dispatcher writes what it sent before the worker is gone
         for mut task in [maintenance_task, delivery_task].into_iter().flatten() {
             if tokio::time::timeout(patience, &mut task).await.is_err() {

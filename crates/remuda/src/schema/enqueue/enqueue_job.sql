@@ -136,6 +136,7 @@ BEGIN
         RAISE EXCEPTION 'job %: the group must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
     PERFORM remuda.check_trace('job ' || job, enqueue_job.traceparent, enqueue_job.tracestate);
+    enqueue_job.tracestate := NULLIF(enqueue_job.tracestate, '');
     IF octet_length(enqueue_job.target_worker) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the target worker must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;

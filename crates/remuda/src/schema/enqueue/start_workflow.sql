@@ -19,7 +19,8 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a key, or NULL for none';
     END IF;
     PERFORM remuda.check_trace('workflow ' || (definition ->> 'name'), start_workflow.traceparent, start_workflow.tracestate);
-    started := remuda.workflow_start(definition, args, key, start_workflow.traceparent, start_workflow.tracestate);
+    started := remuda.workflow_start(definition, args, key, start_workflow.traceparent,
+                                     NULLIF(start_workflow.tracestate, ''));
     IF started.drift THEN
         RAISE EXCEPTION 'workflow %: run % was started with key % and another definition', definition ->> 'name', started.id, quote_literal(key)
             USING ERRCODE = 'unique_violation', HINT = 'use a new key, or the definition that run was started with';

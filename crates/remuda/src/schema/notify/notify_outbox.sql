@@ -27,10 +27,10 @@ BEGIN
                    'finished_at', remuda.notify_time(COALESCE(j.finished_at, now())),
                    'workflow_id', j.workflow_id, 'node', j.workflow ->> 'node',
                    'index', (j.workflow ->> 'index')::integer)
-                   -- the trace the job continues, for the receiver to join (and the header;
-                   -- the column is read only when the function runs, after migration 24)
-                   || CASE WHEN j.traceparent IS NULL THEN '{}'::jsonb
-                           ELSE jsonb_build_object('traceparent', j.traceparent) END)
+                   -- the trace the job continues, for the receiver to join (and the header).
+                   -- Read from the row as JSON: this function is in place from migration 18,
+                   -- before the column (migration 24) on a database being upgraded
+                   || jsonb_strip_nulls(jsonb_build_object('traceparent', to_jsonb(j) ->> 'traceparent')))
     FROM remuda.jobs j
     CROSS JOIN LATERAL (SELECT COALESCE(j.notify, (SELECT d.notify FROM remuda.notification_defaults d
                                                    WHERE d.kind = j.kind)) AS n) x

@@ -40,12 +40,12 @@ WHERE j.ctid = ANY(ARRAY(
       -- routing: a job for another worker, or needing a capability this one lacks, is passed by
       AND (target_worker IS NULL OR target_worker = $6)
       AND (requires IS NULL OR requires <@ $7::text[])
-      -- a queue that became paused or limited since this worker read its settings claims
+      -- a queue that became paused, limited or fair since this worker read its settings claims
       -- nothing here (the worker uses claim_limited.sql once it has read them): two probes
       -- of one-row lookups per claim, not per job
       AND NOT EXISTS (SELECT 1 FROM remuda.queues q WHERE q.name = $1
                       AND (q.paused OR q.max_running IS NOT NULL OR q.key_limit IS NOT NULL
-                           OR q.rate_limit IS NOT NULL))
+                           OR q.rate_limit IS NOT NULL OR q.fairness IS NOT NULL))
       AND (SELECT c.max_running FROM remuda.cluster c) IS NULL
       -- past its deadline to start: left to the expirer, unless it has started before
       AND (expires_at IS NULL OR expires_at > now() OR started_at IS NOT NULL)

@@ -7,8 +7,8 @@
 -- where claim_limited.sql finds them again by primary key and sorts them twice.
 -- Measured with EXPLAIN ANALYZE on 100 000 available jobs, 2 000 claimed: 19.7 ms through
 -- claim_limited.sql, 12.5-13.6 ms here, 9.8 ms for the plain claim (the difference is
--- setting `counted` and entering jobs_counted_running_idx). A queue that took a key limit or a rate per kind or
--- key since the worker read its settings claims nothing here (the worker re-reads them on
+-- setting `counted` and entering jobs_counted_running_idx). A queue that took a key limit, a rate per kind or
+-- key, or fair share since the worker read its settings claims nothing here (the worker re-reads them on
 -- `remuda_queue` and then uses claim_limited.sql).
 -- The jobs claimed are flagged `counted`, which is how the counts find them.
 WITH cfg AS (
@@ -16,6 +16,7 @@ WITH cfg AS (
            c.max_running AS cluster_max,
            coalesce(q.paused, false)
              OR q.key_limit IS NOT NULL
+             OR q.fairness IS NOT NULL
              OR (q.rate_limit IS NOT NULL AND q.rate_per <> 'queue') AS closed
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), bucket AS (

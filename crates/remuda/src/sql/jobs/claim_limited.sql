@@ -131,6 +131,15 @@ WITH RECURSIVE cfg AS (
     SELECT (SELECT min(a.group_key) FROM remuda.jobs a
             WHERE a.state = 'available' AND a.queue = $1 AND a.group_key > g.name)
     FROM fair_groups g WHERE g.name IS NOT NULL
+), fair_full_keys(keys) AS (
+    -- with a key limit, the queue's keys at their limit (from the running jobs): a group's
+    -- jobs of those keys are passed over, so that its jobs of other keys start
+    SELECT ARRAY(SELECT r.concurrency_key FROM remuda.jobs r
+                 WHERE r.state = 'running' AND r.counted AND r.queue = $1
+                   AND r.concurrency_key IS NOT NULL
+                   AND (SELECT fair AND key_limit IS NOT NULL FROM quota)
+                 GROUP BY r.concurrency_key
+                 HAVING count(*) >= (SELECT key_limit FROM quota))
 ), ungrouped AS (
     -- the jobs without a group that this worker may run, among the first 1 000 waiting jobs
     -- of the queue (the whole queue in a deep claim), as `unkeyed` looks for them
@@ -141,6 +150,7 @@ WITH RECURSIVE cfg AS (
           AND (w.target_worker IS NULL OR w.target_worker = $6)
           AND (w.requires IS NULL OR w.requires <@ $7::text[])
           AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)
+          AND (w.concurrency_key IS NULL OR w.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
           AND (SELECT fair AND n > 0 FROM quota)
         ORDER BY w.priority, w.run_at, w.id
         LIMIT CASE WHEN $9::boolean THEN NULL ELSE 1000 END) h
@@ -183,6 +193,7 @@ WITH RECURSIVE cfg AS (
     CROSS JOIN LATERAL (
         SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
         WHERE j.state = 'available' AND j.queue = $1 AND j.group_key = t.name
+          AND (j.concurrency_key IS NULL OR j.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
           AND j.kind = ANY($2::text[])
           AND (j.target_worker IS NULL OR j.target_worker = $6)
           AND (j.requires IS NULL OR j.requires <@ $7::text[])

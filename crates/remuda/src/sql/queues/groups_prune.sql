@@ -1,6 +1,7 @@
--- Delete the groups of fair queues that hold nothing a new row would not: weight 1 and no start
--- for ten minutes (such a group starts again from its queue's clock either way). Only for the
--- leader $1 at term $2.
+-- Delete the groups of fair queues that hold nothing a new row would not: weight 1, no start
+-- for ten minutes, and a virtual time not ahead of its queue's clock (such a group starts again
+-- from the clock either way; one ahead still owes the starts it took). Only for the leader $1
+-- at term $2.
 WITH lease AS (
     SELECT 1 FROM remuda.leader
     WHERE name = 'default' AND leader_id = $1 AND term = $2 AND expires_at > now()
@@ -10,6 +11,7 @@ WITH lease AS (
     WHERE EXISTS (SELECT 1 FROM lease)
       AND g.weight = 1
       AND g.updated_at < now() - interval '10 minutes'
+      AND g.vtime <= coalesce((SELECT q.fair_clock FROM remuda.queues q WHERE q.name = g.queue), 0)
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted
