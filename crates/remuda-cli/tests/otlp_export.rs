@@ -109,6 +109,9 @@ retry_on = ["EXIT_75"]
 
 [tasks.step]
 command = ["sh", "-c", "cat"]
+
+[tasks.env_trace]
+command = ["sh", "-c", "cat >/dev/null; printf '\"%s\"' \"$TRACEPARENT\""]
 "#,
     )
 }
@@ -220,7 +223,7 @@ waits_for = ["b"]
         );
         assert_eq!(int(span, "remuda.attempt"), n as i64 + 1);
         assert_eq!(text(span, "remuda.job.kind"), "flaky");
-        assert!(int(span, "remuda.queue_wait_ms") >= 0);
+        assert!(attribute(span, "remuda.queue_wait_ms").is_some());
         assert!(!text(span, "remuda.worker").is_empty());
     }
     let outcomes: Vec<String> = spans.iter().map(|s| text(s, "remuda.outcome")).collect();
@@ -257,7 +260,7 @@ waits_for = ["b"]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_outside_any_trace_gets_a_root_span_and_an_unsampled_trace_none() {
+async fn a_job_outside_any_trace_gets_a_root_span_its_task_is_handed_and_an_unsampled_trace_none() {
     let db = migrated().await;
     let (port, received) = receiver().await;
     let dir = TempDir::new();
@@ -269,7 +272,7 @@ async fn a_job_outside_any_trace_gets_a_root_span_and_an_unsampled_trace_none() 
     );
     let log = dir.path().join("worker.log");
     let worker = WorkerProcess::spawn(command, &config, &[], db.conninfo(), &log);
-    let root = enqueue(&db, &["step"]).await;
+    let root = enqueue(&db, &["env_trace"]).await;
     let unsampled = enqueue(
         &db,
         &[
@@ -279,15 +282,27 @@ async fn a_job_outside_any_trace_gets_a_root_span_and_an_unsampled_trace_none() 
         ],
     )
     .await;
-    for id in [root, unsampled] {
-        wait_for_state(&db, id, &["completed"], Duration::from_secs(30)).await;
-    }
+    let seen = wait_for_state(&db, root, &["completed"], Duration::from_secs(30)).await;
+    wait_for_state(&db, unsampled, &["completed"], Duration::from_secs(30)).await;
     assert!(worker.stop().await.success());
 
     let spans = spans_of(&received, root);
     assert_eq!(spans.len(), 1, "{spans:?}");
     assert!(spans[0].parent_span_id.is_empty(), "a root span");
-    assert_eq!(spans[0].trace_id.len(), 16);
+    // the task was handed the root's context: its spans (and jobs) join that trace
+    let handed = seen["result"]["ok"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        handed,
+        format!(
+            "00-{}-{}-01",
+            hex(&spans[0].trace_id),
+            hex(&spans[0].span_id)
+        ),
+        "{seen}"
+    );
     assert!(
         spans_of(&received, unsampled).is_empty(),
         "the enqueuer did not sample its trace"

@@ -25,6 +25,8 @@ const QUEUE: usize = 8192;
 const BATCH: usize = 512;
 /// Longest a span waits for its batch to fill.
 const LINGER: Duration = Duration::from_millis(500);
+/// Longest error message a span carries (the job keeps it whole).
+const MAX_MESSAGE: usize = 2048;
 
 /// Where spans go (`[telemetry]` in the worker config). Unset fields fall back to the
 /// standard `OTEL_*` environment variables.
@@ -37,16 +39,71 @@ pub struct TelemetryConfig {
     pub service_name: Option<String>,
 }
 
+/// An `OTEL_*` variable that is set and not blank.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
 impl TelemetryConfig {
-    /// Whether spans are exported: an endpoint is configured here or in the environment.
+    /// Whether spans are exported: an endpoint is configured here or in the environment, and
+    /// neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none` says otherwise.
     pub fn enabled(&self) -> bool {
-        self.endpoint.is_some()
-            || [
-                "OTEL_EXPORTER_OTLP_ENDPOINT",
+        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+            || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.trim() == "none")
+        {
+            return false;
+        }
+        self.endpoint().is_some()
+            || env("OTEL_EXPORTER_OTLP_ENDPOINT").is_some()
+            || env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some()
+    }
+
+    fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_deref().filter(|e| !e.trim().is_empty())
+    }
+
+    /// Why spans cannot be exported as configured, if they cannot: an endpoint that is not
+    /// an http(s) URL, or a protocol other than HTTP/protobuf.
+    fn problem(&self) -> Option<String> {
+        let endpoints = [
+            ("[telemetry] endpoint", self.endpoint().map(str::to_string)),
+            (
                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            ]
-            .iter()
-            .any(|v| std::env::var(v).is_ok_and(|e| !e.trim().is_empty()))
+                env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                env("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            ),
+        ];
+        // the first one set is the one used
+        if let Some((what, Some(url))) = endpoints.into_iter().find(|(_, v)| v.is_some()) {
+            let ok = url::Url::parse(url.trim())
+                .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some());
+            if !ok {
+                return Some(format!(
+                    "{what} {url:?} is not an http:// or https:// URL (such as http://collector:4318)"
+                ));
+            }
+        }
+        let protocol = env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"));
+        match protocol.as_deref().map(str::trim) {
+            None | Some("http/protobuf") => None,
+            Some(other) => Some(format!(
+                "the OTLP protocol {other:?} is not supported: remuda exports over http/protobuf (port 4318)"
+            )),
+        }
+    }
+}
+
+/// The context of an attempt of a job that continues no trace, when spans are exported: a
+/// trace of its own (random), with the attempt's span as its root, so that the task's spans
+/// and what it enqueues join it.
+pub(crate) fn root_trace(span_id: &str) -> TraceContext {
+    TraceContext {
+        traceparent: format!("00-{:032x}-{span_id}-01", fastrand::u128(1..)),
+        tracestate: None,
     }
 }
 
@@ -61,9 +118,11 @@ pub(crate) struct Attempt {
     /// When it could run, and when it was claimed (the span starts here).
     pub run_at: DateTime<Utc>,
     pub started_at: DateTime<Utc>,
-    /// The trace the job continues, as enqueued.
-    pub trace: Option<TraceContext>,
-    /// `completed`, `failed`, `retrying`, `snoozed`, `stopped`.
+    /// The attempt's own context, as the task was handed it (its span id as parent id).
+    pub context: TraceContext,
+    /// The enqueuer's span, the attempt's parent (`None`: the attempt is a root span).
+    pub parent: Option<String>,
+    /// `completed`, `error`, `snoozed`, `stopped`.
     pub outcome: &'static str,
     /// The error's code and message, when it ended in one.
     pub error: Option<(String, String)>,
@@ -73,11 +132,13 @@ pub(crate) struct Attempt {
 #[derive(Clone, Debug)]
 pub(crate) struct Spans {
     tx: mpsc::Sender<SpanData>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Spans {
     /// Starts the exporter when telemetry is on: the handle, and the task that sends (it ends
-    /// once `closing` is cancelled, after sending what is queued).
+    /// once `closing` is cancelled, after sending what is queued). A configuration that
+    /// cannot work is said once, and the worker runs without.
     pub(crate) fn start(
         config: &TelemetryConfig,
         closing: tokio_util::sync::CancellationToken,
@@ -85,11 +146,17 @@ impl Spans {
         if !config.enabled() {
             return None;
         }
+        if let Some(problem) = config.problem() {
+            tracing::warn!("remuda telemetry: {problem}; spans are not exported");
+            return None;
+        }
         let mut builder = opentelemetry_otlp::SpanExporter::builder().with_http();
-        if let Some(endpoint) = &config.endpoint {
+        if let Some(endpoint) = config.endpoint() {
             use opentelemetry_otlp::WithExportConfig;
-            builder =
-                builder.with_endpoint(format!("{}/v1/traces", endpoint.trim_end_matches('/')));
+            builder = builder.with_endpoint(format!(
+                "{}/v1/traces",
+                endpoint.trim().trim_end_matches('/')
+            ));
         }
         let mut exporter = match builder.build() {
             Ok(exporter) => exporter,
@@ -98,9 +165,14 @@ impl Spans {
                 return None;
             }
         };
-        // the configured name, else OTEL_SERVICE_NAME (which the builder reads), else remuda
+        // the configured name, else OTEL_SERVICE_NAME or service.name in
+        // OTEL_RESOURCE_ATTRIBUTES (which the builder reads), else remuda
         let mut resource = opentelemetry_sdk::Resource::builder();
-        let from_env = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|n| !n.trim().is_empty());
+        let from_env = env("OTEL_SERVICE_NAME").is_some()
+            || env("OTEL_RESOURCE_ATTRIBUTES").is_some_and(|a| {
+                a.split(',')
+                    .any(|kv| kv.trim().starts_with("service.name="))
+            });
         match &config.service_name {
             Some(name) => resource = resource.with_service_name(name.clone()),
             None if !from_env => resource = resource.with_service_name("remuda"),
@@ -109,19 +181,30 @@ impl Spans {
         exporter.set_resource(&resource.build());
         let (tx, rx) = mpsc::channel(QUEUE);
         let task = tokio::spawn(send(exporter, rx, closing));
-        Some((Spans { tx }, task))
+        let spans = Spans {
+            tx,
+            dropped: Default::default(),
+        };
+        Some((spans, task))
     }
 
-    /// Queues the span of a finished attempt (dropped when the queue is full or the trace is
-    /// not sampled).
+    /// Queues the span of a finished attempt (none for a trace its enqueuer did not sample;
+    /// dropped, and counted, when the queue is full: the collector does not keep up).
     pub(crate) fn record(&self, attempt: Attempt) {
-        if let Some(span) = span_of(attempt) {
-            let _ = self.tx.try_send(span);
+        let Some(span) = span_of(attempt) else {
+            return;
+        };
+        if self.tx.try_send(span).is_err() {
+            use std::sync::atomic::Ordering;
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() {
+                tracing::warn!("remuda telemetry: {dropped} spans dropped so far: the collector does not keep up with the attempts");
+            }
         }
     }
 }
 
-/// Sends the spans of `rx` in batches until `closing`, then what is left.
+/// Sends the spans of `rx` in batches until `closing`, then what is left (in batches too).
 async fn send(
     exporter: opentelemetry_otlp::SpanExporter,
     mut rx: mpsc::Receiver<SpanData>,
@@ -138,8 +221,10 @@ async fn send(
             while let Ok(span) = rx.try_recv() {
                 batch.push(span);
             }
-            if !batch.is_empty() {
+            while !batch.is_empty() {
+                let rest = batch.split_off(batch.len().min(BATCH));
                 let _ = exporter.export(batch).await;
+                batch = rest;
             }
             return;
         }
@@ -167,30 +252,21 @@ async fn send(
 
 /// The span of an attempt; `None` for a trace its enqueuer did not sample.
 fn span_of(a: Attempt) -> Option<SpanData> {
-    let span_id = crate::trace::attempt_span_id(a.job_id, a.attempt, a.started_at);
-    let (trace_id, parent, flags, state) = match &a.trace {
-        Some(t) => {
-            if !t.sampled() {
-                return None;
-            }
-            (
-                TraceId::from_hex(t.trace_id()).ok()?,
-                SpanId::from_hex(t.parent_id()).ok()?,
-                TraceFlags::SAMPLED,
-                t.tracestate
-                    .as_deref()
-                    .and_then(|s| s.parse::<TraceState>().ok())
-                    .unwrap_or_default(),
-            )
-        }
-        // a job enqueued outside any trace: its attempts share a trace of their own
-        None => (
-            TraceId::from_hex(&job_trace_id(a.job_id)).ok()?,
-            SpanId::INVALID,
-            TraceFlags::SAMPLED,
-            TraceState::default(),
-        ),
+    if !a.context.sampled() {
+        return None;
+    }
+    let trace_id = TraceId::from_hex(a.context.trace_id()).ok()?;
+    let span_id = SpanId::from_hex(a.context.parent_id()).ok()?;
+    let parent = match &a.parent {
+        Some(p) => SpanId::from_hex(p).ok()?,
+        None => SpanId::INVALID,
     };
+    let state = a
+        .context
+        .tracestate
+        .as_deref()
+        .and_then(|s| s.parse::<TraceState>().ok())
+        .unwrap_or_default();
     let wait_ms = (a.started_at - a.run_at).num_milliseconds().max(0);
     let mut attributes = vec![
         KeyValue::new("remuda.job.id", a.job_id),
@@ -204,24 +280,31 @@ fn span_of(a: Attempt) -> Option<SpanData> {
     let status = match a.error {
         Some((code, message)) => {
             attributes.push(KeyValue::new("remuda.error.code", code.clone()));
-            Status::error(format!("{code}: {message}"))
+            let mut message = format!("{code}: {message}");
+            if message.len() > MAX_MESSAGE {
+                let mut end = MAX_MESSAGE;
+                while !message.is_char_boundary(end) {
+                    end -= 1;
+                }
+                message.truncate(end);
+                message.push('…');
+            }
+            Status::error(message)
         }
         None => Status::Unset,
     };
+    let start_time: std::time::SystemTime = a.started_at.into();
+    // the claim's time is the database's, the end this worker's: a worker clock behind the
+    // database's must not end a span before it starts
+    let end_time = std::time::SystemTime::now().max(start_time);
     Some(SpanData {
-        span_context: SpanContext::new(
-            trace_id,
-            SpanId::from_hex(&span_id).ok()?,
-            flags,
-            false,
-            state,
-        ),
+        span_context: SpanContext::new(trace_id, span_id, TraceFlags::SAMPLED, false, state),
         parent_span_id: parent,
         parent_span_is_remote: parent != SpanId::INVALID,
         span_kind: SpanKind::Consumer,
         name: a.kind.into(),
-        start_time: a.started_at.into(),
-        end_time: std::time::SystemTime::now(),
+        start_time,
+        end_time,
         attributes,
         dropped_attributes_count: 0,
         events: SpanEvents::default(),
@@ -233,12 +316,85 @@ fn span_of(a: Attempt) -> Option<SpanData> {
     })
 }
 
-/// The trace id of a job that continues no trace (32 hex digits): its id, hashed.
-fn job_trace_id(job_id: i64) -> String {
-    let epoch = DateTime::<Utc>::UNIX_EPOCH;
-    format!(
-        "{}{}",
-        crate::trace::attempt_span_id(job_id, 0, epoch),
-        crate::trace::attempt_span_id(job_id, -1, epoch)
-    )
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt(context: TraceContext, error: Option<(String, String)>) -> Attempt {
+        let now = Utc::now();
+        Attempt {
+            job_id: 7,
+            kind: "resize".into(),
+            queue: "media".into(),
+            attempt: 2,
+            worker: "w".into(),
+            run_at: now,
+            // a claim time ahead of this clock (the database's runs ahead)
+            started_at: now + chrono::Duration::seconds(5),
+            context,
+            parent: Some("00f067aa0ba902b7".into()),
+            outcome: "error",
+            error,
+        }
+    }
+
+    #[test]
+    fn an_endpoint_that_is_not_an_http_url_is_a_problem_said_before_anything_is_sent() {
+        let bad = TelemetryConfig {
+            endpoint: Some("collector:4318".into()),
+            service_name: None,
+        };
+        let problem = bad.problem().expect("a problem");
+        assert!(
+            problem.contains("not an http:// or https:// URL"),
+            "{problem}"
+        );
+        let good = TelemetryConfig {
+            endpoint: Some("http://127.0.0.1:4318".into()),
+            service_name: None,
+        };
+        assert_eq!(good.problem(), None);
+        let blank = TelemetryConfig {
+            endpoint: Some("  ".into()),
+            service_name: None,
+        };
+        assert_eq!(blank.endpoint(), None, "a blank endpoint is none");
+    }
+
+    #[test]
+    fn a_span_carries_the_attempts_ids_a_bounded_error_and_never_ends_before_it_starts() {
+        let context = TraceContext::parse(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01",
+            None,
+        )
+        .expect("valid");
+        let long = "x".repeat(10 * MAX_MESSAGE);
+        let span = span_of(attempt(context.clone(), Some(("BIG".into(), long)))).expect("sampled");
+        assert_eq!(
+            span.span_context.trace_id(),
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").expect("hex")
+        );
+        assert_eq!(
+            span.span_context.span_id(),
+            SpanId::from_hex("b7ad6b7169203331").expect("hex")
+        );
+        assert_eq!(
+            span.parent_span_id,
+            SpanId::from_hex("00f067aa0ba902b7").expect("hex")
+        );
+        match &span.status {
+            Status::Error { description } => {
+                assert!(
+                    description.len() <= MAX_MESSAGE + '…'.len_utf8(),
+                    "{}",
+                    description.len()
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(span.end_time >= span.start_time);
+        let unsampled = context.traceparent.replace("-01", "-00");
+        let unsampled = TraceContext::parse(&unsampled, None).expect("valid");
+        assert!(span_of(attempt(unsampled, None)).is_none());
+    }
 }

@@ -25,7 +25,10 @@ pub fn trace_context(
         return Ok(None);
     };
     let state = std::env::var("TRACESTATE").ok();
-    match remuda::TraceContext::parse(tp.trim(), state.as_deref()) {
+    // a bad tracestate loses only itself (W3C), a bad traceparent the whole context
+    let parsed = remuda::TraceContext::parse(tp.trim(), state.as_deref())
+        .or_else(|_| remuda::TraceContext::parse(tp.trim(), None));
+    match parsed {
         Ok(trace) => Ok(Some(trace)),
         Err(e) => {
             eprintln!("note: TRACEPARENT in the environment is ignored: {e}");

@@ -193,7 +193,11 @@ impl Enqueue {
 /// refuse the job), and the job starts no trace of its own.
 fn trace_of(headers: &axum::http::HeaderMap) -> Option<remuda::TraceContext> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    match remuda::TraceContext::parse(text("traceparent")?, text("tracestate")) {
+    let traceparent = text("traceparent")?;
+    // a bad tracestate loses only itself (W3C), a bad traceparent the whole context
+    let parsed = remuda::TraceContext::parse(traceparent, text("tracestate"))
+        .or_else(|_| remuda::TraceContext::parse(traceparent, None));
+    match parsed {
         Ok(trace) => Some(trace),
         Err(e) => {
             tracing::debug!("remuda dashboard: a traceparent header is ignored: {e}");

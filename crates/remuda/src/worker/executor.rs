@@ -115,7 +115,17 @@ pub(crate) async fn execute(
             job.attempt,
             job.started_at,
         ),
-        trace: job.attempt_trace(),
+        // the job's trace under the attempt's span; with spans exported, a job outside any
+        // trace gets one of its own, rooted at the attempt
+        trace: job.attempt_trace().or_else(|| {
+            shared.spans.as_ref().map(|_| {
+                crate::telemetry::root_trace(&crate::trace::attempt_span_id(
+                    job.id,
+                    job.attempt,
+                    job.started_at,
+                ))
+            })
+        }),
     };
     let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
@@ -124,6 +134,7 @@ pub(crate) async fn execute(
     // the call itself inside catch_unwind too: a task may panic before returning its future
     // the attempt's trace is current in the task: what it enqueues continues it
     let trace = ctx.trace.clone();
+    let attempt_context = trace.clone();
     let run = AssertUnwindSafe(crate::trace::scope(trace, async move {
         task.run(ctx, args).await
     }))
@@ -199,7 +210,7 @@ pub(crate) async fn execute(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     observe(&shared, &job, &outcome, began.elapsed());
-    if let Some(spans) = &shared.spans {
+    if let (Some(spans), Some(context)) = (&shared.spans, attempt_context) {
         spans.record(crate::telemetry::Attempt {
             job_id: job.id,
             kind: job.kind.clone(),
@@ -208,7 +219,8 @@ pub(crate) async fn execute(
             worker: shared.worker_id.to_string(),
             run_at: job.run_at,
             started_at: job.started_at,
-            trace: job.trace.clone(),
+            context,
+            parent: job.trace.as_ref().map(|t| t.parent_id().to_string()),
             outcome: match ended.split(' ').next() {
                 Some("completed") => "completed",
                 Some("snoozed") => "snoozed",

@@ -62,6 +62,9 @@ use tokio_util::sync::CancellationToken;
 /// and reader — so none waits for another.
 const WORKER_POOL_SIZE: usize = 9;
 
+/// Longest a stopping worker waits for its last spans to reach the collector.
+const SPANS_FLUSH: Duration = Duration::from_secs(5);
+
 /// Counts of what a worker did, readable while it runs.
 #[derive(Debug, Default)]
 pub struct WorkerStats {
@@ -632,14 +635,6 @@ impl Worker {
         // a database that does not answer must not hold the worker: each last step has the
         // shutdown timeout (a worker that could not deregister is rescued like a dead one)
         let patience = config.shutdown_timeout;
-        // every attempt has ended: the last spans go out (a collector that does not answer
-        // gets the same patience)
-        spans_closing.cancel();
-        if let Some(mut task) = spans_task {
-            if tokio::time::timeout(patience, &mut task).await.is_err() {
-                task.abort();
-            }
-        }
         // the dispatcher writes what it sent before the worker is gone
         for mut task in [maintenance_task, delivery_task].into_iter().flatten() {
             if tokio::time::timeout(patience, &mut task).await.is_err() {
@@ -665,6 +660,17 @@ impl Worker {
             }
         }
         heartbeat::leave(&db, &worker_id, patience).await;
+        // every attempt has ended: the last spans go out, once the worker has left (a collector
+        // that does not answer holds nothing else up, and gets at most a few seconds)
+        spans_closing.cancel();
+        if let Some(mut task) = spans_task {
+            if tokio::time::timeout(patience.min(SPANS_FLUSH), &mut task)
+                .await
+                .is_err()
+            {
+                task.abort();
+            }
+        }
         if let Some(reason) = completer_failure {
             return Err(Error::WorkerFailed(format!(
                 "worker {worker_id}: the completer failed ({reason}); its unfinished jobs will be rescued"
