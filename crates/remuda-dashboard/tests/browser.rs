@@ -131,6 +131,14 @@ async fn an_operator_retries_a_failed_job_pauses_a_queue_and_opens_a_graph_in_a_
         .click("tr[data-queue=\"web\"] form[action$=\"/pause\"] button")
         .await;
     browser.accept().await;
+    let paused = std::time::Instant::now();
+    while !s.client.queue("web").await.expect("queue").paused {
+        assert!(
+            paused.elapsed() < Duration::from_secs(5),
+            "the queue was not paused"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     browser
         .wait_for_text(
             &format!("{base}/queues"),
@@ -143,6 +151,16 @@ async fn an_operator_retries_a_failed_job_pauses_a_queue_and_opens_a_graph_in_a_
     browser
         .click("tr[data-queue=\"web\"] form[action$=\"/resume\"] button")
         .await;
+    // the form's POST has reached the server before the page is loaded again (a reload right
+    // after the click can cancel a submission still on its way)
+    let resumed = std::time::Instant::now();
+    while s.client.queue("web").await.expect("queue").paused {
+        assert!(
+            resumed.elapsed() < Duration::from_secs(5),
+            "the queue was not resumed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     browser
         .wait_for_text(
             &format!("{base}/queues"),
