@@ -306,12 +306,7 @@ impl Job {
             unique_key: row.try_get("unique_key")?,
             concurrency_key: row.try_get("concurrency_key")?,
             group: row.try_get("group_key")?,
-            trace: row
-                .try_get::<_, Option<String>>("traceparent")?
-                .map(|traceparent| crate::TraceContext {
-                    traceparent,
-                    tracestate: row.try_get("tracestate").ok().flatten(),
-                }),
+            trace: crate::trace::from_row(row)?,
             target_worker: row.try_get("target_worker")?,
             requires: row.try_get("requires")?,
             worker: row

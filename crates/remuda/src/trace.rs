@@ -124,6 +124,18 @@ pub fn attempt_span_id(job_id: i64, attempt: i32, started_at: DateTime<Utc>) -> 
     format!("{:016x}", hash.max(1))
 }
 
+/// The context a row holds in its `traceparent` and `tracestate` columns (a job's, as
+/// stored: checked when it was written).
+pub(crate) fn from_row(row: &tokio_postgres::Row) -> Result<Option<TraceContext>> {
+    let Some(traceparent) = row.try_get::<_, Option<String>>("traceparent")? else {
+        return Ok(None);
+    };
+    Ok(Some(TraceContext {
+        traceparent,
+        tracestate: row.try_get("tracestate")?,
+    }))
+}
+
 tokio::task_local! {
     static CURRENT: Option<TraceContext>;
 }

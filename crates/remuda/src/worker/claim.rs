@@ -118,12 +118,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
         flags: row.try_get("flags")?,
         workflow: row.try_get("workflow")?,
         run_at: row.try_get("run_at")?,
-        trace: row
-            .try_get::<_, Option<String>>("traceparent")?
-            .map(|traceparent| crate::TraceContext {
-                traceparent,
-                tracestate: row.try_get("tracestate").ok().flatten(),
-            }),
+        trace: crate::trace::from_row(row)?,
     })
 }
 
