@@ -166,6 +166,8 @@ pub(crate) const SCHEDULE_UPSERT: &str = include_str!("sql/schedule/schedule_ups
 pub(crate) const PRUNE: &str = include_str!("sql/jobs/prune.sql");
 /// How many jobs in final state $1 prune.sql would delete with default age $2 ms (a dry run).
 pub(crate) const PRUNE_COUNT: &str = include_str!("sql/jobs/prune_count.sql");
+/// Create the finished part's day partitions from today to $1 days ahead that are missing. …
+pub(crate) const FINISHED_DAYS: &str = include_str!("sql/jobs/finished_days.sql");
 
 /// Delete the rate-limit token buckets that are full again (not refreshed for a whole period …
 pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/queues/rate_buckets_prune.sql");
@@ -400,6 +402,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("maintenance_runs", MAINTENANCE_RUNS),
     ("prune", PRUNE),
     ("prune_count", PRUNE_COUNT),
+    ("finished_days", FINISHED_DAYS),
     ("clock", CLOCK),
     ("lease_hold", LEASE_HOLD),
     ("schedule_delete", SCHEDULE_DELETE),

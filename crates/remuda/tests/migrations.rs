@@ -12,7 +12,7 @@ const INDEX_AND_STATE: ExtraMigration = ExtraMigration {
     name: "index_and_state",
     sql: "
 -- an index built without blocking writers, and a new enum value
-CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_kind_extra_idx ON remuda.jobs (kind);
+CREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_kind_extra_idx ON remuda.jobs_live (kind);
 ALTER TYPE remuda.job_state ADD VALUE IF NOT EXISTS 'archived';
 ",
     outside_transaction: true,

@@ -139,37 +139,37 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "claim",
             "text, text[], int[], int, text, text, text[]",
             "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'",
-            "Tid Scan on jobs j",
+            "Tid Scan on jobs_live j",
         ),
         (
             "complete_ok",
             "tid[], bigint[], int[], timestamptz[], jsonb[], text",
             "'{}', '{}', '{}', '{}', '{}', 'w'",
-            "Tid Scan on jobs j",
+            "Tid Scan on jobs_live j",
         ),
         (
             "release_jobs",
             "bigint[], int[], text, timestamptz[]",
             "'{}', '{}', 'w', '{}'",
-            "Index Scan using jobs_pkey on jobs j",
+            "Index Scan using jobs_live_pkey on jobs_live j",
         ),
         (
             "expire",
             "bigint, text, bigint",
             "1000, 'w', 1",
-            "Index Scan using jobs_pkey on jobs j",
+            "Index Scan using jobs_expires_idx on jobs_live x",
         ),
         (
             "promote",
             "int, text, bigint",
             "1000, 'w', 1",
-            "Index Scan using jobs_scheduled_idx on jobs",
+            "Index Scan using jobs_scheduled_idx on jobs_live",
         ),
         (
             "prune",
             "text, bigint, bigint, text, bigint",
             "'completed', 86400000, 10000, NULL, NULL",
-            "Index Scan using jobs_finished_idx on jobs j",
+            "state_queue_finished_at_idx on jobs_finished_",
         ),
     ];
     for (name, types, args, expected) in cases {

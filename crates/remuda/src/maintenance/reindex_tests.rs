@@ -21,12 +21,12 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
         .expect("vacuum");
     conn.batch_execute(
         "-- an interrupted rebuild's copy (a failed concurrent build stays, invalid)
-         INSERT INTO remuda.jobs (kind, state, finished_at) VALUES ('dup', 'completed', now()), ('dup', 'completed', now());",
+         INSERT INTO remuda.jobs (kind) VALUES ('dup'), ('dup');",
     )
     .await
     .expect("set the scene");
     let failed = conn
-        .batch_execute("CREATE UNIQUE INDEX CONCURRENTLY jobs_kind_idx_ccnew ON remuda.jobs (kind)")
+        .batch_execute("CREATE UNIQUE INDEX CONCURRENTLY jobs_kind_idx_ccnew ON remuda.jobs_live (kind)")
         .await;
     assert!(failed.is_err(), "the duplicate kinds make the build fail");
     let size = |name: &'static str| {
@@ -96,7 +96,7 @@ async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_
             .expect("conn")
             .query_one(
                 "SELECT vacuum_count + autovacuum_count, n_dead_tup FROM pg_stat_user_tables
-                 WHERE schemaname = 'remuda' AND relname = 'jobs'",
+                 WHERE schemaname = 'remuda' AND relname = 'jobs_live'",
                 &[],
             )
             .await
@@ -108,7 +108,7 @@ async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_
     for _ in 0..50 {
         let n: i64 = conn
             .query_one(
-                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'remuda' AND relname = 'jobs'",
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE schemaname = 'remuda' AND relname = 'jobs_live'",
                 &[],
             )
             .await
@@ -127,7 +127,7 @@ async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_
     let done = super::duties::vacuum_due(&db, &current)
         .await
         .expect("vacuum");
-    assert!(done.contains(&"remuda.jobs".to_string()), "{done:?}");
+    assert!(done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
     let mut counted = false;
     for _ in 0..50 {
         if vacuums().await > before {

@@ -68,6 +68,12 @@ pub(crate) async fn prune(
 ) -> Result<Pruned> {
     let mut pruned = Pruned::default();
     let mut first_error = None;
+    if !dry_run {
+        if let Err(e) = finished_days(db).await {
+            tracing::warn!("remuda retention: creating the finished jobs' day partitions failed: {e}");
+            first_error = Some(e);
+        }
+    }
     match prune_workflows(db, retention, lease, dry_run).await {
         Ok(n) => pruned.workflows = n,
         Err(e) => {
@@ -120,6 +126,16 @@ pub(crate) async fn prune(
         }
         _ => Ok(pruned),
     }
+}
+
+/// Days ahead whose partitions of finished jobs are made before they begin.
+const DAYS_AHEAD: i32 = 2;
+
+/// Makes the finished jobs' day partitions of today and the days ahead that are missing.
+async fn finished_days(db: &Database) -> Result<()> {
+    let conn = db.conn().await?;
+    conn.query_one(sql::FINISHED_DAYS, &[&DAYS_AHEAD]).await?;
+    Ok(())
 }
 
 /// Deletes (or counts) the jobs of one final state past their age.

@@ -187,10 +187,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Outside,
         sql: include_str!("0025_fair_share_index.sql"),
     },
+    Migration {
+        version: 26,
+        name: "finished_storage",
+        mode: Mode::Transaction,
+        sql: include_str!("0026_finished_storage.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 25;
+pub const LATEST: i32 = 26;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -19,7 +19,7 @@ DECLARE
     was_joined boolean;
     now_available boolean;
 BEGIN
-    INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
+    INSERT INTO remuda.jobs_live AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                   args, unique_key, unique_states, concurrency_key,
                                   target_worker, requires, notify, flags, formed)
     VALUES (CASE WHEN full_at_once THEN 'available'::remuda.job_state ELSE 'scheduled'::remuda.job_state END,

@@ -19,7 +19,7 @@ DECLARE
     now_available boolean;
 BEGIN
     FOR round IN 1..5 LOOP
-        INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
+        INSERT INTO remuda.jobs_live AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,
                                       target_worker, requires, notify, flags, formed)
         VALUES (CASE WHEN first_due > clock_timestamp() THEN 'scheduled'::remuda.job_state

@@ -206,7 +206,7 @@ BEGIN
         -- own inserts leave them out; a job joined keeps those it has)
         IF (enqueue_job.group_key IS NOT NULL OR enqueue_job.traceparent IS NOT NULL)
            AND NOT formed.joined AND NOT formed.duplicate THEN
-            UPDATE remuda.jobs j
+            UPDATE remuda.jobs_live j
             SET group_key = enqueue_job.group_key, traceparent = enqueue_job.traceparent,
                 tracestate = enqueue_job.tracestate
             WHERE j.id = formed.id;
@@ -217,7 +217,15 @@ BEGIN
     -- a duplicate whose holder leaves its unique states between the insert and the lookup is
     -- inserted on the next round
     FOR round IN 1..5 LOOP
-        INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
+        -- a key held past its job's end (remuda.unique_finished) makes a duplicate too
+        IF is_unique THEN
+            new_id := remuda.unique_holder(enqueue_job.kind, scope, stored_key);
+            IF new_id IS NOT NULL THEN
+                RETURN QUERY SELECT new_id, false, true;
+                RETURN;
+            END IF;
+        END IF;
+        INSERT INTO remuda.jobs_live AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,
                                       target_worker, requires, notify, flags, group_key, traceparent, tracestate)
         VALUES (CASE WHEN start > clock_timestamp() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,

@@ -24,7 +24,7 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtextextended(
         'remuda.throttle' || chr(1) || enqueue_throttled.kind || chr(1) || COALESCE(enqueue_throttled.scope, '')
         || chr(1) || enqueue_throttled.key, 0));
-    SELECT h.id, h.formed INTO waiting FROM remuda.jobs h
+    SELECT h.id, h.formed INTO waiting FROM remuda.jobs_live h
     WHERE h.kind = enqueue_throttled.kind AND COALESCE(h.unique_queue, '') = COALESCE(enqueue_throttled.scope, '')
       AND h.unique_key = enqueue_throttled.key AND h.state = ANY (h.unique_states)
     FOR UPDATE;
@@ -33,7 +33,7 @@ BEGIN
             RETURN QUERY SELECT waiting.id, false, true;
             RETURN;
         END IF;
-        UPDATE remuda.jobs j
+        UPDATE remuda.jobs_live j
         SET args = CASE WHEN enqueue_throttled.latest THEN enqueue_throttled.args ELSE j.args END,
             formed = jsonb_build_object('throttled', (j.formed ->> 'throttled')::bigint + 1)
         WHERE j.id = waiting.id;
@@ -57,7 +57,7 @@ BEGIN
             enqueue_throttled.kind, due, enqueue_throttled.deadline
             USING ERRCODE = 'invalid_parameter_value', HINT = 'give a later deadline, or none';
     END IF;
-    INSERT INTO remuda.jobs AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
+    INSERT INTO remuda.jobs_live AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                   args, unique_key, unique_states, unique_queue, concurrency_key,
                                   target_worker, requires, notify, flags, formed)
     VALUES (CASE WHEN due > clock_timestamp() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,

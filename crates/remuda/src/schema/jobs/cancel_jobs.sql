@@ -24,20 +24,22 @@ BEGIN
         SELECT f.* FROM unnest(found) f
         WHERE f.state IN ('scheduled', 'available', 'running')
           AND remuda.of_run(f.workflow_id, of_run)
+        ORDER BY f.id
     ), done AS (
-        UPDATE remuda.jobs j
-        SET state = 'cancelled', finished_at = now(), workflow = j.workflow - 'held_run_at',
-            result = jsonb_build_object('err', jsonb_build_object(
-                'code', 'CANCELLED', 'message', message, 'data', NULL))
-        FROM target t
-        WHERE j.id = t.id
-        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.state AS old_state, j.attempt,
-                  t.worker_id
+        SELECT d.*, t.state AS old_state, t.worker_id AS old_worker
+        FROM remuda.finish_jobs(
+            ARRAY(SELECT t.id FROM target t),
+            ARRAY(SELECT 'cancelled'::remuda.job_state FROM target t),
+            ARRAY(SELECT jsonb_build_object('err', jsonb_build_object(
+                      'code', 'CANCELLED', 'message', message, 'data', NULL)) FROM target t),
+            ARRAY(SELECT NULL::jsonb FROM target t), ARRAY(SELECT NULL::int FROM target t),
+            ARRAY(SELECT NULL::text FROM target t), ARRAY(SELECT NULL::timestamptz FROM target t)) d
+        JOIN target t ON t.id = d.id
     )
     SELECT array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted, d.old_state, 'cancelled',
                          d.attempt)::remuda.transition ORDER BY d.id),
-           array_agg(d.worker_id || ':' || d.id)
-               FILTER (WHERE d.old_state = 'running' AND d.worker_id IS NOT NULL)
+           array_agg(d.old_worker || ':' || d.id)
+               FILTER (WHERE d.old_state = 'running' AND d.old_worker IS NOT NULL)
     INTO changed, told
     FROM done d;
     PERFORM pg_notify('remuda_cancel', t) FROM unnest(told) t;

@@ -8,6 +8,21 @@
 CREATE OR REPLACE FUNCTION remuda.history_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'INSERT' THEN
+        -- a job moved between the live and the finished part (remuda.finish_jobs, a revive)
+        -- is deleted from one and inserted into the other in one statement: its deletion,
+        -- recorded just before, becomes the one change of state it is
+        UPDATE remuda.history h
+        SET to_state = NEW.state::text,
+            attempt = CASE WHEN NEW.state = 'running' THEN NEW.attempt ELSE h.attempt END,
+            worker_id = CASE WHEN NEW.state = 'running' OR h.from_state = 'running'
+                             THEN COALESCE(NEW.worker_id, h.worker_id) ELSE h.worker_id END,
+            token = CASE WHEN NEW.state = 'running' OR h.from_state = 'running'
+                         THEN NEW.started_at ELSE h.token END
+        WHERE h.seq = (SELECT max(x.seq) FROM remuda.history x WHERE x.job_id = NEW.id)
+          AND h.to_state IS NULL AND h.xid = pg_current_xact_id();
+        IF FOUND THEN
+            RETURN NULL;
+        END IF;
         INSERT INTO remuda.history (job_id, attempt, from_state, to_state, worker_id, token)
         VALUES (NEW.id, NEW.attempt, NULL, NEW.state::text, NEW.worker_id, NEW.started_at);
     ELSIF TG_OP = 'DELETE' THEN

@@ -13,10 +13,10 @@ CREATE OR REPLACE FUNCTION remuda.job_places(ids bigint[])
 RETURNS tid[] LANGUAGE plpgsql VOLATILE
 SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
-    PERFORM 1 FROM remuda.jobs j WHERE j.id = ANY(ids) ORDER BY j.id FOR NO KEY UPDATE;
+    PERFORM 1 FROM remuda.jobs_live j WHERE j.id = ANY(ids) ORDER BY j.id FOR NO KEY UPDATE;
     -- (a query of its own: its snapshot is taken after the locks, so it sees the versions
     -- they hold)
-    RETURN ARRAY(SELECT (SELECT j.ctid FROM remuda.jobs j WHERE j.id = u.id)
+    RETURN ARRAY(SELECT (SELECT j.ctid FROM remuda.jobs_live j WHERE j.id = u.id)
                  FROM unnest(ids) WITH ORDINALITY AS u(id, i)
                  ORDER BY u.i);
 END

@@ -2,13 +2,30 @@
 -- locks many jobs takes them, so two never deadlock on each other), as they are once
 -- locked: a state read here is the newest. With `skip_locked`, a row another transaction
 -- holds is passed over instead of waited for.
+-- A job that moved between the live and the finished part while its lock was waited for
+-- (it ended, or was revived) is gone from where the lock found it: it is looked for again,
+-- in a statement of its own whose snapshot sees where it went.
 CREATE OR REPLACE FUNCTION remuda.lock_jobs(ids bigint[], skip_locked boolean)
 RETURNS remuda.jobs[] LANGUAGE plpgsql AS $$
+DECLARE
+    found remuda.jobs[] := '{}';
+    more remuda.jobs[];
+    missing bigint[] := ids;
 BEGIN
-    IF skip_locked THEN
-        RETURN ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids)
-                     ORDER BY x.id FOR UPDATE SKIP LOCKED);
-    END IF;
-    RETURN ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids) ORDER BY x.id FOR UPDATE);
+    FOR round IN 1..3 LOOP
+        IF skip_locked THEN
+            more := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(missing)
+                          ORDER BY x.id FOR UPDATE SKIP LOCKED);
+        ELSE
+            more := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(missing) ORDER BY x.id FOR UPDATE);
+        END IF;
+        found := found || more;
+        -- with skip_locked, a job passed over is not looked for again
+        EXIT WHEN skip_locked OR cardinality(more) = cardinality(missing);
+        missing := ARRAY(SELECT m FROM unnest(missing) m
+                         WHERE m <> ALL (ARRAY(SELECT f.id FROM unnest(found) f)));
+        EXIT WHEN NOT EXISTS (SELECT 1 FROM remuda.jobs x WHERE x.id = ANY(missing));
+    END LOOP;
+    RETURN ARRAY(SELECT f FROM unnest(found) f ORDER BY f.id);
 END
 $$;

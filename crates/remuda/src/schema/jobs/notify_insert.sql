@@ -25,7 +25,7 @@ BEGIN
             ORDER BY s.name  -- one lock order for every statement: no deadlock between two
         LOOP
             PERFORM pg_advisory_xact_lock(hashtextextended('remuda.depth:' || q.name, 0));
-            SELECT count(*) INTO depth FROM remuda.jobs j
+            SELECT count(*) INTO depth FROM remuda.jobs_live j
             WHERE j.queue = q.name AND j.state IN ('available', 'scheduled');
             IF depth > q.max_depth THEN
                 RAISE EXCEPTION 'queue % is full: % jobs would be waiting, over its max_depth of %', q.name, depth, q.max_depth

@@ -9,7 +9,7 @@
 CREATE OR REPLACE FUNCTION remuda.promote_jobs(ids bigint[]) RETURNS bigint
 LANGUAGE sql SET enable_seqscan = off AS $$
     WITH promoted AS (
-        UPDATE remuda.jobs SET state = 'available'
+        UPDATE remuda.jobs_live SET state = 'available'
         WHERE id = ANY(ids) AND state::text = 'scheduled' AND run_at <= now()
         RETURNING queue
     ), woken AS (

@@ -35,8 +35,9 @@ BEGIN
         SELECT f.* FROM unnest(found) f
         WHERE f.state = ANY(from_states) AND remuda.of_run(f.workflow_id, of_run)
           AND f.id <> ALL(taken)
-    ), done AS (
-        UPDATE remuda.jobs j
+    ), waiting AS (
+        -- a scheduled job: still live, written in place
+        UPDATE remuda.jobs_live j
         SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL,
             result = NULL, worker_id = NULL, lost_streak = 0,
             -- (a job held by a pause that ended some other way is held no more)
@@ -46,8 +47,40 @@ BEGIN
                                 WHEN j.max_attempts IS NULL THEN NULL
                                 ELSE GREATEST(j.max_attempts, j.attempt + 1) END
         FROM target t
-        WHERE j.id = t.id
+        WHERE j.id = t.id AND t.state = 'scheduled'
         RETURNING j.id, j.queue, j.kind, j.flags, j.counted, t.state AS old_state, j.attempt
+    ), moved AS (
+        -- a finished job moves back to the live part (never an UPDATE across the parts; see
+        -- remuda.finish_jobs); the key it held past its end is held by the live job again (the
+        -- finished part's trigger frees it)
+        DELETE FROM remuda.jobs_finished j USING target t
+        WHERE j.id = t.id AND t.state <> 'scheduled'
+        RETURNING j.*
+    ), back AS (
+        INSERT INTO remuda.jobs_live (
+            id, state, queue, kind, priority, attempt, max_attempts, run_at, created_at, started_at,
+            finished_at, expires_at, timeout_ms, worker_id, awaited, args, result, errors, lost_streak,
+            unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
+            flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
+            tracestate)
+        SELECT m.id, 'available', m.queue, m.kind, m.priority, m.attempt,
+               CASE WHEN attempts_anew THEN m.attempt + COALESCE(m.max_attempts, 1)
+                    WHEN m.max_attempts IS NULL THEN NULL
+                    ELSE GREATEST(m.max_attempts, m.attempt + 1) END,
+               now(), m.created_at, NULL, NULL, now() + deadline_ms * interval '1 millisecond',
+               m.timeout_ms, NULL, m.awaited, m.args, NULL, m.errors, 0, m.unique_key,
+               m.unique_states, m.concurrency_key, m.counted, m.target_worker, m.requires,
+               m.unique_queue, m.flags, m.schedule, m.fire_at, m.workflow_id,
+               m.workflow - 'held_run_at', m.notify, m.formed, m.group_key, m.traceparent,
+               m.tracestate
+        FROM moved m
+        RETURNING remuda.jobs_live.id, remuda.jobs_live.queue, remuda.jobs_live.kind,
+                  remuda.jobs_live.flags, remuda.jobs_live.counted, remuda.jobs_live.attempt
+    ), done AS (
+        SELECT * FROM waiting
+        UNION ALL
+        SELECT b.id, b.queue, b.kind, b.flags, b.counted, t.state, b.attempt
+        FROM back b JOIN target t ON t.id = b.id
     )
     SELECT array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted, d.old_state, 'available',
                          d.attempt)::remuda.transition ORDER BY d.id)

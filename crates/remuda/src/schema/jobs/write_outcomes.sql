@@ -28,34 +28,46 @@ SET enable_hashjoin = off SET enable_mergejoin = off SET plan_cache_mode = force
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    WITH written AS (
-        UPDATE remuda.jobs j
-        SET state = remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms),
-            attempt = j.attempt - (u.outcome = 'snooze')::int,
-            lost_streak = 0,
-            finished_at = CASE WHEN remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
-                               THEN now() END,
-            run_at = CASE WHEN u.outcome IN ('retry', 'snooze')
-                               AND NOT remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
-                          THEN now() + u.delay_ms * interval '1 millisecond' ELSE j.run_at END,
-            result = CASE WHEN remuda.is_final(remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms))
-                          THEN u.result END,
-            errors = CASE WHEN u.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(u.error) END,
-            -- unchanged under the guard; written so that verification mode records whose
-            -- claim an outcome came from
-            worker_id = write_outcomes.worker,
-            started_at = u.started_at
+    WITH cur AS (
+        SELECT j.id, u.tid, u.outcome, u.result, u.error, u.delay_ms, u.started_at,
+               remuda.outcome_state(u.outcome, j.attempt, j.max_attempts, u.delay_ms) AS new_state
         FROM unnest(write_outcomes.tids, write_outcomes.ids, write_outcomes.attempts, write_outcomes.started,
                     write_outcomes.outcomes, write_outcomes.results, write_outcomes.errors, write_outcomes.delays)
             AS u(tid, id, attempt, started_at, outcome, result, error, delay_ms)
-        WHERE j.ctid = u.tid
-          AND j.id = u.id
+        JOIN remuda.jobs_live j ON j.ctid = u.tid
+        WHERE j.id = u.id
           AND j.state = 'running'
           AND j.worker_id = write_outcomes.worker
           AND j.attempt = u.attempt
           AND j.started_at = u.started_at
-        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.state, j.attempt, u.outcome
+    ), stay AS (
+        -- retried or snoozed: still live, written in place
+        UPDATE remuda.jobs_live j
+        SET state = c.new_state,
+            attempt = j.attempt - (c.outcome = 'snooze')::int,
+            lost_streak = 0,
+            run_at = now() + c.delay_ms * interval '1 millisecond',
+            errors = CASE WHEN c.error IS NULL THEN j.errors ELSE j.errors || jsonb_build_array(c.error) END,
+            -- unchanged under the guard; written so that verification mode records whose
+            -- claim an outcome came from
+            worker_id = write_outcomes.worker,
+            started_at = c.started_at
+        FROM cur c
+        WHERE j.ctid = c.tid AND NOT remuda.is_final(c.new_state)
+        RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.state, j.attempt, c.outcome
+    ), ended AS (
+        -- completed or failed: moved to the finished part
+        SELECT f.id, f.queue, f.kind, f.flags, f.counted, f.state, f.attempt, c.outcome
+        FROM remuda.finish_jobs(
+            ARRAY(SELECT c.id FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT c.new_state FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT c.result FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT c.error FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT 0 FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT write_outcomes.worker FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id),
+            ARRAY(SELECT c.started_at FROM cur c WHERE remuda.is_final(c.new_state) ORDER BY c.id)) f
+        JOIN cur c ON c.id = f.id
     )
-    SELECT * FROM written;
+    SELECT * FROM stay UNION ALL SELECT * FROM ended;
 END
 $$;

@@ -6,7 +6,7 @@
 CREATE OR REPLACE FUNCTION remuda.wf_hold(w_id bigint)
 RETURNS bigint LANGUAGE sql AS $$
     WITH held AS (
-        UPDATE remuda.jobs j
+        UPDATE remuda.jobs_live j
         SET state = 'scheduled', run_at = remuda.wf_held_at(),
             workflow = j.workflow || jsonb_build_object('held_run_at', j.run_at)
         WHERE j.workflow_id = w_id AND j.state IN ('available', 'scheduled')

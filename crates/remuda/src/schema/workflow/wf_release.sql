@@ -4,7 +4,7 @@
 CREATE OR REPLACE FUNCTION remuda.wf_release(w_id bigint)
 RETURNS integer LANGUAGE sql AS $$
     WITH released AS (
-        UPDATE remuda.jobs j
+        UPDATE remuda.jobs_live j
         SET state = CASE WHEN (j.workflow ->> 'held_run_at')::timestamptz <= now()
                          THEN 'available' ELSE 'scheduled' END::remuda.job_state,
             run_at = greatest((j.workflow ->> 'held_run_at')::timestamptz, now()),

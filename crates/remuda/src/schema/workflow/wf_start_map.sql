@@ -32,7 +32,7 @@ BEGIN
     ctx := remuda.wf_context(wf.id, n.spec);
     UPDATE remuda.workflow_nodes SET children_total = jsonb_array_length(items)
     WHERE workflow_id = wf.id AND node = n.node;
-    INSERT INTO remuda.jobs (queue, kind, priority, max_attempts, timeout_ms, expires_at, args,
+    INSERT INTO remuda.jobs_live (queue, kind, priority, max_attempts, timeout_ms, expires_at, args,
                              flags, workflow_id, workflow, traceparent, tracestate)
     SELECT COALESCE(n.spec ->> 'queue', 'default'), n.spec ->> 'kind',
            COALESCE((n.spec ->> 'priority')::integer, 0), (n.spec ->> 'max_attempts')::integer,

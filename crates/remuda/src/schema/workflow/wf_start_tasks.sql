@@ -9,11 +9,11 @@ BEGIN
         UPDATE remuda.workflow_nodes n
         SET state = 'running', attempt = n.attempt + 1, started_at = now(), finished_at = NULL,
             result = NULL, reason = NULL,
-            job_id = nextval((SELECT pg_get_serial_sequence('remuda.jobs', 'id'))::regclass)
+            job_id = nextval((SELECT pg_get_serial_sequence('remuda.jobs_live', 'id'))::regclass)
         WHERE n.workflow_id = wf.id AND n.node = ANY(nodes) AND n.state = 'pending'
         RETURNING n.node, n.spec, n.job_id
     )
-    INSERT INTO remuda.jobs (id, queue, kind, priority, max_attempts, timeout_ms, expires_at,
+    INSERT INTO remuda.jobs_live (id, queue, kind, priority, max_attempts, timeout_ms, expires_at,
                              args, flags, workflow_id, workflow, traceparent, tracestate)
     SELECT s.job_id, COALESCE(s.spec ->> 'queue', 'default'), s.spec ->> 'kind',
            COALESCE((s.spec ->> 'priority')::integer, 0), (s.spec ->> 'max_attempts')::integer,

@@ -29,15 +29,15 @@ WITH cfg AS (
 ), quota AS (
     SELECT CASE WHEN cfg.closed THEN 0 ELSE greatest(0, least($4::bigint,
              coalesce(cfg.max_running
-                      - (SELECT count(*) FROM remuda.jobs r
+                      - (SELECT count(*) FROM remuda.jobs_live r
                          WHERE r.state = 'running' AND r.counted AND r.queue = $1), $4::bigint),
              CASE WHEN cfg.cluster_max IS NULL THEN $4::bigint
-                  ELSE cfg.cluster_max - (SELECT count(*) FROM remuda.jobs r
+                  ELSE cfg.cluster_max - (SELECT count(*) FROM remuda.jobs_live r
                                           WHERE r.state = 'running' AND r.counted) END,
              coalesce(floor(bucket.tokens)::bigint, $4::bigint))) END AS n
     FROM cfg, bucket
 ), claimed AS (
-    UPDATE remuda.jobs j
+    UPDATE remuda.jobs_live j
     SET state = 'running',
         attempt = j.attempt + 1,
         worker_id = $5,
@@ -49,7 +49,7 @@ WITH cfg AS (
         max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
     WHERE j.ctid = ANY(ARRAY(
         SELECT ctid
-        FROM remuda.jobs
+        FROM remuda.jobs_live
         WHERE state = 'available'
           AND queue = $1
           AND kind = ANY($2::text[])

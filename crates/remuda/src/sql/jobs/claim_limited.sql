@@ -23,9 +23,9 @@ WITH RECURSIVE cfg AS (
            coalesce(q.fairness = 'group', false) AS fair, coalesce(q.fair_clock, 0) AS clock
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), counts AS (
-    SELECT (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
+    SELECT (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
            CASE WHEN (SELECT cluster_max FROM cfg) IS NULL THEN 0
-                ELSE (SELECT count(*) FROM remuda.jobs r WHERE r.state = 'running' AND r.counted) END AS in_cluster
+                ELSE (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted) END AS in_cluster
 ), bucket AS (
     SELECT CASE WHEN cfg.rate_limit IS NULL OR cfg.rate_per <> 'queue' THEN NULL
                 ELSE least(cfg.rate_limit::float8,
@@ -41,25 +41,25 @@ WITH RECURSIVE cfg AS (
            cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms, cfg.fair, cfg.clock
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
-    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > $8)
     WHERE (SELECT key_limit IS NOT NULL AND NOT fair FROM quota)
     UNION ALL
-    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
     FROM after_cursor k WHERE k.key IS NOT NULL
 ), from_start(key) AS (
-    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key IS NOT NULL)
     WHERE (SELECT key_limit IS NOT NULL AND NOT fair FROM quota)
     UNION ALL
-    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.concurrency_key > k.key)
     FROM from_start k WHERE k.key IS NOT NULL AND k.key <= $8
 ), key_room AS (
     -- keys with waiting jobs, from the cursor round to it, with their running jobs; keys at
     -- their limit are passed over (they would take no turn)
-    SELECT w.key, w.ord, (SELECT count(*) FROM remuda.jobs r
+    SELECT w.key, w.ord, (SELECT count(*) FROM remuda.jobs_live r
                           WHERE r.state = 'running' AND r.counted AND r.queue = $1
                             AND r.concurrency_key = w.key) AS running
     FROM (SELECT key, 1 AS ord FROM after_cursor WHERE key IS NOT NULL
@@ -83,7 +83,7 @@ WITH RECURSIVE cfg AS (
     SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, ks.turn, ks.running AS key_running
     FROM keys ks
     CROSS JOIN LATERAL (
-        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
+        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs_live j
         WHERE j.state = 'available' AND j.queue = $1 AND j.concurrency_key = ks.key
           AND j.kind = ANY($2::text[])
           AND (j.target_worker IS NULL OR j.target_worker = $6)
@@ -100,10 +100,10 @@ WITH RECURSIVE cfg AS (
     -- 15 of a claim's 24 ms), and without the deep claims a tenant with 1 000 jobs waiting
     -- ahead would keep the jobs without a key from ever being found
     SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at
-    FROM remuda.jobs j
+    FROM remuda.jobs_live j
     WHERE j.id = ANY(ARRAY(
         SELECT h.id FROM (
-            SELECT w.id, w.concurrency_key FROM remuda.jobs w
+            SELECT w.id, w.concurrency_key FROM remuda.jobs_live w
             WHERE w.state = 'available' AND w.queue = $1
               AND w.kind = ANY($2::text[])
               AND (w.target_worker IS NULL OR w.target_worker = $6)
@@ -124,17 +124,17 @@ WITH RECURSIVE cfg AS (
     FOR UPDATE OF j SKIP LOCKED
 ), fair_groups(name) AS (
     -- fair share: the groups with jobs waiting, one index descent each
-    SELECT (SELECT min(a.group_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.group_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.group_key IS NOT NULL)
     WHERE (SELECT fair AND n > 0 FROM quota)
     UNION ALL
-    SELECT (SELECT min(a.group_key) FROM remuda.jobs a
+    SELECT (SELECT min(a.group_key) FROM remuda.jobs_live a
             WHERE a.state = 'available' AND a.queue = $1 AND a.group_key > g.name)
     FROM fair_groups g WHERE g.name IS NOT NULL
 ), fair_full_keys(keys) AS (
     -- with a key limit, the queue's keys at their limit (from the running jobs): a group's
     -- jobs of those keys are passed over, so that its jobs of other keys start
-    SELECT ARRAY(SELECT r.concurrency_key FROM remuda.jobs r
+    SELECT ARRAY(SELECT r.concurrency_key FROM remuda.jobs_live r
                  WHERE r.state = 'running' AND r.counted AND r.queue = $1
                    AND r.concurrency_key IS NOT NULL
                    AND (SELECT fair AND key_limit IS NOT NULL FROM quota)
@@ -144,7 +144,7 @@ WITH RECURSIVE cfg AS (
     -- the jobs without a group that this worker may run, among the first 1 000 waiting jobs
     -- of the queue (the whole queue in a deep claim), as `unkeyed` looks for them
     SELECT h.id, h.priority, h.run_at FROM (
-        SELECT w.id, w.priority, w.run_at, w.group_key FROM remuda.jobs w
+        SELECT w.id, w.priority, w.run_at, w.group_key FROM remuda.jobs_live w
         WHERE w.state = 'available' AND w.queue = $1
           AND w.kind = ANY($2::text[])
           AND (w.target_worker IS NULL OR w.target_worker = $6)
@@ -178,7 +178,7 @@ WITH RECURSIVE cfg AS (
           FROM fair_state) b
 ), fair_ungrouped AS (
     -- the next jobs of the group '' (no group)
-    SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at, ''::text AS fgroup FROM remuda.jobs j
+    SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at, ''::text AS fgroup FROM remuda.jobs_live j
     WHERE j.id = ANY(ARRAY(
         SELECT u.id FROM ungrouped u ORDER BY u.priority, u.run_at, u.id
         LIMIT (SELECT t.take * CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN 1 ELSE 2 END
@@ -191,7 +191,7 @@ WITH RECURSIVE cfg AS (
     SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, t.name AS fgroup
     FROM fair_take t
     CROSS JOIN LATERAL (
-        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs j
+        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs_live j
         WHERE j.state = 'available' AND j.queue = $1 AND j.group_key = t.name
           AND (j.concurrency_key IS NULL OR j.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
           AND j.kind = ANY($2::text[])
@@ -211,7 +211,7 @@ WITH RECURSIVE cfg AS (
     FROM fair_fetched f JOIN fair_take t ON t.name = f.fgroup
 ), fair_key_room AS (
     -- with a key limit, the running jobs of the keys among them
-    SELECT k.key, (SELECT count(*) FROM remuda.jobs r
+    SELECT k.key, (SELECT count(*) FROM remuda.jobs_live r
                    WHERE r.state = 'running' AND r.counted AND r.queue = $1
                      AND r.concurrency_key = k.key) AS running
     FROM (SELECT DISTINCT concurrency_key AS key FROM fair_jobs WHERE concurrency_key IS NOT NULL) k
@@ -273,7 +273,7 @@ WITH RECURSIVE cfg AS (
     ORDER BY g.round, g.turn, g.priority, g.run_at, g.id
     LIMIT (SELECT n FROM quota)
 ), claimed AS (
-    UPDATE remuda.jobs j
+    UPDATE remuda.jobs_live j
     SET state = 'running',
         attempt = j.attempt + 1,
         worker_id = $5,

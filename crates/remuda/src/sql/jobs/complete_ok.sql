@@ -19,29 +19,43 @@
 -- lookup per outcome is then the only plan, whatever the table's size and statistics when a
 -- connection planned it. Planned on an empty or small table without them, it was a
 -- sequential scan of the table joined to the batch, kept for every batch as the table grew.
-UPDATE remuda.jobs j
-SET state = 'completed',
-    lost_streak = 0,
-    finished_at = now(),
-    result = u.result,
-    -- unchanged under the guard; written so that verification mode records whose claim an
-    -- outcome came from
-    worker_id = $6,
-    started_at = u.started_at
-FROM unnest($1::tid[], $2::bigint[], $3::int[], $4::timestamptz[], $5::jsonb[])
-    AS u(tid, id, attempt, started_at, result)
-WHERE j.ctid = u.tid
-  AND j.id = u.id
-  AND j.state = 'running'
-  AND j.worker_id = $6
-  AND j.attempt = u.attempt
-  AND j.started_at = u.started_at
-  AND j.flags = 0
-  -- a kind with notification defaults (migration 13) notifies at its success: general lane.
-  -- The kinds are read once per statement (an InitPlan); a NOT EXISTS probe per row cost
-  -- the 100 000-job drain ~13%.
-  AND j.kind <> ALL (ARRAY(SELECT d.kind FROM remuda.notification_defaults d))
+-- The jobs leave the live part for the finished part in this statement (DELETE … RETURNING
+-- feeding the INSERT, as remuda.finish_jobs moves them; written out here for the lean
+-- lane's speed); a unique job whose unique states include `completed` keeps its key in
+-- remuda.unique_finished (the finished part's trigger).
+WITH moved AS (
+    DELETE FROM remuda.jobs_live j
+    USING unnest($1::tid[], $2::bigint[], $3::int[], $4::timestamptz[], $5::jsonb[])
+        AS u(tid, id, attempt, started_at, result)
+    WHERE j.ctid = u.tid
+      AND j.id = u.id
+      AND j.state = 'running'
+      AND j.worker_id = $6
+      AND j.attempt = u.attempt
+      AND j.started_at = u.started_at
+      AND j.flags = 0
+      -- a kind with notification defaults (migration 13) notifies at its success: general lane.
+      -- The kinds are read once per statement (an InitPlan); a NOT EXISTS probe per row cost
+      -- the 100 000-job drain ~13%.
+      AND j.kind <> ALL (ARRAY(SELECT d.kind FROM remuda.notification_defaults d))
+    RETURNING j.*, u.result AS new_result
+), written AS (
+    INSERT INTO remuda.jobs_finished (
+        id, state, queue, kind, priority, attempt, max_attempts, run_at, created_at, started_at,
+        finished_at, expires_at, timeout_ms, worker_id, awaited, args, result, errors, lost_streak,
+        unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
+        flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
+        tracestate)
+    -- worker and claim time unchanged under the guard; written so that verification mode
+    -- records whose claim an outcome came from
+    SELECT m.id, 'completed', m.queue, m.kind, m.priority, m.attempt, m.max_attempts, m.run_at,
+           m.created_at, m.started_at, now(), m.expires_at, m.timeout_ms, $6, m.awaited, m.args,
+           m.new_result, m.errors, 0, m.unique_key, m.unique_states, m.concurrency_key, m.counted,
+           m.target_worker, m.requires, m.unique_queue, m.flags, m.schedule, m.fire_at,
+           m.workflow_id, m.workflow, m.notify, m.formed, m.group_key, m.traceparent, m.tracestate
+    FROM moved m
+    RETURNING queue, counted
+)
 -- room freed in a limited queue (counted jobs, see claim_limited.sql), as a side effect of
--- the returned rows (no CTE to materialise and rescan); each queue is notified once per
--- transaction
-RETURNING CASE WHEN j.counted THEN pg_notify('remuda_insert', j.queue) END
+-- the returned rows; each queue is notified once per transaction
+SELECT CASE WHEN w.counted THEN pg_notify('remuda_insert', w.queue) END FROM written w

@@ -9,21 +9,23 @@ WITH lease AS (
     WHERE name = 'default' AND leader_id = $2 AND term = $3 AND expires_at > now()
     FOR SHARE
 ), due AS (
-    -- the rows found as arrays, joined back through unnest() (estimated small: the planner
-    -- finds each row by its primary key, never by a scan of the whole table)
-    SELECT array_agg(x.id) AS ids, array_agg(x.state) AS states
-    FROM (SELECT id, state FROM remuda.jobs
-          WHERE expires_at <= now() AND state IN ('scheduled', 'available') AND started_at IS NULL
-            AND EXISTS (SELECT 1 FROM lease)
-          LIMIT $1 FOR UPDATE SKIP LOCKED) x
+    -- the rows locked as found (the newest versions: the expiry is checked on them)
+    SELECT x.id, x.state, x.expires_at FROM remuda.jobs_live x
+    WHERE x.expires_at <= now() AND x.state IN ('scheduled', 'available') AND x.started_at IS NULL
+      AND EXISTS (SELECT 1 FROM lease)
+    ORDER BY x.id
+    LIMIT $1 FOR UPDATE SKIP LOCKED
 ), gone AS (
-    UPDATE remuda.jobs j
-    SET state = 'expired', finished_at = now(),
-        result = jsonb_build_object('err', jsonb_build_object(
-            'code', 'DEADLINE_EXCEEDED', 'message', 'the job did not start before its deadline ' || j.expires_at, 'data', NULL))
-    FROM unnest((SELECT ids FROM due), (SELECT states FROM due)) AS d(id, state)
-    WHERE j.id = d.id
-    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, d.state AS old_state, j.attempt
+    SELECT g.*, d.state AS old_state
+    FROM remuda.finish_jobs(
+        ARRAY(SELECT d.id FROM due d ORDER BY d.id),
+        ARRAY(SELECT 'expired'::remuda.job_state FROM due d ORDER BY d.id),
+        ARRAY(SELECT jsonb_build_object('err', jsonb_build_object(
+                  'code', 'DEADLINE_EXCEEDED', 'message', 'the job did not start before its deadline ' || d.expires_at,
+                  'data', NULL)) FROM due d ORDER BY d.id),
+        ARRAY(SELECT NULL::jsonb FROM due d), ARRAY(SELECT NULL::int FROM due d),
+        ARRAY(SELECT NULL::text FROM due d), ARRAY(SELECT NULL::timestamptz FROM due d)) g
+    JOIN due d ON d.id = g.id
 )
 SELECT count(*) AS expired,
        remuda.transitioned(array_agg(ROW(g.id, g.queue, g.kind, g.flags, g.counted, g.old_state,

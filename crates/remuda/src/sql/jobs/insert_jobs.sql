@@ -3,7 +3,7 @@
 -- The statement trigger jobs_notify_insert sends one notification per queue. A job with
 -- notification targets ($12) gets flag bit 4, so its final state goes through the seam. $13: the
 -- jobs' groups (fair share); $14, $15 their trace contexts.
-INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key,
+INSERT INTO remuda.jobs_live (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key,
                          target_worker, requires, notify, flags, group_key,
                          traceparent, tracestate)
 SELECT CASE WHEN u.run_at > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,

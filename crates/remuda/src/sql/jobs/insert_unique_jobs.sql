@@ -6,7 +6,7 @@
 -- caller compares to tell the inserted jobs from the duplicates); the caller finds the duplicates' ids with
 -- unique_lookup.sql. Jobs without a key ($16 NULL) are always inserted. $1 … $15 are the
 -- columns of insert_jobs.sql.
-INSERT INTO remuda.jobs (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args,
+INSERT INTO remuda.jobs_live (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args,
                          unique_key, unique_states, unique_queue, concurrency_key, target_worker, requires,
                          notify, flags, group_key, traceparent, tracestate)
 SELECT CASE WHEN u.run_at > now() THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
@@ -19,6 +19,10 @@ FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::timestamptz[], $6:
             $16::text[], $17::text[], $18::text[])
     AS u(queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms, args, concurrency_key, target_worker,
          requires, notify, group_key, traceparent, tracestate, unique_key, unique_states, unique_queue)
+-- a key held past its job's end (remuda.unique_finished) makes a duplicate too
+WHERE u.unique_key IS NULL OR NOT EXISTS (
+    SELECT 1 FROM remuda.unique_finished f
+    WHERE f.kind = u.kind AND f.scope = COALESCE(u.unique_queue, '') AND f.key = u.unique_key)
 ON CONFLICT (kind, (COALESCE(unique_queue, '')), unique_key)
     WHERE unique_key IS NOT NULL AND state = ANY (unique_states) DO NOTHING
 RETURNING id, unique_key, kind, COALESCE(unique_queue, '') AS unique_scope

@@ -4,9 +4,9 @@
 -- Each queue is walked on its own in jobs_available_idx (queue, priority, run_at, id), the
 -- claim's own index, from the cursor on; the queues are found by skipping through it.
 WITH RECURSIVE queues(queue) AS (
-    SELECT min(queue) FROM remuda.jobs WHERE state = 'available' AND $4::text IS NULL
+    SELECT min(queue) FROM remuda.jobs_live WHERE state = 'available' AND $4::text IS NULL
   UNION ALL
-    SELECT (SELECT min(x.queue) FROM remuda.jobs x
+    SELECT (SELECT min(x.queue) FROM remuda.jobs_live x
             WHERE x.state = 'available' AND x.queue > q.queue)
     FROM queues q WHERE q.queue IS NOT NULL
 ), walked AS (
@@ -21,7 +21,7 @@ CROSS JOIN LATERAL (
        j.result, j.errors, j.unique_key, j.concurrency_key, j.group_key, j.traceparent, j.tracestate, j.target_worker, j.requires, j.schedule,
        j.fire_at, j.workflow_id, j.workflow ->> 'node' AS workflow_node,
        (j.workflow ->> 'index')::integer AS workflow_index
-    FROM remuda.jobs j
+    FROM remuda.jobs_live j
     WHERE j.state = 'available' AND j.queue = w.queue
       AND (j.priority, j.run_at, j.id)
           > (COALESCE($1::integer, -2147483648), COALESCE($2::timestamptz, '-infinity'), COALESCE($3::bigint, -1))

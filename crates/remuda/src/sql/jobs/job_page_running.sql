@@ -8,7 +8,7 @@ SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts,
        j.result, j.errors, j.unique_key, j.concurrency_key, j.group_key, j.traceparent, j.tracestate, j.target_worker, j.requires, j.schedule,
        j.fire_at, j.workflow_id, j.workflow ->> 'node' AS workflow_node,
        (j.workflow ->> 'index')::integer AS workflow_index
-FROM remuda.jobs j
+FROM remuda.jobs_live j
 WHERE j.id = ANY(ARRAY(SELECT unnest(w.running_ids) FROM remuda.workers w
                        WHERE $4::text IS NULL OR w.id = $4::text))
   AND j.state = 'running'

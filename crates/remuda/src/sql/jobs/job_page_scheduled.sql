@@ -6,7 +6,7 @@ SELECT j.id, j.kind, j.queue, j.state::text AS state, j.attempt, j.max_attempts,
        j.result, j.errors, j.unique_key, j.concurrency_key, j.group_key, j.traceparent, j.tracestate, j.target_worker, j.requires, j.schedule,
        j.fire_at, j.workflow_id, j.workflow ->> 'node' AS workflow_node,
        (j.workflow ->> 'index')::integer AS workflow_index
-FROM remuda.jobs j
+FROM remuda.jobs_live j
 WHERE j.state = 'scheduled'
   AND j.run_at >= COALESCE($1::timestamptz, '-infinity')
   AND ($1::timestamptz IS NULL OR j.run_at > $1::timestamptz OR j.id > $2::bigint)

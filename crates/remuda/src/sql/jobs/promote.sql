@@ -10,7 +10,7 @@ WITH lease AS (
     FOR SHARE
 ), promoted AS (
     SELECT remuda.promote_jobs(ARRAY(
-        SELECT id FROM remuda.jobs
+        SELECT id FROM remuda.jobs_live
         WHERE state = 'scheduled' AND run_at <= now()
         ORDER BY run_at
         LIMIT $1
@@ -18,4 +18,4 @@ WITH lease AS (
     WHERE EXISTS (SELECT 1 FROM lease)
 )
 SELECT COALESCE((SELECT n FROM promoted), 0) AS promoted,
-       (SELECT min(run_at) FROM remuda.jobs WHERE state = 'scheduled' AND run_at > now()) AS next_run_at
+       (SELECT min(run_at) FROM remuda.jobs_live WHERE state = 'scheduled' AND run_at > now()) AS next_run_at

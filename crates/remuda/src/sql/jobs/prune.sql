@@ -49,6 +49,6 @@ WITH RECURSIVE lease AS (
 ), deleted AS (
     -- by primary key from an id array, never a join the planner could make a full scan
     DELETE FROM remuda.jobs j WHERE j.id = ANY(ARRAY(SELECT id FROM doomed))
-    RETURNING 1
+    RETURNING j.id
 )
 SELECT count(*) AS deleted FROM deleted

@@ -4,7 +4,7 @@
 -- ($3) in the same run (attempt $2, claim time $4). started_at is kept: the job has started
 -- once, so its deadline no longer applies (see expire.sql).
 WITH released AS (
-    UPDATE remuda.jobs j
+    UPDATE remuda.jobs_live j
     SET state = 'available', attempt = j.attempt - 1, worker_id = NULL
     FROM unnest($1::bigint[], $2::int[], $4::timestamptz[]) AS u(id, attempt, started_at)
     -- state as text: found by primary key, never by a partial index (see complete_jobs.sql)

@@ -5,10 +5,10 @@
 -- release (the attempt never started), through the finalization seam. Scans the table (no
 -- index on running jobs): paid only after a claim failed.
 WITH released AS (
-    UPDATE remuda.jobs j
+    UPDATE remuda.jobs_live j
     SET state = 'available', attempt = j.attempt - 1, worker_id = NULL
     WHERE j.id = ANY(ARRAY(
-        SELECT x.id FROM remuda.jobs x
+        SELECT x.id FROM remuda.jobs_live x
         WHERE x.state = 'running' AND x.worker_id = $1 AND x.id <> ALL($2::bigint[])
         FOR UPDATE SKIP LOCKED))
     RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.attempt

@@ -17,37 +17,50 @@ WITH lease AS (
     WHERE name = 'default' AND leader_id = $4 AND term = $5 AND expires_at > now()
     FOR SHARE
 ), lost AS (
-    SELECT x.id, d.worker_id, d.crash_loop_limit, d.marked_at
-    FROM remuda.jobs x
+    -- the rows as locked (the newest versions), with what happens to each
+    SELECT x.id, x.queue, x.kind, x.flags, x.counted, x.attempt,
+           x.lost_streak + 1 >= d.crash_loop_limit AS quarantined,
+           CASE WHEN x.lost_streak + 1 >= d.crash_loop_limit THEN 'failed'
+                ELSE remuda.retry_or_fail(x.attempt, x.max_attempts, 0) END AS new_state,
+           jsonb_build_object(
+               'attempt', x.attempt, 'started_at', x.started_at, 'at', now(), 'code', 'WORKER_LOST',
+               'message', 'worker ' || coalesce(x.worker_id, '?') || ' stopped heartbeating while running this job',
+               'worker', x.worker_id) AS error,
+           CASE WHEN x.lost_streak + 1 >= d.crash_loop_limit THEN jsonb_build_object('err', jsonb_build_object(
+                    'code', 'CRASH_LOOP',
+                    'message', 'its last ' || (x.lost_streak + 1) || ' attempts in a row ended with their worker lost: quarantined, as the job itself may be what kills workers',
+                    'data', NULL))
+                ELSE jsonb_build_object('err', jsonb_build_object(
+                    'code', 'WORKER_LOST',
+                    'message', 'worker ' || coalesce(x.worker_id, '?') || ' stopped heartbeating while running this job',
+                    'data', NULL)) END AS result,
+           x.lost_streak + 1 AS lost_streak
+    FROM remuda.jobs_live x
     JOIN unnest($1::text[], $2::int[], $3::timestamptz[]) AS d(worker_id, crash_loop_limit, marked_at)
       ON x.worker_id = d.worker_id
     WHERE x.state = 'running' AND x.started_at <= d.marked_at AND EXISTS (SELECT 1 FROM lease)
+    ORDER BY x.id
     FOR UPDATE OF x SKIP LOCKED
-), rescued AS (
-    UPDATE remuda.jobs j
-    SET state = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit THEN 'failed'
-                     ELSE remuda.retry_or_fail(j.attempt, j.max_attempts, 0) END,
-        lost_streak = j.lost_streak + 1,
-        finished_at = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit
-                             OR remuda.retry_or_fail(j.attempt, j.max_attempts, 0) = 'failed'
-                           THEN now() END,
-        result = CASE WHEN j.lost_streak + 1 >= v.crash_loop_limit THEN jsonb_build_object('err', jsonb_build_object(
-                          'code', 'CRASH_LOOP',
-                          'message', 'its last ' || (j.lost_streak + 1) || ' attempts in a row ended with their worker lost: quarantined, as the job itself may be what kills workers',
-                          'data', NULL))
-                      WHEN remuda.retry_or_fail(j.attempt, j.max_attempts, 0) = 'failed' THEN jsonb_build_object('err', jsonb_build_object(
-                          'code', 'WORKER_LOST',
-                          'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
-                          'data', NULL)) END,
-        errors = j.errors || jsonb_build_array(jsonb_build_object(
-            'attempt', j.attempt, 'started_at', j.started_at, 'at', now(), 'code', 'WORKER_LOST',
-            'message', 'worker ' || coalesce(j.worker_id, '?') || ' stopped heartbeating while running this job',
-            'worker', j.worker_id))
+), retried AS (
+    UPDATE remuda.jobs_live j
+    SET state = v.new_state::remuda.job_state, lost_streak = v.lost_streak,
+        errors = j.errors || jsonb_build_array(v.error)
     FROM lost v
-    WHERE j.id = v.id
-      AND j.state = 'running' AND j.worker_id = v.worker_id AND j.started_at <= v.marked_at
-    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.state, j.attempt,
-              j.lost_streak >= v.crash_loop_limit AS quarantined
+    WHERE j.id = v.id AND v.new_state <> 'failed'
+    RETURNING j.id, j.queue, j.kind, j.flags, j.counted, j.state, j.attempt, false AS quarantined
+), failed AS (
+    SELECT f.id, f.queue, f.kind, f.flags, f.counted, f.state, f.attempt, v.quarantined
+    FROM remuda.finish_jobs(
+        ARRAY(SELECT v.id FROM lost v WHERE v.new_state = 'failed' ORDER BY v.id),
+        ARRAY(SELECT 'failed'::remuda.job_state FROM lost v WHERE v.new_state = 'failed' ORDER BY v.id),
+        ARRAY(SELECT v.result FROM lost v WHERE v.new_state = 'failed' ORDER BY v.id),
+        ARRAY(SELECT v.error FROM lost v WHERE v.new_state = 'failed' ORDER BY v.id),
+        ARRAY(SELECT v.lost_streak FROM lost v WHERE v.new_state = 'failed' ORDER BY v.id),
+        ARRAY(SELECT NULL::text FROM lost v WHERE v.new_state = 'failed'),
+        ARRAY(SELECT NULL::timestamptz FROM lost v WHERE v.new_state = 'failed')) f
+    JOIN lost v ON v.id = f.id
+), rescued AS (
+    SELECT * FROM retried UNION ALL SELECT * FROM failed
 )
 SELECT count(*) FILTER (WHERE r.state = 'available') AS retried,
        count(*) FILTER (WHERE r.state = 'failed') AS failed,

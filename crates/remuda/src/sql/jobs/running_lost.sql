@@ -4,7 +4,7 @@
 -- a run ended cannot stop a later run of the same job.
 SELECT u.id, u.attempt, u.started_at
 FROM unnest($1::bigint[], $2::int[], $3::timestamptz[]) AS u(id, attempt, started_at)
-LEFT JOIN remuda.jobs j ON j.id = u.id
+LEFT JOIN remuda.jobs_live j ON j.id = u.id
 WHERE j.id IS NULL
    OR j.state::text <> 'running'
    OR j.worker_id IS DISTINCT FROM $4

@@ -8,7 +8,7 @@ SELECT format('%I.%I', n.nspname, c.relname) AS name,
 FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE i.indrelid = 'remuda.jobs'::regclass
+WHERE i.indrelid = 'remuda.jobs_live'::regclass
   AND i.indisvalid
   AND c.reltuples >= 0
   AND pg_relation_size(c.oid) >= $1::bigint

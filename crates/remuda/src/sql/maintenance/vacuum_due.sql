@@ -5,5 +5,5 @@
 SELECT format('%I.%I', s.schemaname, s.relname) AS name, s.n_dead_tup AS dead, s.n_live_tup AS live
 FROM pg_stat_user_tables s
 WHERE s.schemaname = 'remuda'
-  AND s.n_dead_tup > 2 * (CASE WHEN s.relname = 'jobs' THEN 1000 + 0.01 * s.n_live_tup ELSE 100 END)
+  AND s.n_dead_tup > 2 * (CASE WHEN s.relname = 'jobs_live' THEN 1000 + 0.01 * s.n_live_tup ELSE 100 END)
 ORDER BY s.n_dead_tup DESC

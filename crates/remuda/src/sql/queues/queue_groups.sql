@@ -12,10 +12,10 @@ WITH stored AS (
     FROM remuda.queue_groups g WHERE g.queue = $1
 ), waiting AS (
     SELECT coalesce(j.group_key, '') AS name, count(*) AS n
-    FROM remuda.jobs j WHERE j.state = 'available' AND j.queue = $1 GROUP BY 1
+    FROM remuda.jobs_live j WHERE j.state = 'available' AND j.queue = $1 GROUP BY 1
 ), running AS (
     SELECT coalesce(j.group_key, '') AS name, count(*) AS n
-    FROM remuda.jobs j WHERE j.state = 'running' AND j.queue = $1 GROUP BY 1
+    FROM remuda.jobs_live j WHERE j.state = 'running' AND j.queue = $1 GROUP BY 1
 ), names AS (
     SELECT name FROM stored WHERE weight <> 1 OR recent > 0
     UNION SELECT name FROM waiting

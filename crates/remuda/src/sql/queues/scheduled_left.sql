@@ -5,5 +5,5 @@
 SELECT count(*) AS scheduled,
        min(run_at) FILTER (WHERE attempt > 0
                              AND run_at <= now() + $3::bigint * interval '1 millisecond') AS next_retry
-FROM remuda.jobs
+FROM remuda.jobs_live
 WHERE state = 'scheduled' AND queue = ANY ($1::text[]) AND kind = ANY ($2::text[])

@@ -5,17 +5,17 @@
 -- not per job (for `remuda queues`, not for a hot path); with $1 given, only the next $1 jobs
 -- to run of each queue (the dashboard: what stops a queue's head), else all.
 WITH RECURSIVE queues(queue) AS (
-    SELECT min(queue) FROM remuda.jobs WHERE state = 'available' AND $1::bigint IS NOT NULL
+    SELECT min(queue) FROM remuda.jobs_live WHERE state = 'available' AND $1::bigint IS NOT NULL
   UNION ALL
-    SELECT (SELECT min(x.queue) FROM remuda.jobs x WHERE x.state = 'available' AND x.queue > q.queue)
+    SELECT (SELECT min(x.queue) FROM remuda.jobs_live x WHERE x.state = 'available' AND x.queue > q.queue)
     FROM queues q WHERE q.queue IS NOT NULL
 ), available AS (
-    SELECT queue, kind, target_worker, requires FROM remuda.jobs
+    SELECT queue, kind, target_worker, requires FROM remuda.jobs_live
     WHERE state = 'available' AND $1::bigint IS NULL
   UNION ALL
     SELECT s.queue, s.kind, s.target_worker, s.requires FROM queues q
     CROSS JOIN LATERAL (
-        SELECT j.queue, j.kind, j.target_worker, j.requires FROM remuda.jobs j
+        SELECT j.queue, j.kind, j.target_worker, j.requires FROM remuda.jobs_live j
         WHERE j.state = 'available' AND j.queue = q.queue
         ORDER BY j.priority, j.run_at, j.id LIMIT $1) s
     WHERE q.queue IS NOT NULL

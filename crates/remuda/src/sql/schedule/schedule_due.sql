@@ -3,7 +3,7 @@
 -- skip) and the database's clock. Rows another firer holds are passed over.
 SELECT s.name, s.pattern, s.tz, s.catch_up, s.catch_up_limit, s.overlap, s.next_run_at,
        (s.overlap = 'skip' AND EXISTS (
-            SELECT 1 FROM remuda.jobs j
+            SELECT 1 FROM remuda.jobs_live j
             WHERE j.id = s.last_job_id AND j.state IN ('scheduled', 'available', 'running'))) AS busy,
        now() AS now
 FROM remuda.schedules s

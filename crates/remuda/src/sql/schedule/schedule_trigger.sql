@@ -5,7 +5,7 @@ WITH s AS (
     FROM remuda.schedules WHERE name = $1
     FOR UPDATE
 ), fired AS (
-    INSERT INTO remuda.jobs (kind, args, queue, priority, max_attempts, schedule, fire_at)
+    INSERT INTO remuda.jobs_live (kind, args, queue, priority, max_attempts, schedule, fire_at)
     SELECT kind, args, queue, priority, max_attempts, name, now() FROM s
     ON CONFLICT (schedule, fire_at) WHERE schedule IS NOT NULL DO NOTHING
     RETURNING id, fire_at

@@ -13,7 +13,7 @@ WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::timestamptz[])
         WITH ORDINALITY AS i(job_id, name, output, attempt, started_at, n)
 ), held AS (
-    SELECT j.id, j.attempt, j.started_at FROM remuda.jobs j
+    SELECT j.id, j.attempt, j.started_at FROM remuda.jobs_live j
     WHERE j.id = ANY ($1::bigint[]) AND j.state = 'running' AND j.worker_id = $6
     ORDER BY j.id
     FOR SHARE

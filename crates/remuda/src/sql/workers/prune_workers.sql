@@ -3,4 +3,4 @@
 DELETE FROM remuda.workers w
 WHERE w.id = ANY($1::text[])
   AND w.heartbeat_at = '-infinity'  -- not one that has registered again since
-  AND NOT EXISTS (SELECT 1 FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = w.id)
+  AND NOT EXISTS (SELECT 1 FROM remuda.jobs_live j WHERE j.state = 'running' AND j.worker_id = w.id)

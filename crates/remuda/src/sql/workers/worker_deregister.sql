@@ -4,7 +4,7 @@
 WITH gone AS (
     DELETE FROM remuda.workers w
     WHERE w.id = $1
-      AND NOT EXISTS (SELECT 1 FROM remuda.jobs j WHERE j.state = 'running' AND j.worker_id = $1)
+      AND NOT EXISTS (SELECT 1 FROM remuda.jobs_live j WHERE j.state = 'running' AND j.worker_id = $1)
     RETURNING w.id
 )
 UPDATE remuda.workers SET heartbeat_at = '-infinity'
