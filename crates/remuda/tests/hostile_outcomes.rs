@@ -183,8 +183,8 @@ async fn a_refusal_that_is_not_about_the_data_is_retried_not_blamed_on_the_job()
     let (db, client) = setup().await;
     let pool = db.database().expect("pool");
     let conn = pool.conn().await.expect("conn");
-    // as during a rolling deploy: completions are refused for a while with a permission
-    // error, which says nothing about the outcome being written
+    // as during a rolling deploy: completions (the moves into the finished part) are refused
+    // for a while with a permission error, which says nothing about the outcome being written
     conn.batch_execute(
         "CREATE FUNCTION refuse_completion() RETURNS trigger LANGUAGE plpgsql AS $$
          BEGIN
@@ -193,7 +193,7 @@ async fn a_refusal_that_is_not_about_the_data_is_retried_not_blamed_on_the_job()
            END IF;
            RETURN NEW;
          END $$;
-         CREATE TRIGGER refuse_completion BEFORE UPDATE ON remuda.jobs
+         CREATE TRIGGER refuse_completion BEFORE INSERT ON remuda.jobs_finished
            FOR EACH ROW EXECUTE FUNCTION refuse_completion();",
     )
     .await
@@ -213,7 +213,7 @@ async fn a_refusal_that_is_not_about_the_data_is_retried_not_blamed_on_the_job()
         JobState::Running,
         "not failed for the server's state: {job:?}"
     );
-    conn.batch_execute("DROP TRIGGER refuse_completion ON remuda.jobs")
+    conn.batch_execute("DROP TRIGGER refuse_completion ON remuda.jobs_finished")
         .await
         .expect("deploy done");
     let job = client

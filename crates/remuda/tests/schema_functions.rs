@@ -78,10 +78,19 @@ async fn functions_a_newer_remuda_applied_are_left_alone() {
 async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks() {
     let test = TestDatabase::new().await.expect("test database");
     let db = test.database().expect("pool");
-    // as a database of the build before: no record of functions, version 17
+    // as a database of the build before: no record of functions, version 17, every job in
+    // one table
     run(
         &db,
-        "DROP TABLE remuda.schema_functions;
+        "ALTER TABLE remuda.jobs DETACH PARTITION remuda.jobs_live;
+         DROP TABLE remuda.jobs, remuda.jobs_finished, remuda.unique_finished;
+         ALTER TABLE remuda.jobs_live DROP CONSTRAINT jobs_live_state;
+         ALTER TABLE remuda.jobs_live RENAME TO jobs;
+         ALTER INDEX remuda.jobs_live_pkey RENAME TO jobs_pkey;
+         ALTER TRIGGER jobs_live_notify_insert ON remuda.jobs RENAME TO jobs_notify_insert;
+         CREATE INDEX jobs_finished_idx ON remuda.jobs (state, queue, finished_at)
+             WHERE state IN ('completed', 'failed', 'cancelled', 'expired');
+         DROP TABLE remuda.schema_functions;
          DROP TABLE remuda.failures;
          DROP TABLE remuda.history;
          DROP TABLE remuda.run_history;
@@ -108,7 +117,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0022_formed_jobs",
             "0023_fair_share",
             "0024_trace_context",
-            "0025_fair_share_index"
+            "0025_fair_share_index",
+            "0026_finished_storage"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -26,7 +26,9 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
     .await
     .expect("set the scene");
     let failed = conn
-        .batch_execute("CREATE UNIQUE INDEX CONCURRENTLY jobs_kind_idx_ccnew ON remuda.jobs_live (kind)")
+        .batch_execute(
+            "CREATE UNIQUE INDEX CONCURRENTLY jobs_kind_idx_ccnew ON remuda.jobs_live (kind)",
+        )
         .await;
     assert!(failed.is_err(), "the duplicate kinds make the build fail");
     let size = |name: &'static str| {

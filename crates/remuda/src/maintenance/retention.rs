@@ -70,7 +70,9 @@ pub(crate) async fn prune(
     let mut first_error = None;
     if !dry_run {
         if let Err(e) = finished_days(db).await {
-            tracing::warn!("remuda retention: creating the finished jobs' day partitions failed: {e}");
+            tracing::warn!(
+                "remuda retention: creating the finished jobs' day partitions failed: {e}"
+            );
             first_error = Some(e);
         }
     }
