@@ -82,7 +82,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
     // one table
     run(
         &db,
-        "ALTER TABLE remuda.jobs DETACH PARTITION remuda.jobs_live;
+        "DROP FUNCTION remuda.lock_jobs(bigint[], boolean);
+         ALTER TABLE remuda.jobs DETACH PARTITION remuda.jobs_live;
          DROP TABLE remuda.jobs, remuda.jobs_finished, remuda.unique_finished;
          ALTER TABLE remuda.jobs_live DROP CONSTRAINT jobs_live_state;
          ALTER TABLE remuda.jobs_live RENAME TO jobs;

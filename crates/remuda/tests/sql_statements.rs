@@ -127,6 +127,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     conn.batch_execute(
         "INSERT INTO remuda.jobs (kind, state, finished_at)
              SELECT 'noop', 'completed', now() FROM generate_series(1, 20000);
+         INSERT INTO remuda.jobs (kind, queue) SELECT 'noop', 'other' FROM generate_series(1, 20000);
          INSERT INTO remuda.jobs (kind) SELECT 'noop' FROM generate_series(1, 5);
          INSERT INTO remuda.jobs (kind, state, worker_id, started_at, attempt)
              SELECT 'noop', 'running', 'w', now(), 1 FROM generate_series(1, 3);
@@ -201,7 +202,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     )
     .await;
     assert!(
-        plan.contains("Index Scan using jobs_pkey on jobs"),
+        plan.contains("Index Scan using jobs_live_pkey on jobs_live"),
         "promote_jobs:\n{plan}"
     );
 }

@@ -1437,9 +1437,10 @@ async fn a_cancel_sees_a_job_claimed_while_it_waited_as_running() {
     completion
         .execute(
             "WITH done AS (
-                 UPDATE remuda.jobs SET state = 'completed', finished_at = now(),
-                     result = '{\"ok\": {\"items\": [1, 2, 3]}}'
-                 WHERE workflow_id = $1 RETURNING id, queue, kind, flags, counted, attempt)
+                 SELECT f.* FROM remuda.finish_jobs(
+                     ARRAY(SELECT id FROM remuda.jobs_live WHERE workflow_id = $1 FOR UPDATE),
+                     '{completed}', ARRAY['{\"ok\": {\"items\": [1, 2, 3]}}'::jsonb], '{NULL}',
+                     '{NULL}', '{NULL}', '{NULL}') f)
              SELECT remuda.transitioned(array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted,
                         'available', 'completed', d.attempt)::remuda.transition)) FROM done d",
             &[&run],

@@ -13,7 +13,6 @@ WITH lease AS (
     SELECT x.id, x.state, x.expires_at FROM remuda.jobs_live x
     WHERE x.expires_at <= now() AND x.state IN ('scheduled', 'available') AND x.started_at IS NULL
       AND EXISTS (SELECT 1 FROM lease)
-    ORDER BY x.id
     LIMIT $1 FOR UPDATE SKIP LOCKED
 ), gone AS (
     SELECT g.*, d.state AS old_state
