@@ -1,6 +1,7 @@
 //! Unique jobs: a duplicate enqueue returns the existing job instead of inserting, under
 //! racing clients, inside batches and transactions, by key or by args, within states and
-//! periods, enforced by the partial unique index.
+//! periods, enforced by the live part's partial unique index and, for a key held past its
+//! job's end, by `remuda.unique_finished`, across the moves between the two parts.
 
 mod common;
 
@@ -248,4 +249,163 @@ async fn one_key_in_two_kinds_of_one_batch_is_told_apart() {
         .expect("lookup")
         .expect("exists");
     assert_eq!(y.kind, "y");
+}
+
+/// The backend pids that block session `pid` include `blocker`, polled until they do.
+async fn waits_for(client: &remuda::Client, blocker: i32, waiting: usize) {
+    let conn = client.database().conn().await.expect("conn");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let n: i64 = conn
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
+                &[&blocker],
+            )
+            .await
+            .expect("blocked sessions")
+            .get(0);
+        if n as usize >= waiting {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{n} sessions wait for {blocker}, not {waiting}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A unique job that ends in one of its unique states keeps its key in the finished part.
+/// Enqueues of the key that come while the move is under way wait for the move (the live
+/// index entry they meet is being deleted), and once it commits they find the key held by the
+/// finished job, not free: the client's insert and `remuda.enqueue` alike. The interleaving
+/// is forced: the move is held open until both wait for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn enqueues_waiting_for_a_completion_find_the_key_still_held() {
+    let (_db, client) = setup().await;
+    let id = client.insert(keyed("race")).await.expect("insert");
+    let mut conn = client.database().conn().await.expect("conn");
+    let mover = conn.transaction().await.expect("begin");
+    let mover_pid: i32 = mover
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0);
+    let moved: i64 = mover
+        .query_one(
+            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
+                 ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+            &[&id],
+        )
+        .await
+        .expect("the move, not committed")
+        .get(0);
+    assert_eq!(moved, 1);
+    let by_client = {
+        let client = client.clone();
+        tokio::spawn(async move { client.insert_each(&[keyed("race")]).await })
+    };
+    let by_sql = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let conn = client.database().conn().await.expect("conn");
+            conn.query_one(
+                "SELECT remuda.enqueue('report', '{\"for\": \"race\"}'::jsonb, unique_key => 'race')",
+                &[],
+            )
+            .await
+            .map(|row| row.get::<_, i64>(0))
+        })
+    };
+    // the client waits for the move; remuda.enqueue finds the job live before it inserts
+    waits_for(&client, mover_pid, 1).await;
+    mover.commit().await.expect("commit the move");
+    let from_client = by_client.await.expect("join").expect("insert")[0];
+    assert_eq!(
+        (from_client.id, from_client.duplicate),
+        (id, true),
+        "the completed job holds its key"
+    );
+    let from_sql = by_sql.await.expect("join").expect("enqueue");
+    assert_eq!(from_sql, id, "remuda.enqueue returns the holder");
+    let job = client.job(id).await.expect("get").expect("exists");
+    assert_eq!(job.state, JobState::Completed);
+    let live: i64 = client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "SELECT count(*) FROM remuda.jobs WHERE kind = 'report'",
+            &[],
+        )
+        .await
+        .expect("count")
+        .get(0);
+    assert_eq!(live, 1, "no second job of the key");
+}
+
+/// The other order: an enqueue of the key while a revive moves the finished unique job back
+/// to the live part, forced by holding the revive open. The enqueue does not wait: the key is
+/// held in the finished part until the revive commits, so it is a duplicate of that job; once
+/// the revive commits the live job holds the key, once it rolls back the finished one still
+/// does, and a later enqueue is a duplicate too. The key is held by one job only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_enqueue_racing_a_revive_of_the_key_holder_is_a_duplicate() {
+    let (_db, client) = setup().await;
+    for commit in [true, false] {
+        let key = if commit { "revived" } else { "kept" };
+        let id = client.insert(keyed(key)).await.expect("insert");
+        let setup_conn = client.database().conn().await.expect("conn");
+        setup_conn
+            .query_one(
+                "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
+                     ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+                &[&id],
+            )
+            .await
+            .expect("completed");
+        let mut conn = client.database().conn().await.expect("conn");
+        let reviver = conn.transaction().await.expect("begin");
+        let revived: bool = reviver
+            .query_one(
+                "SELECT revived FROM remuda.revive_jobs(ARRAY[$1::bigint], NULL, '{completed}', false, NULL, false)",
+                &[&id],
+            )
+            .await
+            .expect("the revive, not committed")
+            .get(0);
+        assert!(revived);
+        let during =
+            tokio::time::timeout(Duration::from_secs(10), client.insert_each(&[keyed(key)]))
+                .await
+                .expect("the enqueue does not wait for the revive")
+                .expect("insert")[0];
+        assert_eq!((during.id, during.duplicate), (id, true), "{key}");
+        if commit {
+            reviver.commit().await.expect("commit the revive");
+        } else {
+            reviver.rollback().await.expect("roll the revive back");
+        }
+        let after = client.insert_each(&[keyed(key)]).await.expect("insert")[0];
+        assert_eq!((after.id, after.duplicate), (id, true), "{key}");
+        let state = client.job(id).await.expect("get").expect("exists").state;
+        assert_eq!(
+            state,
+            if commit {
+                JobState::Available
+            } else {
+                JobState::Completed
+            }
+        );
+        let holders: i64 = setup_conn
+            .query_one(
+                "SELECT count(*) FROM remuda.jobs WHERE unique_key = $1",
+                &[&key],
+            )
+            .await
+            .expect("count")
+            .get(0);
+        assert_eq!(holders, 1, "{key}: one job of the key");
+    }
 }

@@ -22,6 +22,18 @@ const WAIT: Duration = Duration::from_secs(30);
 struct Step {
     fixed: Arc<AtomicBool>,
     runs: Arc<AtomicUsize>,
+    /// Runs after this many (0: none) wait until the gate opens.
+    gate_after: Arc<AtomicUsize>,
+    gate_open: Arc<AtomicBool>,
+    gate: Arc<tokio::sync::Notify>,
+}
+
+impl Step {
+    /// Opens the gate for the runs waiting at it and those to come.
+    fn open_gate(&self) {
+        self.gate_open.store(true, Ordering::SeqCst);
+        self.gate.notify_waiters();
+    }
 }
 
 impl Task for Step {
@@ -34,7 +46,17 @@ impl Task for Step {
     }
 
     async fn run(&self, ctx: JobContext, args: Value) -> Result<Value, TaskError> {
-        self.runs.fetch_add(1, Ordering::SeqCst);
+        let n = self.runs.fetch_add(1, Ordering::SeqCst) + 1;
+        let gate_after = self.gate_after.load(Ordering::SeqCst);
+        if gate_after > 0 && n > gate_after {
+            loop {
+                let opened = self.gate.notified();
+                if self.gate_open.load(Ordering::SeqCst) {
+                    break;
+                }
+                opened.await;
+            }
+        }
         if args.get("hold").is_some() || args.pointer("/item/hold").is_some() {
             ctx.cancelled().await;
             return Err(TaskError::new("STOPPED", "asked to stop"));
@@ -429,11 +451,13 @@ async fn elements(client: &Client, id: i64) -> std::collections::BTreeMap<String
 }
 
 /// A map of 10 000 elements paused half-way starts no element more: those its worker had
-/// claimed finish, the others are held until resume, and every element runs once.
+/// claimed finish, the others are held until resume, and every element runs once. Half-way
+/// is forced: the elements after the 5 000th wait at a gate until the pause is in.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_map_paused_half_way_starts_nothing_more_until_resumed() {
     let (_db, client) = setup().await;
     let step = Step::default();
+    step.gate_after.store(5_001, Ordering::SeqCst);
     let mut wf = Workflow::new("big map");
     wf.node(
         "list",
@@ -457,6 +481,7 @@ async fn a_map_paused_half_way_starts_nothing_more_until_resumed() {
     })
     .await;
     client.pause_workflow(run.id).await.expect("pause");
+    step.open_gate();
     // what was claimed before the pause ends; then nothing moves
     common::until(WAIT, || async {
         !elements(&client, run.id).await.contains_key("running")

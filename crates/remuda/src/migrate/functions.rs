@@ -106,6 +106,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("enqueue", "check_name", 17),
     function!("enqueue", "notify_target", 17),
     function!("enqueue", "unique_holder", 26),
+    function!("enqueue", "insert_unique_jobs", 26),
     function!("enqueue", "check_formation", 22),
     function!("enqueue", "enqueue_debounced", 22),
     function!("enqueue", "enqueue_throttled", 22),
