@@ -168,6 +168,8 @@ pub(crate) const PRUNE: &str = include_str!("sql/jobs/prune.sql");
 pub(crate) const PRUNE_COUNT: &str = include_str!("sql/jobs/prune_count.sql");
 /// Create the finished part's day partitions from today to $1 days ahead that are missing. …
 pub(crate) const FINISHED_DAYS: &str = include_str!("sql/jobs/finished_days.sql");
+/// Drop the finished part's days whose every job is past its age (remuda.finished_days_drop): …
+pub(crate) const FINISHED_DAYS_DROP: &str = include_str!("sql/jobs/finished_days_drop.sql");
 
 /// Delete the rate-limit token buckets that are full again (not refreshed for a whole period …
 pub(crate) const RATE_BUCKETS_PRUNE: &str = include_str!("sql/queues/rate_buckets_prune.sql");
@@ -403,6 +405,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("prune", PRUNE),
     ("prune_count", PRUNE_COUNT),
     ("finished_days", FINISHED_DAYS),
+    ("finished_days_drop", FINISHED_DAYS_DROP),
     ("clock", CLOCK),
     ("lease_hold", LEASE_HOLD),
     ("schedule_delete", SCHEDULE_DELETE),

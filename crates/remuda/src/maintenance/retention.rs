@@ -106,6 +106,21 @@ pub(crate) async fn prune(
             }
         }
     }
+    if !dry_run {
+        match drop_days(db, retention, lease).await {
+            Ok(days) => {
+                for (state, n) in days {
+                    pruned.add(state, n);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "remuda retention: dropping the finished jobs' past days failed: {e}"
+                );
+                first_error.get_or_insert(e);
+            }
+        }
+    }
     for (state, keep) in retention.by_state() {
         // one state failing (a timeout) does not hold the others back
         match prune_state(db, state, keep, lease, dry_run).await {
@@ -138,6 +153,44 @@ async fn finished_days(db: &Database) -> Result<()> {
     let conn = db.conn().await?;
     conn.query_one(sql::FINISHED_DAYS, &[&DAYS_AHEAD]).await?;
     Ok(())
+}
+
+/// Longest wait for the finished part's lock when a day is dropped: the completions that
+/// move jobs into it wait behind the drop meanwhile.
+const DROP_LOCK_TIMEOUT_MS: i32 = 200;
+
+/// Drops the finished jobs' days whose every job is past its age; returns how many jobs of
+/// each state went.
+async fn drop_days(
+    db: &Database,
+    retention: &Retention,
+    lease: Option<&Lease>,
+) -> Result<Vec<(JobState, i64)>> {
+    let (leader, term) = (lease.map(|l| l.leader_id.as_str()), lease.map(|l| l.term));
+    let (states, ages): (Vec<&str>, Vec<i64>) = retention
+        .by_state()
+        .into_iter()
+        .map(|(state, keep)| (state.as_str(), keep.as_ms()))
+        .unzip();
+    let conn = db.conn().await?;
+    let rows = conn
+        .query(
+            sql::FINISHED_DAYS_DROP,
+            &[&states, &ages, &leader, &term, &DROP_LOCK_TIMEOUT_MS],
+        )
+        .await?;
+    let mut dropped = Vec::new();
+    for row in rows {
+        let state: String = row.try_get("state")?;
+        let jobs: i64 = row.try_get("jobs")?;
+        let day: String = row.try_get("day")?;
+        let kept: i64 = row.try_get("kept")?;
+        tracing::debug!("remuda retention: dropped the finished jobs of {day}: {jobs} {state}, {kept} kept past it");
+        if let Ok(state) = state.parse::<JobState>() {
+            dropped.push((state, jobs));
+        }
+    }
+    Ok(dropped)
 }
 
 /// Deletes (or counts) the jobs of one final state past their age.

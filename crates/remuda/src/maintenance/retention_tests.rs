@@ -438,3 +438,155 @@ async fn throttle_windows_go_once_passed_and_their_job_ended_or_is_gone() {
         ]
     );
 }
+
+/// Makes the finished part's partition of the day `days` ago (UTC), as the days ahead are
+/// made, and returns its name.
+async fn past_day(db: &Database, days: i32) -> String {
+    let conn = db.conn().await.expect("conn");
+    let row = conn
+        .query_one(
+            "SELECT format('jobs_finished_%s', to_char(d, 'YYYYMMDD')), d::text, (d + 1)::text
+             FROM (SELECT (now() AT TIME ZONE 'UTC')::date - $1::int AS d) x",
+            &[&days],
+        )
+        .await
+        .expect("the day's name");
+    let (name, from, to): (String, String, String) = (row.get(0), row.get(1), row.get(2));
+    conn.batch_execute(&format!(
+        "CREATE TABLE remuda.{name} PARTITION OF remuda.jobs_finished
+         FOR VALUES FROM ('{from} 00:00+00') TO ('{to} 00:00+00')"
+    ))
+    .await
+    .expect("a past day's partition");
+    name
+}
+
+/// A past day goes whole: its partition is dropped, not deleted from row by row, and the
+/// keys and steps of its jobs go with it. What is kept longer stays, moved to the default
+/// partition: the jobs of a state or a queue kept longer than the day's age (failed jobs,
+/// kept 30 days; a queue kept for ever), and those of a workflow run that still exists. A
+/// day not yet a day past its end stays whole. The jobs it dropped are counted by state.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_past_day_goes_whole_and_what_is_kept_longer_stays() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    client
+        .change_queue(
+            "forever",
+            &QueueChange {
+                retain_completed: Some(Some(Keep::Forever)),
+                ..QueueChange::default()
+            },
+        )
+        .await
+        .expect("forever");
+    let old = past_day(&db, 3).await;
+    let recent = past_day(&db, 1).await;
+    let conn = db.conn().await.expect("conn");
+    let run: i64 = conn
+        .query_one(
+            "INSERT INTO remuda.workflows (name, definition, definition_hash, nodes_left)
+             VALUES ('w', '{}', md5('{}'), 1) RETURNING id",
+            &[],
+        )
+        .await
+        .expect("a running workflow run")
+        .get(0);
+    // an hour into each day (UTC), so that every row is in its day's partition
+    let day = |n: i32| {
+        format!("((now() AT TIME ZONE 'UTC')::date - {n})::timestamp AT TIME ZONE 'UTC' + interval '1 hour'")
+    };
+    let (three, one) = (day(3), day(1));
+    conn.batch_execute(&format!(
+        "INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'default', 'x', 'completed', {three} + n * interval '1 second'
+         FROM generate_series(1, 2000) n;
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'default', 'x', 'failed', {three} FROM generate_series(1, 5);
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'forever', 'x', 'completed', {three} FROM generate_series(1, 7);
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at, unique_key, unique_states)
+         VALUES ('default', 'keyed', 'completed', {three}, 'k', '{{scheduled,available,running,completed}}');
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at)
+         SELECT 'default', 'x', 'completed', {one} FROM generate_series(1, 11);
+         INSERT INTO remuda.jobs (queue, kind, state, finished_at, workflow_id, workflow)
+         VALUES ('default', 'x', 'completed', {three}, {run}, '{{\"node\": \"a\"}}');
+         INSERT INTO remuda.steps (job_id, name, attempt, output)
+         SELECT id, 'a', 1, '1' FROM remuda.{old} WHERE queue = 'default' AND state = 'completed'
+           AND workflow_id IS NULL LIMIT 3;"
+    ))
+    .await
+    .expect("load");
+    let keyed_held: i64 = conn
+        .query_one("SELECT count(*) FROM remuda.unique_finished", &[])
+        .await
+        .expect("holds")
+        .get(0);
+    assert_eq!(keyed_held, 1, "the finished unique job holds its key");
+    let pruned = prune(&db, &Retention::default(), None, false)
+        .await
+        .expect("prune");
+    assert_eq!(
+        (pruned.completed, pruned.failed),
+        (2001, 0),
+        "the day's completed jobs went, past their day of age: {pruned:?}"
+    );
+    let exists = |name: String| {
+        let db = db.clone();
+        async move {
+            db.conn()
+                .await
+                .expect("conn")
+                .query_one("SELECT to_regclass('remuda.' || $1) IS NOT NULL", &[&name])
+                .await
+                .expect("regclass")
+                .get::<_, bool>(0)
+        }
+    };
+    assert!(!exists(old.clone()).await, "the old day is dropped");
+    assert!(exists(recent.clone()).await, "a day a day old stays");
+    let kept: Vec<(String, i64)> = conn
+        .query(
+            "SELECT queue || ' ' || state || CASE WHEN workflow_id IS NULL THEN '' ELSE ' of a run' END,
+                    count(*)
+             FROM remuda.jobs_finished_kept GROUP BY 1 ORDER BY 1",
+            &[],
+        )
+        .await
+        .expect("kept")
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(
+        kept,
+        vec![
+            ("default completed of a run".to_string(), 1),
+            ("default failed".to_string(), 5),
+            ("forever completed".to_string(), 7)
+        ],
+        "kept past their day: a running workflow's job, failed jobs (kept 30 days), a queue kept for ever"
+    );
+    let left: (i64, i64) = conn
+        .query_one(
+            "SELECT (SELECT count(*) FROM remuda.unique_finished), (SELECT count(*) FROM remuda.steps)",
+            &[],
+        )
+        .await
+        .map(|r| (r.get(0), r.get(1)))
+        .expect("holds and steps");
+    assert_eq!(
+        left,
+        (0, 0),
+        "the dropped jobs' keys and steps went with them"
+    );
+    let again = client
+        .insert_each(&[crate::NewJob::new("keyed", &serde_json::json!({}))
+            .expect("job")
+            .unique_key("k")])
+        .await
+        .expect("insert");
+    assert!(!again[0].duplicate, "the key is free");
+    // the recent day's 11, the 13 kept, and the new keyed job
+    assert_eq!(remaining(&db).await.len(), 11 + 13 + 1);
+}

@@ -61,6 +61,8 @@ CREATE TABLE remuda.unique_finished (
     PRIMARY KEY (kind, scope, key)
 );
 CREATE INDEX unique_finished_job_idx ON remuda.unique_finished (job_id);
+-- the keys of a day's jobs, freed when the day's partition is dropped
+CREATE INDEX unique_finished_at_idx ON remuda.unique_finished (finished_at);
 -- a key held past its job's end follows the job into and out of the finished part
 CREATE TRIGGER jobs_finished_unique_hold
     AFTER INSERT ON remuda.jobs_finished

@@ -52,6 +52,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "lock_jobs", 11),
     function!("jobs", "finish_jobs", 26),
     function!("jobs", "finished_days", 25),
+    function!("jobs", "finished_days_drop", 26),
     function!("jobs", "unique_finished_hold", 25),
     function!("jobs", "cancel_jobs", 11),
     function!("jobs", "revive_jobs", 11),
