@@ -1,8 +1,9 @@
 //! remuda: a durable task queue for PostgreSQL.
 //!
-//! Jobs live in one table, `remuda.jobs`; any number of workers on any number of machines
-//! claim them with `FOR UPDATE SKIP LOCKED`, wake on LISTEN/NOTIFY, run them with retries,
-//! timeouts and panic safety, and write their outcomes in batches. A job is never lost: a
+//! Jobs are read from one table, `remuda.jobs`, partitioned in two: the jobs that can still
+//! run, which any number of workers on any number of machines claim with `FOR UPDATE SKIP
+//! LOCKED`, wake on LISTEN/NOTIFY, run with retries, timeouts and panic safety, and end in
+//! batches that move them to the finished jobs, kept by day. A job is never lost: a
 //! worker that dies has its jobs rescued, and a worker that stops gives them back.
 //!
 //! - [`Client`] enqueues (one, many, or inside your transaction), inspects, cancels, retries

@@ -540,3 +540,53 @@ async fn an_outcome_written_while_its_job_is_updated_is_written_after_the_update
         "the outcome was dropped"
     );
 }
+
+/// The moves between the live and the finished part name every column of a job: a column
+/// added to the job table and left out of one of them would be lost when a job ends or is
+/// revived. The lean completion, remuda.finish_jobs and the revive are read as the database
+/// holds them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_move_between_the_parts_carries_every_column() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    let columns: Vec<String> = conn
+        .query(
+            "SELECT column_name::text FROM information_schema.columns
+             WHERE table_schema = 'remuda' AND table_name = 'jobs' ORDER BY ordinal_position",
+            &[],
+        )
+        .await
+        .expect("columns")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(columns.len() > 30, "{columns:?}");
+    let body = |function: &'static str| {
+        let conn = &conn;
+        async move {
+            conn.query_one(
+                "SELECT prosrc FROM pg_proc WHERE oid = to_regproc($1)",
+                &[&function],
+            )
+            .await
+            .expect("the function")
+            .get::<_, String>(0)
+        }
+    };
+    let moves = [
+        ("complete_ok.sql", statement_text("complete_ok").to_string()),
+        ("remuda.finish_jobs", body("remuda.finish_jobs").await),
+        ("remuda.revive_jobs", body("remuda.revive_jobs").await),
+    ];
+    for (name, text) in moves {
+        let start = text
+            .find("INSERT INTO remuda.jobs_")
+            .unwrap_or_else(|| panic!("{name} inserts into a part"));
+        let list = &text[start..];
+        let list =
+            &list[list.find('(').expect("a column list") + 1..list.find(')').expect("its end")];
+        let named: Vec<String> = list.split(',').map(|c| c.trim().to_string()).collect();
+        assert_eq!(named, columns, "{name}'s move names every column, in order");
+    }
+}

@@ -140,3 +140,77 @@ async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_
     }
     assert!(counted, "the job table was vacuumed");
 }
+
+/// The live jobs' table is small by design and starts empty: a statement planned on it then
+/// keeps a plan made for no rows. The leader analyses a table whose rows grew past what its
+/// statistics say (and again once they shrink), not only one full of dead rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_whose_rows_grew_past_its_statistics_is_analysed_and_again_once_they_shrink() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let (_stale, current) = super::test_leases::stale_and_current(&db).await;
+    let conn = db.conn().await.expect("conn");
+    let believed = || async {
+        db.conn()
+            .await
+            .expect("conn")
+            .query_one(
+                "SELECT reltuples::float8 FROM pg_class WHERE oid = 'remuda.jobs_live'::regclass",
+                &[],
+            )
+            .await
+            .expect("reltuples")
+            .get::<_, f64>(0)
+    };
+    let live_seen = |n: i64| {
+        let db = db.clone();
+        async move {
+            for _ in 0..50 {
+                let live: i64 = db
+                    .conn()
+                    .await
+                    .expect("conn")
+                    .query_one(
+                        "SELECT n_live_tup FROM pg_stat_user_tables
+                         WHERE schemaname = 'remuda' AND relname = 'jobs_live'",
+                        &[],
+                    )
+                    .await
+                    .expect("live")
+                    .get(0);
+                if (n == 0 && live == 0) || (n > 0 && live >= n) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            panic!("the statistics never showed {n} live rows");
+        }
+    };
+    // (the session sends its statistics at once, not at its next idle flush)
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind) SELECT 'x' FROM generate_series(1, 5000);
+         SELECT pg_stat_force_next_flush()",
+    )
+    .await
+    .expect("a backlog");
+    live_seen(5000).await;
+    assert!(believed().await < 1.0, "not analysed yet");
+    let done = super::duties::vacuum_due(&db, &current).await.expect("due");
+    assert!(done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
+    assert!(believed().await >= 4000.0, "analysed with its rows");
+    // nothing more to do while the statistics hold
+    let done = super::duties::vacuum_due(&db, &current).await.expect("due");
+    assert!(!done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
+    // the backlog drained (moved, as completions move them)
+    conn.batch_execute(
+        "WITH gone AS (DELETE FROM remuda.jobs_live RETURNING id)
+         SELECT count(*) FROM gone;
+         SELECT pg_stat_force_next_flush()",
+    )
+    .await
+    .expect("drained");
+    live_seen(0).await;
+    let done = super::duties::vacuum_due(&db, &current).await.expect("due");
+    assert!(done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
+    assert!(believed().await < 1000.0, "analysed empty again");
+}

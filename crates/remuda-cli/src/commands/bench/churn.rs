@@ -3,7 +3,7 @@
 //! same size for as long as it runs. One worker (maintenance included: retention, the
 //! reindexer, autovacuum as configured by the migrations) drains what a producer enqueues
 //! every 100 ms. At the start, at each tenth of the run and at the end it samples the rows,
-//! table and index bytes, and for each tenth the drain rate and the pickup p99 of jobs
+//! table and index bytes (of every partition, and of the live jobs' part alone), and for each tenth the drain rate and the pickup p99 of jobs
 //! finished in its last 30 seconds.
 
 use super::{percentile_of, KIND};
@@ -25,21 +25,27 @@ pub struct Churn {
     pub json: bool,
 }
 
-/// One sample of the table.
+/// One sample of the job table: all of it (every partition), and its live part alone.
 #[derive(serde::Serialize)]
 struct Size {
     t_s: f64,
     rows: i64,
     table_bytes: i64,
     index_bytes: i64,
+    live_rows: i64,
+    live_table_bytes: i64,
+    live_index_bytes: i64,
 }
 
 async fn sample(db: &Database, t: f64) -> CliResult<Size> {
     let conn = db.conn().await?;
     let row = conn
         .query_one(
-            "SELECT (SELECT count(*) FROM remuda.jobs), pg_table_size('remuda.jobs'),
-                    pg_indexes_size('remuda.jobs')",
+            "SELECT (SELECT count(*) FROM remuda.jobs),
+                    (SELECT sum(pg_table_size(t.relid))::bigint FROM pg_partition_tree('remuda.jobs') t WHERE t.isleaf),
+                    (SELECT sum(pg_indexes_size(t.relid))::bigint FROM pg_partition_tree('remuda.jobs') t WHERE t.isleaf),
+                    (SELECT count(*) FROM remuda.jobs_live), pg_table_size('remuda.jobs_live'),
+                    pg_indexes_size('remuda.jobs_live')",
             &[],
         )
         .await
@@ -49,6 +55,9 @@ async fn sample(db: &Database, t: f64) -> CliResult<Size> {
         rows: row.get(0),
         table_bytes: row.get(1),
         index_bytes: row.get(2),
+        live_rows: row.get(3),
+        live_table_bytes: row.get(4),
+        live_index_bytes: row.get(5),
     })
 }
 
@@ -152,11 +161,14 @@ pub async fn run(db: Database, churn: Churn) -> CliResult<serde_json::Value> {
         if !churn.json {
             let s = &sizes[sizes.len() - 1];
             eprintln!(
-                "  {:>6.0} s  {:>8} rows  table {:>7.1} MiB  indexes {:>7.1} MiB  drain {:>6.0} jobs/s  pickup p99 {:.1} ms",
+                "  {:>6.0} s  {:>8} rows  table {:>7.1} MiB  indexes {:>7.1} MiB  (live {:>6} rows, {:>5.1} + {:>5.1} MiB)  drain {:>6.0} jobs/s  pickup p99 {:.1} ms",
                 s.t_s,
                 s.rows,
                 s.table_bytes as f64 / 1048576.0,
                 s.index_bytes as f64 / 1048576.0,
+                s.live_rows,
+                s.live_table_bytes as f64 / 1048576.0,
+                s.live_index_bytes as f64 / 1048576.0,
                 drain[drain.len() - 1],
                 pickup_p99[pickup_p99.len() - 1]
             );
