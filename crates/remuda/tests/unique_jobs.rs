@@ -409,3 +409,81 @@ async fn an_enqueue_racing_a_revive_of_the_key_holder_is_a_duplicate() {
         assert_eq!(holders, 1, "{key}: one job of the key");
     }
 }
+
+/// A unique job that ended in one of its unique states holds its key for a debounced or a
+/// throttled enqueue of the key too: the job is a duplicate, as for a plain enqueue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_holder_of_a_key_makes_a_formed_enqueue_its_duplicate() {
+    let (_db, client) = setup().await;
+    let id = client.insert(keyed("formed")).await.expect("insert");
+    client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
+                 ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+            &[&id],
+        )
+        .await
+        .expect("completed");
+    for job in [
+        keyed("formed").debounce(Duration::from_secs(60)),
+        keyed("formed").throttle(Duration::from_secs(60), false),
+    ] {
+        let got = client.insert_each(&[job]).await.expect("insert")[0];
+        assert_eq!((got.id, got.duplicate), (id, true));
+    }
+}
+
+/// A retry moves a finished job back to the live part with an insert, which is not an
+/// enqueue: a queue at its max_depth takes it back all the same, as it did when a retry was
+/// an update in place, while a new enqueue is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_into_a_queue_at_its_max_depth_is_not_refused() {
+    let (_db, client) = setup().await;
+    let failed = client
+        .insert(keyed("deep").queue("full"))
+        .await
+        .expect("insert");
+    client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query_one(
+            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{failed}',
+                 ARRAY['{\"err\": {}}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+            &[&failed],
+        )
+        .await
+        .expect("failed");
+    client
+        .change_queue(
+            "full",
+            &remuda::QueueChange {
+                max_depth: Some(Some(1)),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("depth");
+    client
+        .insert(NewJob::new("other", &()).expect("job").queue("full"))
+        .await
+        .expect("fills the queue");
+    let err = client
+        .insert(NewJob::new("other", &()).expect("job").queue("full"))
+        .await
+        .expect_err("the queue is full");
+    assert!(matches!(err, remuda::Error::QueueFull(_)), "{err:?}");
+    client.retry(failed).await.expect("the retry is taken");
+    let state = client
+        .job(failed)
+        .await
+        .expect("get")
+        .expect("exists")
+        .state;
+    assert_eq!(state, JobState::Available);
+}

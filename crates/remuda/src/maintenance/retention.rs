@@ -159,8 +159,12 @@ async fn finished_days(db: &Database) -> Result<()> {
 /// move jobs into it wait behind the drop meanwhile.
 const DROP_LOCK_TIMEOUT_MS: i32 = 200;
 
-/// Drops the finished jobs' days whose every job is past its age; returns how many jobs of
-/// each state went.
+/// Most days dropped by one run of the duty (each in a transaction of its own).
+const DAYS_PER_RUN: usize = 40;
+
+/// Drops the finished jobs' days whose every job is past its age, the oldest first, one a
+/// statement; returns how many jobs of each state went. A day found busy (its locks not had
+/// within the timeout) is left for the next run.
 async fn drop_days(
     db: &Database,
     retention: &Retention,
@@ -173,22 +177,33 @@ async fn drop_days(
         .map(|(state, keep)| (state.as_str(), keep.as_ms()))
         .unzip();
     let conn = db.conn().await?;
-    let rows = conn
-        .query(
-            sql::FINISHED_DAYS_DROP,
-            &[&states, &ages, &leader, &term, &DROP_LOCK_TIMEOUT_MS],
-        )
-        .await?;
     let mut dropped = Vec::new();
-    for row in rows {
-        let state: String = row.try_get("state")?;
-        let jobs: i64 = row.try_get("jobs")?;
-        let day: String = row.try_get("day")?;
-        let kept: i64 = row.try_get("kept")?;
-        tracing::debug!("remuda retention: dropped the finished jobs of {day}: {jobs} {state}, {kept} kept past it");
-        if let Ok(state) = state.parse::<JobState>() {
-            dropped.push((state, jobs));
+    for _ in 0..DAYS_PER_RUN {
+        let rows = conn
+            .query(
+                sql::FINISHED_DAYS_DROP,
+                &[&states, &ages, &leader, &term, &DROP_LOCK_TIMEOUT_MS],
+            )
+            .await?;
+        let Some(first) = rows.first() else {
+            break;
+        };
+        let day: String = first.try_get("day")?;
+        if first.try_get::<_, bool>("busy")? {
+            tracing::warn!("remuda retention: the finished jobs of {day} are in use; their partition is dropped at a later run");
+            break;
         }
+        let kept: i64 = first.try_get("kept")?;
+        for row in &rows {
+            let state: Option<String> = row.try_get("state")?;
+            let jobs: i64 = row.try_get("jobs")?;
+            if let Some(state) = state.and_then(|s| s.parse::<JobState>().ok()) {
+                dropped.push((state, jobs));
+            }
+        }
+        tracing::debug!(
+            "remuda retention: dropped the finished jobs of {day}, {kept} kept past it"
+        );
     }
     Ok(dropped)
 }

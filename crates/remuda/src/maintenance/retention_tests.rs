@@ -590,3 +590,63 @@ async fn a_past_day_goes_whole_and_what_is_kept_longer_stays() {
     // the recent day's 11, the 13 kept, and the new keyed job
     assert_eq!(remaining(&db).await.len(), 11 + 13 + 1);
 }
+
+/// A job that finished on a day without its partition waits in the default partition; when
+/// the leader makes the day, the job moves into it and keeps its unique key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_day_made_late_takes_its_jobs_from_the_default_partition_with_their_keys() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let client = test.client().await.expect("client");
+    let conn = db.conn().await.expect("conn");
+    let today: String = conn
+        .query_one(
+            "SELECT format('jobs_finished_%s', to_char((now() AT TIME ZONE 'UTC')::date, 'YYYYMMDD'))",
+            &[],
+        )
+        .await
+        .expect("today")
+        .get(0);
+    conn.batch_execute(&format!("DROP TABLE remuda.{today}"))
+        .await
+        .expect("as if the leader had not made today yet");
+    let keyed = || {
+        crate::NewJob::new("keyed", &serde_json::json!({}))
+            .expect("job")
+            .unique_key("late")
+    };
+    let id = client.insert(keyed()).await.expect("insert");
+    conn.query_one(
+        "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
+             ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+        &[&id],
+    )
+    .await
+    .expect("completed");
+    let place = || {
+        let db = db.clone();
+        async move {
+            db.conn()
+                .await
+                .expect("conn")
+                .query_one(
+                    "SELECT tableoid::regclass::text FROM remuda.jobs WHERE id = $1",
+                    &[&id],
+                )
+                .await
+                .expect("where")
+                .get::<_, String>(0)
+        }
+    };
+    assert_eq!(place().await, "remuda.jobs_finished_kept");
+    prune(&db, &Retention::default(), None, false)
+        .await
+        .expect("prune");
+    assert_eq!(place().await, format!("remuda.{today}"));
+    let again = client.insert_each(&[keyed()]).await.expect("insert")[0];
+    assert_eq!(
+        (again.id, again.duplicate),
+        (id, true),
+        "the key is held still"
+    );
+}

@@ -34,15 +34,38 @@
 DROP FUNCTION IF EXISTS remuda.lock_jobs(bigint[], boolean);
 DELETE FROM remuda.schema_functions;
 
+-- verification mode, if on, is put back on the new parent at the end
+CREATE TEMP TABLE remuda_history_was ON COMMIT DROP AS
+SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'jobs_history'
+                                          AND tgrelid = 'remuda.jobs'::regclass) AS was_on;
 DROP TRIGGER IF EXISTS jobs_history ON remuda.jobs;
 DROP TRIGGER IF EXISTS jobs_steps_forget ON remuda.jobs;
 ALTER TABLE remuda.jobs RENAME TO jobs_live;
 ALTER INDEX remuda.jobs_pkey RENAME TO jobs_live_pkey;
 ALTER TRIGGER jobs_notify_insert ON remuda.jobs_live RENAME TO jobs_live_notify_insert;
 
+-- ids from a plain sequence owned by the live part, where an identity column gave them: a
+-- table with an identity column cannot become a partition on every PostgreSQL
+DO $$
+DECLARE
+    last_id bigint;
+    called boolean;
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'remuda.jobs_live'::regclass
+                                            AND attname = 'id' AND attidentity <> '') THEN
+        EXECUTE format('SELECT last_value, is_called FROM %s', pg_get_serial_sequence('remuda.jobs_live', 'id'))
+            INTO last_id, called;
+        ALTER TABLE remuda.jobs_live ALTER COLUMN id DROP IDENTITY;
+        CREATE SEQUENCE remuda.jobs_id_seq OWNED BY remuda.jobs_live.id;
+        PERFORM setval('remuda.jobs_id_seq', last_id, called);
+        ALTER TABLE remuda.jobs_live ALTER COLUMN id SET DEFAULT nextval('remuda.jobs_id_seq');
+    END IF;
+END
+$$;
+
 CREATE TABLE remuda.jobs (LIKE remuda.jobs_live INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
     PARTITION BY LIST (state);
-ALTER TABLE remuda.jobs ALTER COLUMN id SET DEFAULT nextval(pg_get_serial_sequence('remuda.jobs_live', 'id')::regclass);
+ALTER TABLE remuda.jobs ALTER COLUMN id SET DEFAULT nextval('remuda.jobs_id_seq');
 
 CREATE TABLE remuda.jobs_finished (LIKE remuda.jobs INCLUDING DEFAULTS INCLUDING CONSTRAINTS)
     PARTITION BY RANGE (finished_at);
@@ -115,3 +138,12 @@ CREATE TRIGGER jobs_steps_forget
     FOR EACH STATEMENT EXECUTE FUNCTION remuda.steps_forget();
 
 ANALYZE remuda.jobs_live;
+
+DO $$
+BEGIN
+    IF (SELECT was_on FROM remuda_history_was) THEN
+        CREATE TRIGGER jobs_history AFTER INSERT OR UPDATE OR DELETE ON remuda.jobs
+            FOR EACH ROW EXECUTE FUNCTION remuda.history_record();
+    END IF;
+END
+$$;

@@ -18,6 +18,14 @@ DECLARE
     was_joined boolean;
     now_available boolean;
 BEGIN
+    -- a unique job of the key that finished in one of its unique states holds it still
+    -- (remuda.unique_finished): this enqueue is its duplicate
+    new_id := (SELECT f.job_id FROM remuda.unique_finished f
+               WHERE f.kind = enqueue_debounced.kind AND f.scope = COALESCE(enqueue_debounced.scope, '') AND f.key = enqueue_debounced.key);
+    IF new_id IS NOT NULL THEN
+        RETURN QUERY SELECT new_id, false, true;
+        RETURN;
+    END IF;
     FOR round IN 1..5 LOOP
         INSERT INTO remuda.jobs_live AS j (state, queue, kind, priority, max_attempts, run_at, expires_at, timeout_ms,
                                       args, unique_key, unique_states, unique_queue, concurrency_key,

@@ -21,6 +21,14 @@ DECLARE
     due timestamptz := GREATEST(COALESCE(enqueue_throttled.start, clock_timestamp()), clock_timestamp());
     new_id bigint;
 BEGIN
+    -- a unique job of the key that finished in one of its unique states holds it still
+    -- (remuda.unique_finished): this enqueue is its duplicate
+    new_id := (SELECT f.job_id FROM remuda.unique_finished f
+               WHERE f.kind = enqueue_throttled.kind AND f.scope = COALESCE(enqueue_throttled.scope, '') AND f.key = enqueue_throttled.key);
+    IF new_id IS NOT NULL THEN
+        RETURN QUERY SELECT new_id, false, true;
+        RETURN;
+    END IF;
     PERFORM pg_advisory_xact_lock(hashtextextended(
         'remuda.throttle' || chr(1) || enqueue_throttled.kind || chr(1) || COALESCE(enqueue_throttled.scope, '')
         || chr(1) || enqueue_throttled.key, 0));

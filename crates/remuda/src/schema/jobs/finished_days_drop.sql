@@ -1,28 +1,31 @@
--- Retention by the day: each day partition of the finished part whose every job is past its
--- age goes whole (detached and dropped), instead of being deleted row by row. A day goes
--- once it ended a day ago or more (the shortest age kept whole; a shorter one is pruned row
--- by row, sql/jobs/prune.sql). Its jobs whose age is longer than the day's (their queue's
--- own retention for their state, else `defaults_ms` for that state; -1 for ever) and the
--- jobs of a workflow run that still exists are kept: moved to the default partition
--- (`jobs_finished_kept`), which prune.sql walks row by row. The keys and steps of the jobs
--- that go are freed first (a dropped table fires no trigger), found by index, and in
--- verification mode their deletion is recorded; only the detach, the move of the kept jobs
--- and the drop hold the finished part's lock, each waiting for it at most `lock_timeout_ms`
--- (a day that cannot have it now goes at the next run).
+-- Retention by the day: the oldest day partition of the finished part whose every job is past
+-- its age goes whole (detached and dropped) instead of being deleted row by row; one day a
+-- call, each call its own transaction, so the finished part's lock is held for one day's
+-- detach and drop at a time. A day goes once it ended a day ago or more (the shortest age
+-- kept whole; a shorter one is pruned row by row, sql/jobs/prune.sql). Its jobs whose age is
+-- longer than the day's (their queue's own retention for their state, else `defaults_ms` for
+-- that state; -1 for ever) and the jobs of a workflow run that still exists are kept: copied
+-- aside first, then moved to the default partition (`jobs_finished_kept`), which prune.sql
+-- walks row by row.
+-- The day is share-locked first (a revive or delete of one of its jobs waits, or this call
+-- gives up), and everything that reads its rows is done before the finished part is locked:
+-- the kept jobs copied aside, the counts taken, the keys and steps of the jobs that go freed (a
+-- dropped table fires no trigger), their deletion recorded in verification mode. Only the
+-- detach, the insert of the kept jobs and the drop hold the finished part's lock, each
+-- waiting for it at most `lock_timeout_ms`: a day that cannot have its locks now is left for
+-- the next call (`busy`, and nothing it did stays).
 -- Only for the leader `leader` at term `term` when it is given (the lease row share-locked).
--- Returns each day dropped, with how many jobs of each final state went and how many stayed.
+-- Returns the day dropped (or found busy), with how many jobs of each final state went and
+-- how many stayed; nothing when no day is due.
 CREATE OR REPLACE FUNCTION remuda.finished_days_drop(
     states remuda.job_state[], defaults_ms bigint[], leader text, term bigint, lock_timeout_ms integer)
-RETURNS TABLE (day date, state remuda.job_state, jobs bigint, kept bigint)
+RETURNS TABLE (day date, state remuda.job_state, jobs bigint, kept bigint, busy boolean)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     part record;
-    lower_at timestamptz;
-    upper_at timestamptz;
-    keep bigint[];
-    counts record;
     waited text := current_setting('lock_timeout');
+    n_kept bigint;
 BEGIN
     IF finished_days_drop.leader IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM remuda.leader l
@@ -31,18 +34,22 @@ BEGIN
         FOR SHARE) THEN
         RETURN;
     END IF;
-    FOR part IN
-        SELECT c.relname AS name, to_date(right(c.relname, 8), 'YYYYMMDD') AS d
-        FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-        WHERE i.inhparent = 'remuda.jobs_finished'::regclass AND c.relname ~ '^jobs_finished_[0-9]{8}$'
-        ORDER BY 2
-    LOOP
-        lower_at := part.d::timestamp AT TIME ZONE 'UTC';
-        upper_at := (part.d + 1)::timestamp AT TIME ZONE 'UTC';
-        EXIT WHEN upper_at > now() - interval '1 day';
+    SELECT c.relname AS name, to_date(right(c.relname, 8), 'YYYYMMDD') AS d INTO part
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'remuda.jobs_finished'::regclass AND c.relname ~ '^jobs_finished_[0-9]{8}$'
+      AND (to_date(right(c.relname, 8), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC' <= now() - interval '1 day'
+    ORDER BY 2 LIMIT 1;
+    IF part.name IS NULL THEN
+        RETURN;
+    END IF;
+    BEGIN
+        PERFORM set_config('lock_timeout', finished_days_drop.lock_timeout_ms || 'ms', true);
+        EXECUTE format('LOCK TABLE remuda.%I IN SHARE MODE', part.name);
         -- the jobs kept past their day: their (state, queue) pairs found by skipping through
         -- the listing index, each pair's age looked up once, its young rows read by range
+        DROP TABLE IF EXISTS pg_temp.remuda_kept;
         EXECUTE format($q$
+            CREATE TEMP TABLE remuda_kept ON COMMIT DROP AS
             WITH RECURSIVE pairs(state, queue) AS (
                 (SELECT x.state, x.queue FROM remuda.%1$I x ORDER BY x.state, x.queue LIMIT 1)
                 UNION ALL
@@ -57,44 +64,47 @@ BEGIN
                 LEFT JOIN remuda.queues q ON q.name = p.queue
                 LEFT JOIN unnest($1::remuda.job_state[], $2::bigint[]) AS d(state, ms) ON d.state = p.state
             )
-            SELECT ARRAY(
-                SELECT x.id FROM ages a
-                JOIN remuda.%1$I x ON x.state = a.state AND x.queue = a.queue
-                 AND x.finished_at >= CASE WHEN a.ms < 0 THEN '-infinity'::timestamptz
-                                           ELSE now() - a.ms * interval '1 millisecond' END
-                UNION
-                SELECT x.id FROM remuda.%1$I x
-                WHERE x.workflow_id IS NOT NULL
-                  AND EXISTS (SELECT 1 FROM remuda.workflows w WHERE w.id = x.workflow_id))
-        $q$, part.name) INTO keep USING finished_days_drop.states, finished_days_drop.defaults_ms;
-        EXECUTE format('SELECT array_agg(c.s ORDER BY c.s) AS states, array_agg(c.n ORDER BY c.s) AS jobs FROM (SELECT x.state AS s, count(*) AS n FROM remuda.%I x WHERE x.id <> ALL ($1) GROUP BY x.state) c',
-                       part.name) INTO counts USING keep;
-        BEGIN
-            DELETE FROM remuda.unique_finished h
-            WHERE h.finished_at >= lower_at AND h.finished_at < upper_at AND h.job_id <> ALL (keep);
-            IF EXISTS (SELECT 1 FROM remuda.steps) THEN
-                EXECUTE format('DELETE FROM remuda.steps s WHERE EXISTS (SELECT 1 FROM remuda.%I x WHERE x.id = s.job_id) AND s.job_id <> ALL ($1)',
-                               part.name) USING keep;
-            END IF;
-            IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'jobs_history' AND tgrelid = 'remuda.jobs'::regclass) THEN
-                EXECUTE format('INSERT INTO remuda.history (job_id, attempt, from_state, to_state, worker_id, token) '
-                               'SELECT x.id, x.attempt, x.state::text, NULL, x.worker_id, x.started_at FROM remuda.%I x WHERE x.id <> ALL ($1)',
-                               part.name) USING keep;
-            END IF;
-            PERFORM set_config('lock_timeout', finished_days_drop.lock_timeout_ms || 'ms', true);
-            EXECUTE format('ALTER TABLE remuda.jobs_finished DETACH PARTITION remuda.%I', part.name);
-            EXECUTE format('INSERT INTO remuda.jobs_finished_kept SELECT * FROM remuda.%I x WHERE x.id = ANY ($1)', part.name)
-                USING keep;
-            EXECUTE format('DROP TABLE remuda.%I', part.name);
-            PERFORM set_config('lock_timeout', waited, true);
-        EXCEPTION WHEN lock_not_available THEN
-            -- busy now: the day goes at the next run (what this one freed is given back)
-            PERFORM set_config('lock_timeout', waited, true);
-            CONTINUE;
-        END;
+            SELECT x.* FROM ages a
+            JOIN remuda.%1$I x ON x.state = a.state AND x.queue = a.queue
+             AND x.finished_at >= CASE WHEN a.ms < 0 THEN '-infinity'::timestamptz
+                                       ELSE now() - a.ms * interval '1 millisecond' END
+            UNION
+            SELECT x.* FROM remuda.%1$I x
+            WHERE x.workflow_id IS NOT NULL
+              AND EXISTS (SELECT 1 FROM remuda.workflows w WHERE w.id = x.workflow_id)
+        $q$, part.name) USING finished_days_drop.states, finished_days_drop.defaults_ms;
+        ANALYZE pg_temp.remuda_kept;
+        DROP TABLE IF EXISTS pg_temp.remuda_gone;
+        SELECT count(*) INTO n_kept FROM pg_temp.remuda_kept;
+        -- what goes, counted by state; its keys and steps freed, its deletion recorded
+        EXECUTE format('CREATE TEMP TABLE remuda_gone ON COMMIT DROP AS
+                        SELECT x.id, x.state, x.attempt, x.worker_id, x.started_at FROM remuda.%I x
+                        WHERE NOT EXISTS (SELECT 1 FROM pg_temp.remuda_kept k WHERE k.id = x.id)', part.name);
+        DELETE FROM remuda.unique_finished h USING pg_temp.remuda_gone g WHERE h.job_id = g.id;
+        IF EXISTS (SELECT 1 FROM remuda.steps) THEN
+            DELETE FROM remuda.steps s USING pg_temp.remuda_gone g WHERE s.job_id = g.id;
+        END IF;
+        IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'jobs_history' AND tgrelid = 'remuda.jobs'::regclass) THEN
+            INSERT INTO remuda.history (job_id, attempt, from_state, to_state, worker_id, token)
+            SELECT g.id, g.attempt, g.state::text, NULL, g.worker_id, g.started_at FROM pg_temp.remuda_gone g;
+        END IF;
+        EXECUTE format('ALTER TABLE remuda.jobs_finished DETACH PARTITION remuda.%I', part.name);
+        -- (a move within the finished part, not a change of state: verification mode records
+        -- nothing of it, see remuda.history_record)
+        PERFORM set_config('remuda.moving_within', 'on', true);
+        INSERT INTO remuda.jobs_finished_kept SELECT * FROM pg_temp.remuda_kept;
+        PERFORM set_config('remuda.moving_within', '', true);
+        EXECUTE format('DROP TABLE remuda.%I', part.name);
+        PERFORM set_config('lock_timeout', waited, true);
         RETURN QUERY
-        SELECT part.d, c.s, c.n, cardinality(keep)::bigint
-        FROM unnest(COALESCE(counts.states, '{}'::remuda.job_state[]), COALESCE(counts.jobs, '{}'::bigint[])) AS c(s, n);
-    END LOOP;
+        SELECT part.d, g.state, count(*), n_kept, false FROM pg_temp.remuda_gone g GROUP BY g.state;
+        IF NOT FOUND THEN
+            RETURN QUERY SELECT part.d, NULL::remuda.job_state, 0::bigint, n_kept, false;
+        END IF;
+    EXCEPTION WHEN lock_not_available THEN
+        -- busy now: the day goes at a later call (what this one freed is given back)
+        PERFORM set_config('lock_timeout', waited, true);
+        RETURN QUERY SELECT part.d, NULL::remuda.job_state, 0::bigint, 0::bigint, true;
+    END;
 END
 $$;

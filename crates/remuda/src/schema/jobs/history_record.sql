@@ -7,6 +7,10 @@
 -- job held before it.
 CREATE OR REPLACE FUNCTION remuda.history_record() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    -- a job moved within the finished part (retention keeping it past its day) changes no state
+    IF current_setting('remuda.moving_within', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
     IF TG_OP = 'INSERT' THEN
         -- a job moved between the live and the finished part (remuda.finish_jobs, a revive)
         -- is deleted from one and inserted into the other in one statement: its deletion,

@@ -8,24 +8,21 @@
 CREATE OR REPLACE FUNCTION remuda.lock_jobs(ids bigint[], skip_locked boolean)
 RETURNS remuda.jobs[] LANGUAGE plpgsql AS $$
 DECLARE
-    found remuda.jobs[] := '{}';
-    more remuda.jobs[];
-    missing bigint[] := ids;
+    found remuda.jobs[];
+    missing bigint[];
 BEGIN
+    IF skip_locked THEN
+        RETURN ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids) ORDER BY x.id FOR UPDATE SKIP LOCKED);
+    END IF;
     FOR round IN 1..3 LOOP
-        IF skip_locked THEN
-            more := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(missing)
-                          ORDER BY x.id FOR UPDATE SKIP LOCKED);
-        ELSE
-            more := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(missing) ORDER BY x.id FOR UPDATE);
-        END IF;
-        found := found || more;
-        -- with skip_locked, a job passed over is not looked for again
-        EXIT WHEN skip_locked OR cardinality(more) = cardinality(missing);
-        missing := ARRAY(SELECT m FROM unnest(missing) m
+        -- every round locks the whole set again in id order (the rows held already cost
+        -- nothing), so that no lock is taken out of order
+        found := ARRAY(SELECT x FROM remuda.jobs x WHERE x.id = ANY(ids) ORDER BY x.id FOR UPDATE);
+        missing := ARRAY(SELECT m FROM unnest(ids) m
                          WHERE m <> ALL (ARRAY(SELECT f.id FROM unnest(found) f)));
-        EXIT WHEN NOT EXISTS (SELECT 1 FROM remuda.jobs x WHERE x.id = ANY(missing));
+        EXIT WHEN cardinality(missing) = 0
+               OR NOT EXISTS (SELECT 1 FROM remuda.jobs x WHERE x.id = ANY(missing));
     END LOOP;
-    RETURN ARRAY(SELECT f FROM unnest(found) f ORDER BY f.id);
+    RETURN found;
 END
 $$;

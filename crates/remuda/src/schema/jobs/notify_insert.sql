@@ -17,7 +17,9 @@ BEGIN
     INTO queues, wake
     FROM (SELECT n.queue, bool_or(n.state = 'available') AS available
           FROM new_jobs n GROUP BY n.queue) g;
-    IF EXISTS (SELECT 1 FROM remuda.queues s WHERE s.max_depth IS NOT NULL) THEN
+    -- (a revive, moving a finished job back, is not an enqueue: see remuda.revive_jobs)
+    IF current_setting('remuda.reviving', true) IS DISTINCT FROM 'on'
+       AND EXISTS (SELECT 1 FROM remuda.queues s WHERE s.max_depth IS NOT NULL) THEN
         FOR q IN
             SELECT s.name, s.max_depth
             FROM remuda.queues s
@@ -25,7 +27,7 @@ BEGIN
             ORDER BY s.name  -- one lock order for every statement: no deadlock between two
         LOOP
             PERFORM pg_advisory_xact_lock(hashtextextended('remuda.depth:' || q.name, 0));
-            SELECT count(*) INTO depth FROM remuda.jobs_live j
+            SELECT count(*) INTO depth FROM remuda.jobs j
             WHERE j.queue = q.name AND j.state IN ('available', 'scheduled');
             IF depth > q.max_depth THEN
                 RAISE EXCEPTION 'queue % is full: % jobs would be waiting, over its max_depth of %', q.name, depth, q.max_depth

@@ -24,13 +24,14 @@ DECLARE
     changed remuda.transition[];
 BEGIN
     found := remuda.lock_jobs(ids, skip_locked);
+    -- (the key's holder found by remuda.unique_holder: the live part's unique index, else the
+    -- keys held past a job's end, never a scan of the finished jobs)
     taken := ARRAY(
         SELECT f.id FROM unnest(found) f
-        WHERE f.unique_key IS NOT NULL AND 'available' = ANY (f.unique_states) AND EXISTS (
-            SELECT 1 FROM remuda.jobs h
-            WHERE h.unique_key = f.unique_key AND h.kind = f.kind
-              AND COALESCE(h.unique_queue, '') = COALESCE(f.unique_queue, '')
-              AND h.id <> f.id AND h.state = ANY (h.unique_states)));
+        WHERE f.unique_key IS NOT NULL AND 'available' = ANY (f.unique_states)
+          AND remuda.unique_holder(f.kind, COALESCE(f.unique_queue, ''), f.unique_key) <> f.id);
+    -- a job revived into a queue at its max_depth is not refused: it was admitted once
+    PERFORM set_config('remuda.reviving', 'on', true);
     WITH target AS (
         SELECT f.* FROM unnest(found) f
         WHERE f.state = ANY(from_states) AND remuda.of_run(f.workflow_id, of_run)
@@ -86,6 +87,7 @@ BEGIN
                          d.attempt)::remuda.transition ORDER BY d.id)
     INTO changed
     FROM done d;
+    PERFORM set_config('remuda.reviving', '', true);
     PERFORM remuda.transitioned(changed);
     RETURN QUERY
     SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),
