@@ -50,13 +50,17 @@ DO $$
 DECLARE
     last_id bigint;
     called boolean;
+    blocks bigint;
 BEGIN
     IF EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'remuda.jobs_live'::regclass
                                             AND attname = 'id' AND attidentity <> '') THEN
         EXECUTE format('SELECT last_value, is_called FROM %s', pg_get_serial_sequence('remuda.jobs_live', 'id'))
             INTO last_id, called;
+        -- (ids still come in blocks per session, as many as before)
+        SELECT s.seqcache INTO blocks FROM pg_sequence s
+        WHERE s.seqrelid = pg_get_serial_sequence('remuda.jobs_live', 'id')::regclass;
         ALTER TABLE remuda.jobs_live ALTER COLUMN id DROP IDENTITY;
-        CREATE SEQUENCE remuda.jobs_id_seq OWNED BY remuda.jobs_live.id;
+        EXECUTE format('CREATE SEQUENCE remuda.jobs_id_seq CACHE %s OWNED BY remuda.jobs_live.id', blocks);
         PERFORM setval('remuda.jobs_id_seq', last_id, called);
         ALTER TABLE remuda.jobs_live ALTER COLUMN id SET DEFAULT nextval('remuda.jobs_id_seq');
     END IF;
