@@ -251,6 +251,20 @@ async fn one_key_in_two_kinds_of_one_batch_is_told_apart() {
     assert_eq!(y.kind, "y");
 }
 
+/// Ends job `id` in final `state` on `conn` as a worker's completion does (the move to the
+/// finished part, remuda.finish_jobs), in whatever transaction `conn` is in; returns how many
+/// jobs moved.
+async fn finish_on(conn: &impl tokio_postgres::GenericClient, id: i64, state: &str) -> i64 {
+    conn.query_one(
+        "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], ARRAY[$2::text::remuda.job_state],
+             ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
+        &[&id, &state],
+    )
+    .await
+    .expect("the move")
+    .get(0)
+}
+
 /// The backend pids that block session `pid` include `blocker`, polled until they do.
 async fn waits_for(client: &remuda::Client, blocker: i32, waiting: usize) {
     let conn = client.database().conn().await.expect("conn");
@@ -291,16 +305,11 @@ async fn enqueues_waiting_for_a_completion_find_the_key_still_held() {
         .await
         .expect("pid")
         .get(0);
-    let moved: i64 = mover
-        .query_one(
-            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
-                 ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
-            &[&id],
-        )
-        .await
-        .expect("the move, not committed")
-        .get(0);
-    assert_eq!(moved, 1);
+    assert_eq!(
+        finish_on(&**mover, id, "completed").await,
+        1,
+        "the move, not committed"
+    );
     let by_client = {
         let client = client.clone();
         tokio::spawn(async move { client.insert_each(&[keyed("race")]).await })
@@ -357,14 +366,7 @@ async fn an_enqueue_racing_a_revive_of_the_key_holder_is_a_duplicate() {
         let key = if commit { "revived" } else { "kept" };
         let id = client.insert(keyed(key)).await.expect("insert");
         let setup_conn = client.database().conn().await.expect("conn");
-        setup_conn
-            .query_one(
-                "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
-                     ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
-                &[&id],
-            )
-            .await
-            .expect("completed");
+        finish_on(&***setup_conn, id, "completed").await;
         let mut conn = client.database().conn().await.expect("conn");
         let reviver = conn.transaction().await.expect("begin");
         let revived: bool = reviver
@@ -416,18 +418,8 @@ async fn an_enqueue_racing_a_revive_of_the_key_holder_is_a_duplicate() {
 async fn a_finished_holder_of_a_key_makes_a_formed_enqueue_its_duplicate() {
     let (_db, client) = setup().await;
     let id = client.insert(keyed("formed")).await.expect("insert");
-    client
-        .database()
-        .conn()
-        .await
-        .expect("conn")
-        .query_one(
-            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{completed}',
-                 ARRAY['{\"ok\": 1}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
-            &[&id],
-        )
-        .await
-        .expect("completed");
+    let conn = client.database().conn().await.expect("conn");
+    finish_on(&***conn, id, "completed").await;
     for job in [
         keyed("formed").debounce(Duration::from_secs(60)),
         keyed("formed").throttle(Duration::from_secs(60), false),
@@ -447,18 +439,8 @@ async fn a_retry_into_a_queue_at_its_max_depth_is_not_refused() {
         .insert(keyed("deep").queue("full"))
         .await
         .expect("insert");
-    client
-        .database()
-        .conn()
-        .await
-        .expect("conn")
-        .query_one(
-            "SELECT count(*) FROM remuda.finish_jobs(ARRAY[$1::bigint], '{failed}',
-                 ARRAY['{\"err\": {}}'::jsonb], '{NULL}', '{NULL}', '{NULL}', '{NULL}')",
-            &[&failed],
-        )
-        .await
-        .expect("failed");
+    let conn = client.database().conn().await.expect("conn");
+    finish_on(&***conn, failed, "failed").await;
     client
         .change_queue(
             "full",
