@@ -26,6 +26,8 @@ DECLARE
     part record;
     waited text := current_setting('lock_timeout');
     n_kept bigint;
+    lower_at timestamptz;
+    upper_at timestamptz;
 BEGIN
     IF finished_days_drop.leader IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM remuda.leader l
@@ -42,6 +44,8 @@ BEGIN
     IF part.name IS NULL THEN
         RETURN;
     END IF;
+    lower_at := part.d::timestamp AT TIME ZONE 'UTC';
+    upper_at := (part.d + 1)::timestamp AT TIME ZONE 'UTC';
     BEGIN
         PERFORM set_config('lock_timeout', finished_days_drop.lock_timeout_ms || 'ms', true);
         EXECUTE format('LOCK TABLE remuda.%I IN SHARE MODE', part.name);
@@ -76,17 +80,29 @@ BEGIN
         ANALYZE pg_temp.remuda_kept;
         DROP TABLE IF EXISTS pg_temp.remuda_gone;
         SELECT count(*) INTO n_kept FROM pg_temp.remuda_kept;
-        -- what goes, counted by state; its keys and steps freed, its deletion recorded
+        -- what goes, counted by state (all the day's jobs but the kept ones); its keys (found
+        -- from the keys held that day) and steps (from the steps there are) freed, found by
+        -- the day's id index; its deletion recorded in verification mode
+        DROP TABLE IF EXISTS pg_temp.remuda_gone;
         EXECUTE format('CREATE TEMP TABLE remuda_gone ON COMMIT DROP AS
-                        SELECT x.id, x.state, x.attempt, x.worker_id, x.started_at FROM remuda.%I x
-                        WHERE NOT EXISTS (SELECT 1 FROM pg_temp.remuda_kept k WHERE k.id = x.id)', part.name);
-        DELETE FROM remuda.unique_finished h USING pg_temp.remuda_gone g WHERE h.job_id = g.id;
+                        SELECT a.state, a.n - COALESCE(k.n, 0) AS n
+                        FROM (SELECT x.state, count(*) AS n FROM remuda.%I x GROUP BY x.state) a
+                        LEFT JOIN (SELECT k.state, count(*) AS n FROM pg_temp.remuda_kept k GROUP BY k.state) k
+                          ON k.state = a.state', part.name);
+        EXECUTE format('DELETE FROM remuda.unique_finished h
+                        WHERE h.finished_at >= $1 AND h.finished_at < $2
+                          AND EXISTS (SELECT 1 FROM remuda.%I x WHERE x.id = h.job_id)
+                          AND NOT EXISTS (SELECT 1 FROM pg_temp.remuda_kept k WHERE k.id = h.job_id)', part.name)
+            USING lower_at, upper_at;
         IF EXISTS (SELECT 1 FROM remuda.steps) THEN
-            DELETE FROM remuda.steps s USING pg_temp.remuda_gone g WHERE s.job_id = g.id;
+            EXECUTE format('DELETE FROM remuda.steps s
+                            WHERE EXISTS (SELECT 1 FROM remuda.%I x WHERE x.id = s.job_id)
+                              AND NOT EXISTS (SELECT 1 FROM pg_temp.remuda_kept k WHERE k.id = s.job_id)', part.name);
         END IF;
         IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'jobs_history' AND tgrelid = 'remuda.jobs'::regclass) THEN
-            INSERT INTO remuda.history (job_id, attempt, from_state, to_state, worker_id, token)
-            SELECT g.id, g.attempt, g.state::text, NULL, g.worker_id, g.started_at FROM pg_temp.remuda_gone g;
+            EXECUTE format('INSERT INTO remuda.history (job_id, attempt, from_state, to_state, worker_id, token)
+                            SELECT x.id, x.attempt, x.state::text, NULL, x.worker_id, x.started_at FROM remuda.%I x
+                            WHERE NOT EXISTS (SELECT 1 FROM pg_temp.remuda_kept k WHERE k.id = x.id)', part.name);
         END IF;
         EXECUTE format('ALTER TABLE remuda.jobs_finished DETACH PARTITION remuda.%I', part.name);
         -- (a move within the finished part, not a change of state: verification mode records
@@ -97,7 +113,7 @@ BEGIN
         EXECUTE format('DROP TABLE remuda.%I', part.name);
         PERFORM set_config('lock_timeout', waited, true);
         RETURN QUERY
-        SELECT part.d, g.state, count(*), n_kept, false FROM pg_temp.remuda_gone g GROUP BY g.state;
+        SELECT part.d, g.state, g.n, n_kept, false FROM pg_temp.remuda_gone g WHERE g.n > 0;
         IF NOT FOUND THEN
             RETURN QUERY SELECT part.d, NULL::remuda.job_state, 0::bigint, n_kept, false;
         END IF;
