@@ -106,6 +106,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("enqueue", "unique_args_key", 17),
     function!("enqueue", "check_name", 17),
     function!("enqueue", "notify_target", 17),
+    function!("enqueue", "unique_finished_holder", 26),
     function!("enqueue", "unique_holder", 26),
     function!("enqueue", "insert_unique_jobs", 26),
     function!("enqueue", "check_formation", 22),

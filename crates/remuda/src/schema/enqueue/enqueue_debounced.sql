@@ -20,8 +20,7 @@ DECLARE
 BEGIN
     -- a unique job of the key that finished in one of its unique states holds it still
     -- (remuda.unique_finished): this enqueue is its duplicate
-    new_id := (SELECT f.job_id FROM remuda.unique_finished f
-               WHERE f.kind = enqueue_debounced.kind AND f.scope = COALESCE(enqueue_debounced.scope, '') AND f.key = enqueue_debounced.key);
+    new_id := remuda.unique_finished_holder(enqueue_debounced.kind, enqueue_debounced.scope, enqueue_debounced.key);
     IF new_id IS NOT NULL THEN
         RETURN QUERY SELECT new_id, false, true;
         RETURN;

@@ -74,8 +74,6 @@ DECLARE
     states text[] := COALESCE(enqueue_job.unique_states, ARRAY['scheduled', 'available', 'running', 'completed']);
     stored_key text;
     scope text;
-    -- the scope as a name no column has (the statements below name unique_finished.scope)
-    scope_now text;
     held bigint;
     formed record;
     period_ms bigint;
@@ -222,7 +220,6 @@ BEGIN
     FOR round IN 1..5 LOOP
         -- a key held past its job's end (remuda.unique_finished) makes a duplicate too
         IF is_unique THEN
-            scope_now := scope;
             new_id := remuda.unique_holder(enqueue_job.kind, scope, stored_key);
             IF new_id IS NOT NULL THEN
                 RETURN QUERY SELECT new_id, false, true;
@@ -246,9 +243,7 @@ BEGIN
             -- finished part that committed while the insert waited for it (see
             -- remuda.insert_unique_jobs): the key it kept makes this job a duplicate
             IF is_unique THEN
-                held := (SELECT f.job_id FROM remuda.unique_finished f
-                         WHERE f.kind = enqueue_job.kind AND f.scope = COALESCE(scope_now, '')
-                           AND f.key = stored_key AND f.job_id <> new_id);
+                held := NULLIF(remuda.unique_finished_holder(enqueue_job.kind, scope, stored_key), new_id);
                 IF held IS NOT NULL THEN
                     DELETE FROM remuda.jobs_live j WHERE j.id = new_id;
                     RETURN QUERY SELECT held, false, true;

@@ -23,8 +23,7 @@ DECLARE
 BEGIN
     -- a unique job of the key that finished in one of its unique states holds it still
     -- (remuda.unique_finished): this enqueue is its duplicate
-    new_id := (SELECT f.job_id FROM remuda.unique_finished f
-               WHERE f.kind = enqueue_throttled.kind AND f.scope = COALESCE(enqueue_throttled.scope, '') AND f.key = enqueue_throttled.key);
+    new_id := remuda.unique_finished_holder(enqueue_throttled.kind, enqueue_throttled.scope, enqueue_throttled.key);
     IF new_id IS NOT NULL THEN
         RETURN QUERY SELECT new_id, false, true;
         RETURN;

@@ -7,7 +7,5 @@ RETURNS bigint LANGUAGE sql STABLE AS $$
         (SELECT h.id FROM remuda.jobs_live h
          WHERE h.kind = unique_holder.kind AND COALESCE(h.unique_queue, '') = COALESCE(unique_holder.scope, '')
            AND h.unique_key = unique_holder.key AND h.unique_key IS NOT NULL AND h.state = ANY (h.unique_states)),
-        (SELECT f.job_id FROM remuda.unique_finished f
-         WHERE f.kind = unique_holder.kind AND f.scope = COALESCE(unique_holder.scope, '')
-           AND f.key = unique_holder.key))
+        remuda.unique_finished_holder(unique_holder.kind, unique_holder.scope, unique_holder.key))
 $$;
