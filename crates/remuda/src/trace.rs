@@ -153,8 +153,18 @@ pub fn current() -> Option<TraceContext> {
 
 /// Runs `future` with `trace` as the current context: jobs it enqueues and workflows it starts
 /// without a context of their own carry this one.
-pub async fn scope<F: Future>(trace: Option<TraceContext>, future: F) -> F::Output {
-    CURRENT.scope(trace, future).await
+/// A plain function, not an `async fn`: an `async fn` would hold `future` twice (as its
+/// argument and inside the scope it awaits), and a running job's future is copied whole.
+pub fn scope<F: Future>(
+    trace: Option<TraceContext>,
+    future: F,
+) -> tokio::task::futures::TaskLocalFuture<Option<TraceContext>, F> {
+    CURRENT.scope(trace, future)
+}
+
+/// Calls `f` with `trace` as the current context (what [`scope`] does for a future).
+pub(crate) fn sync_scope<R>(trace: Option<TraceContext>, f: impl FnOnce() -> R) -> R {
+    CURRENT.sync_scope(trace, f)
 }
 
 #[cfg(test)]

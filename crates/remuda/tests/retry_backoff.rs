@@ -174,6 +174,60 @@ async fn permanent_errors_panics_and_timeouts_become_errors_and_the_worker_keeps
     assert_eq!((report.failed, report.completed), (3, 1));
 }
 
+/// A task whose call panics before it returns its future (a `DynTask` may do its work there).
+struct PanicsWhenCalled;
+
+impl remuda::DynTask for PanicsWhenCalled {
+    fn run(
+        self: Arc<Self>,
+        _ctx: remuda::JobContext,
+        _args: remuda::Jsonb,
+    ) -> futures_util::future::BoxFuture<'static, Result<remuda::Jsonb, remuda::TaskError>> {
+        panic!("deliberate panic in the call")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_panics_in_its_call_fails_with_panic_and_the_worker_keeps_going() {
+    let (_db, client) = setup().await;
+    let first = client
+        .insert(remuda::NewJob::new("panics-when-called", &serde_json::json!({})).expect("job"))
+        .await
+        .expect("insert");
+    let second = client
+        .insert(remuda::NewJob::new("panics-when-called", &serde_json::json!({})).expect("job"))
+        .await
+        .expect("insert");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(fast_config())
+            .register_dyn(
+                "panics-when-called",
+                remuda::TaskOptions::default().max_attempts(1),
+                Arc::new(PanicsWhenCalled),
+            ),
+    );
+    for id in [first, second] {
+        let job = client
+            .wait(id, Duration::from_secs(10))
+            .await
+            .expect("finished");
+        assert_eq!(
+            (job.state, error_code(&job).unwrap_or("no error")),
+            (JobState::Failed, "PANIC")
+        );
+        assert!(
+            job.errors[0]
+                .message
+                .contains("deliberate panic in the call"),
+            "{:?}",
+            job.errors
+        );
+    }
+    let report = worker.shutdown().await;
+    assert_eq!(report.failed, 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_per_job_timeout_overrides_the_tasks() {
     let (_db, client) = setup().await;

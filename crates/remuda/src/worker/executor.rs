@@ -79,15 +79,49 @@ pub(crate) async fn execute(
     stop: Running,
     permit: OwnedSemaphorePermit,
 ) {
-    let Some(registered) = shared.tasks.get(&job.kind) else {
+    // What is made before the attempt and read after it is made and read in plain functions
+    // (`start`, `conclude`), so that this future holds only what crosses an await: it is
+    // allocated and copied for every job.
+    let outcome = match shared.tasks.get(&job.kind) {
         // cannot happen: the claim only returns kinds we registered; give it back untouched
-        let _ = shared
-            .completer
-            .send(Outcome::Release { run: job.run() })
-            .await;
-        super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
-        return;
+        None => Outcome::Release { run: job.run() },
+        Some(registered) => {
+            let began = std::time::Instant::now();
+            let (attempt, attempt_context) = start(&shared, &mut job, &stop, registered);
+            let grace = shared.config.cancel_grace;
+            let result = tokio::select! {
+                biased;
+                _ = stop.hard.cancelled() => None,
+                _ = async { stop.soft.cancelled().await; tokio::time::sleep(grace).await } => None,
+                result = attempt => Some(result),
+            };
+            let ended = conclude(&shared, &job, &stop, registered, result);
+            report(&shared, &job, &ended, began, attempt_context);
+            ended.outcome
+        }
     };
+    if hand_over(&shared, outcome).await.is_err() {
+        // the worker stops and says so once; the job will be rescued
+        tracing::debug!(
+            "remuda worker: completer gone before job {} was written",
+            job.id
+        );
+    }
+    super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
+    drop(permit);
+    shared.slot_freed.notify_one();
+}
+
+/// The job's context, and the attempt built on it (with the trace the attempt continues).
+fn start(
+    shared: &Shared,
+    job: &mut Claimed,
+    stop: &Running,
+    registered: &super::Registered,
+) -> (
+    impl std::future::Future<Output = Ran>,
+    Option<crate::TraceContext>,
+) {
     let timeout = job
         .timeout_ms
         .and_then(|ms| u64::try_from(ms).ok())
@@ -97,6 +131,17 @@ pub(crate) async fn execute(
         doc.decode()
             .map_err(|e| tracing::warn!(job = job.id, error = %e, "the job's workflow document is not readable; the task runs without it"))
             .ok()
+    });
+    // the job's trace under the attempt's span; with spans exported, a job outside any
+    // trace gets one of its own, rooted at the attempt
+    let trace = job.attempt_trace().or_else(|| {
+        shared.spans.as_ref().map(|_| {
+            crate::telemetry::root_trace(&crate::trace::attempt_span_id(
+                job.id,
+                job.attempt,
+                job.started_at,
+            ))
+        })
     });
     let ctx = JobContext {
         id: job.id,
@@ -115,93 +160,85 @@ pub(crate) async fn execute(
             job.attempt,
             job.started_at,
         ),
-        // the job's trace under the attempt's span; with spans exported, a job outside any
-        // trace gets one of its own, rooted at the attempt
-        trace: job.attempt_trace().or_else(|| {
-            shared.spans.as_ref().map(|_| {
-                crate::telemetry::root_trace(&crate::trace::attempt_span_id(
-                    job.id,
-                    job.attempt,
-                    job.started_at,
-                ))
-            })
-        }),
+        trace: trace.clone(),
     };
-    let task = registered.task.clone();
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
-    let began = std::time::Instant::now();
     tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
-    // the call itself inside catch_unwind too: a task may panic before returning its future
     // the attempt's trace is current in the task: what it enqueues continues it
-    let trace = ctx.trace.clone();
-    let attempt_context = trace.clone();
-    let run = AssertUnwindSafe(crate::trace::scope(trace, async move {
-        task.run(ctx, args).await
-    }))
-    .catch_unwind();
-    let grace = shared.config.cancel_grace;
-    let result = tokio::select! {
-        biased;
-        _ = stop.hard.cancelled() => None,
-        _ = async { stop.soft.cancelled().await; tokio::time::sleep(grace).await } => None,
-        result = async {
-            match timeout {
-                Some(limit) => match tokio::time::timeout(limit, run).await {
-                    Ok(result) => result,
-                    Err(_) => Ok(Err(TaskError::new(
-                        TaskError::TIMEOUT,
-                        format!("the attempt ran longer than its timeout of {}", crate::duration::format(limit)),
-                    ))),
-                },
-                None => run.await,
-            }
-        } => Some(result),
-    };
-    let release = Outcome::Release { run: job.run() };
+    let attempt = attempt(registered.task.clone(), ctx, args, trace.clone(), timeout);
+    (attempt, trace)
+}
+
+/// How an attempt ended: the outcome to write, and what its span and log line say.
+struct Conclusion {
+    outcome: Outcome,
+    /// "completed", "snoozed", "stopped" or "error CODE".
+    said: String,
+    /// The error's code and message, for the span (only with spans exported).
+    error: Option<(String, String)>,
+}
+
+/// The outcome of an attempt that ended in `result` (`None`: stopped before it returned).
+fn conclude(
+    shared: &Shared,
+    job: &Claimed,
+    stop: &Running,
+    registered: &super::Registered,
+    result: Option<Ran>,
+) -> Conclusion {
+    let release = || Outcome::Release { run: job.run() };
     // a task that saw the stop and returned was cut short, whatever it returned
     let cut_short = stop.soft.is_cancelled() && stop.signal.was_seen();
-    // the error an attempt ended in, for its span
-    let mut said: Option<(String, String)> = None;
-    let (outcome, ended) = match result {
+    let stopped = || Conclusion {
+        outcome: release(),
+        said: "stopped".to_string(),
+        error: None,
+    };
+    let failed = |error: TaskError| {
+        let said = format!("error {}", error.code);
+        let spoken = shared
+            .spans
+            .is_some()
+            .then(|| (error.code.clone(), error.message.clone()));
+        Conclusion {
+            outcome: failure(shared, job, &registered.options, error),
+            said,
+            error: spoken,
+        }
+    };
+    let ended = match result {
         // aborted after a stop (shutdown, cancel, fencing): give the job back. The release is
         // guarded by state, worker and attempt, so a job really cancelled (or rescued) is
         // left as it is, and one stopped by a stale cancel runs again.
-        None => (release, "stopped".to_string()),
-        Some(Ok(_)) if cut_short => (release, "stopped".to_string()),
-        Some(Ok(Ok(output))) => (success(&shared, &job, output), "completed".to_string()),
+        None => stopped(),
+        Some(Ok(_)) if cut_short => stopped(),
+        Some(Ok(Ok(output))) => Conclusion {
+            outcome: success(shared, job, output),
+            said: "completed".to_string(),
+            error: None,
+        },
         // an error after being asked to stop is most likely the stop itself: not counted
-        Some(Ok(Err(_))) if stop.soft.is_cancelled() => (release, "stopped".to_string()),
-        Some(Ok(Err(error))) if error.snooze.is_some() => {
-            (snooze(&job, &error), "snoozed".to_string())
-        }
-        Some(Ok(Err(error))) => {
-            let code = error.code.clone();
-            if shared.spans.is_some() {
-                said = Some((code.clone(), error.message.clone()));
-            }
-            (
-                failure(&shared, &job, &registered.options, error),
-                format!("error {code}"),
-            )
-        }
+        Some(Ok(Err(_))) if stop.soft.is_cancelled() => stopped(),
+        Some(Ok(Err(error))) if error.snooze.is_some() => Conclusion {
+            outcome: snooze(job, &error),
+            said: "snoozed".to_string(),
+            error: None,
+        },
+        Some(Ok(Err(error))) => failed(error),
         Some(Err(panic)) => {
             let message = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the task panicked".into());
-            let error = TaskError::new(TaskError::PANIC, format!("the task panicked: {message}"));
-            if shared.spans.is_some() {
-                said = Some((error.code.clone(), error.message.clone()));
-            }
-            (
-                failure(&shared, &job, &registered.options, error),
-                "error PANIC".to_string(),
-            )
+            failed(TaskError::new(
+                TaskError::PANIC,
+                format!("the task panicked: {message}"),
+            ))
         }
     };
     // a cancelled job is not given back: its release finds it cancelled and leaves it
-    if matches!(outcome, Outcome::Release { .. })
+    if matches!(ended.outcome, Outcome::Release { .. })
         && stop.signal.reason() != Some(crate::task::StopReason::Cancel)
     {
         shared
@@ -209,8 +246,19 @@ pub(crate) async fn execute(
             .released
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
-    observe(&shared, &job, &outcome, began.elapsed());
-    if let (Some(spans), Some(context)) = (&shared.spans, attempt_context) {
+    ended
+}
+
+/// Tells of an ended attempt: the worker's metrics and tally, its span, its log line.
+fn report(
+    shared: &Shared,
+    job: &Claimed,
+    ended: &Conclusion,
+    began: std::time::Instant,
+    context: Option<crate::TraceContext>,
+) {
+    observe(shared, job, &ended.outcome, began.elapsed());
+    if let (Some(spans), Some(context)) = (&shared.spans, context) {
         spans.record(crate::telemetry::Attempt {
             job_id: job.id,
             kind: job.kind.clone(),
@@ -221,13 +269,13 @@ pub(crate) async fn execute(
             started_at: job.started_at,
             context,
             parent: job.trace.as_ref().map(|t| t.parent_id().to_string()),
-            outcome: match ended.split(' ').next() {
+            outcome: match ended.said.split(' ').next() {
                 Some("completed") => "completed",
                 Some("snoozed") => "snoozed",
                 Some("stopped") => "stopped",
                 _ => "error",
             },
-            error: said,
+            error: ended.error.clone(),
         });
     }
     tracing::info!(
@@ -236,23 +284,64 @@ pub(crate) async fn execute(
         kind = %job.kind,
         attempt = job.attempt,
         worker = %shared.worker_id,
-        outcome = %ended,
+        outcome = %ended.said,
         ms = began.elapsed().as_millis() as u64,
         "job ended"
     );
-    let outcome = Some(outcome);
-    if let Some(outcome) = outcome {
-        if shared.completer.send(outcome).await.is_err() {
-            // the worker stops and says so once; the job will be rescued
-            tracing::debug!(
-                "remuda worker: completer gone before job {} was written",
-                job.id
-            );
-        }
+}
+
+/// Queues an outcome for the completer: at once, as there is room for every running job's
+/// outcome, or in a future of its own when there is not. Sending with `send().await` kept that
+/// future (a quarter of the attempt's state) in every job's.
+async fn hand_over(shared: &Shared, outcome: Outcome) -> Result<(), ()> {
+    use tokio::sync::mpsc::error::TrySendError;
+    match shared.completer.try_send(outcome) {
+        Ok(()) => Ok(()),
+        Err(TrySendError::Full(outcome)) => Box::pin(shared.completer.send(outcome))
+            .await
+            .map_err(|_| ()),
+        Err(TrySendError::Closed(_)) => Err(()),
     }
-    super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
-    drop(permit);
-    shared.slot_freed.notify_one();
+}
+
+/// What a task's call and its future end in: its result, or the panic it raised.
+type Ran = std::thread::Result<Result<Jsonb, TaskError>>;
+
+/// The task's attempt under its trace and timeout, a panic in the call itself or in its
+/// future caught. Built of plain futures, with no `async` block holding the job's context
+/// beside the future made from it: every layer of those copied the context again, and the
+/// attempt's future (allocated and copied for every job) was 3 kB.
+fn attempt(
+    task: Arc<dyn crate::task::DynTask>,
+    ctx: JobContext,
+    args: Jsonb,
+    trace: Option<crate::TraceContext>,
+    timeout: Option<Duration>,
+) -> impl std::future::Future<Output = Ran> {
+    use futures_util::future::{ready, Either};
+    let called = crate::trace::sync_scope(trace.clone(), || {
+        std::panic::catch_unwind(AssertUnwindSafe(|| task.run(ctx, args)))
+    });
+    let run = match called {
+        Ok(future) => {
+            Either::Left(AssertUnwindSafe(crate::trace::scope(trace, future)).catch_unwind())
+        }
+        Err(panic) => Either::Right(ready(Err(panic))),
+    };
+    match timeout {
+        Some(limit) => Either::Left(tokio::time::timeout(limit, run).map(move |ended| {
+            ended.unwrap_or_else(|_| {
+                Ok(Err(TaskError::new(
+                    TaskError::TIMEOUT,
+                    format!(
+                        "the attempt ran longer than its timeout of {}",
+                        crate::duration::format(limit)
+                    ),
+                )))
+            })
+        })),
+        None => Either::Right(run),
+    }
 }
 
 /// Records the attempt in the worker's metrics and its activity tally: how long it waited and ran, and how it ended
