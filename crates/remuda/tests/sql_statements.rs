@@ -140,7 +140,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "claim",
             "text, text[], int[], int, text, text, text[]",
             "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'",
-            "Tid Scan on jobs_live j",
+            "Index Scan using jobs_available_idx on jobs_live",
         ),
         (
             "complete_ok",
@@ -204,6 +204,36 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     assert!(
         plan.contains("Index Scan using jobs_live_pkey on jobs_live"),
         "promote_jobs:\n{plan}"
+    );
+    // the start every claim writes through, in remuda.start_jobs: the locked rows by place
+    let body: String = conn
+        .query_one(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.start_jobs'::regproc",
+            &[],
+        )
+        .await
+        .expect("the function")
+        .get(0);
+    let body = body
+        .replace("ANY(places)", "ANY($1)")
+        .replace("worker_id = worker,", "worker_id = $2,")
+        .replace("array_position(kinds,", "array_position($3,")
+        .replace("defaults[", "$4[")
+        .replace("count_them", "$5");
+    let plan = generic_plan(
+        &conn,
+        "start_jobs",
+        "tid[], text, text[], int[], bool",
+        body.split_once("RETURN QUERY")
+            .and_then(|(_, update)| update.rsplit_once(';'))
+            .map(|(update, _)| update)
+            .expect("the function's update"),
+        "'{}', 'w', '{noop}', '{25}', false",
+    )
+    .await;
+    assert!(
+        plan.contains("Tid Scan on jobs_live j"),
+        "start_jobs:\n{plan}"
     );
 }
 
@@ -589,4 +619,76 @@ async fn every_move_between_the_parts_carries_every_column() {
         let named: Vec<String> = list.split(',').map(|c| c.trim().to_string()).collect();
         assert_eq!(named, columns, "{name}'s move names every column, in order");
     }
+}
+
+/// Both ways a worker gives jobs back write through the one release (`remuda.release_jobs`):
+/// the release of named runs gives back only those still running for the worker in the
+/// same run, attempt restored; the release of orphans gives back every job running for the
+/// worker but those it knows, and leaves other workers' jobs alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_gives_back_the_named_runs_and_the_orphans_only() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let conn = pool.conn().await.expect("connection");
+    let ids: Vec<i64> = conn
+        .query(
+            "INSERT INTO remuda.jobs (kind, state, worker_id, started_at, attempt)
+             SELECT 'noop', 'running', CASE WHEN i = 6 THEN 'other' ELSE 'w' END,
+                    '2026-01-01T00:00:00Z', 2
+             FROM generate_series(1, 6) i ORDER BY i RETURNING id",
+            &[],
+        )
+        .await
+        .expect("running jobs")
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    let started: chrono::DateTime<chrono::Utc> = "2026-01-01T00:00:00Z".parse().expect("time");
+    let later: chrono::DateTime<chrono::Utc> = "2026-01-01T00:00:01Z".parse().expect("time");
+    // jobs 1 and 2 in their run; job 3 named with another run's claim time: not released
+    let released: i64 = conn
+        .query_one(
+            statement_text("release_jobs"),
+            &[
+                &&ids[..3],
+                &vec![2i32; 3],
+                &"w",
+                &vec![started, started, later],
+            ],
+        )
+        .await
+        .expect("release")
+        .get("released");
+    assert_eq!(released, 2);
+    // the worker knows job 4: jobs 3 and 5 are its orphans, job 6 another worker's
+    let orphans: i64 = conn
+        .query_one(statement_text("release_orphans"), &[&"w", &vec![ids[3]]])
+        .await
+        .expect("release orphans")
+        .get("released");
+    assert_eq!(orphans, 2);
+    let rows = conn
+        .query(
+            "SELECT state::text, attempt, worker_id FROM remuda.jobs WHERE id = ANY($1) ORDER BY id",
+            &[&ids],
+        )
+        .await
+        .expect("jobs");
+    let found: Vec<(String, i32, Option<String>)> = rows
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let available = ("available".to_string(), 1, None);
+    let running = |worker: &str| ("running".to_string(), 2, Some(worker.to_string()));
+    assert_eq!(
+        found,
+        vec![
+            available.clone(),
+            available.clone(),
+            available.clone(),
+            running("w"),
+            available,
+            running("other"),
+        ]
+    );
 }

@@ -51,6 +51,8 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("jobs", "of_run", 11),
     function!("jobs", "lock_jobs", 11),
     function!("jobs", "finish_jobs", 26),
+    function!("jobs", "start_jobs", 26),
+    function!("jobs", "release_jobs", 26),
     function!("jobs", "finished_days", 25),
     function!("jobs", "finished_days_drop", 26),
     function!("jobs", "unique_finished_hold", 25),

@@ -37,17 +37,8 @@ WITH cfg AS (
              coalesce(floor(bucket.tokens)::bigint, $4::bigint))) END AS n
     FROM cfg, bucket
 ), claimed AS (
-    UPDATE remuda.jobs_live j
-    SET state = 'running',
-        attempt = j.attempt + 1,
-        worker_id = $5,
-        started_at = now(),
-        -- a job formed from many enqueues (debounced, throttled, batched) holds its key only
-        -- until it starts: a retry or release of it never meets the next job of its key
-        unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
-        counted = true,
-        max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
-    WHERE j.ctid = ANY(ARRAY(
+    -- the one writer of a start (remuda.start_jobs), the jobs flagged counted
+    SELECT s.* FROM remuda.start_jobs(ARRAY(
         SELECT ctid
         FROM remuda.jobs_live
         WHERE state = 'available'
@@ -59,9 +50,7 @@ WITH cfg AS (
         ORDER BY priority, run_at, id
         LIMIT (SELECT n FROM quota)
         FOR UPDATE SKIP LOCKED
-    ))
-    RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at, j.concurrency_key,
-              j.traceparent, j.tracestate
+    ), $5, $2::text[], $3::int[], true) s
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()

@@ -273,19 +273,12 @@ WITH RECURSIVE cfg AS (
     ORDER BY g.round, g.turn, g.priority, g.run_at, g.id
     LIMIT (SELECT n FROM quota)
 ), claimed AS (
-    UPDATE remuda.jobs_live j
-    SET state = 'running',
-        attempt = j.attempt + 1,
-        worker_id = $5,
-        started_at = now(),
-        -- a job formed from many enqueues (debounced, throttled, batched) holds its key only
-        -- until it starts: a retry or release of it never meets the next job of its key
-        unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
-        counted = true,
-        max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
-    WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at, j.concurrency_key,
-              j.traceparent, j.tracestate
+    -- the one writer of a start (remuda.start_jobs), the jobs flagged counted; the picked
+    -- jobs, locked above, are passed by the places the snapshot sees them at (one whose row
+    -- changed since is not seen there and is left for the next claim)
+    SELECT s.* FROM remuda.start_jobs(ARRAY(
+        SELECT j.ctid FROM remuda.jobs_live j WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
+    ), $5, $2::text[], $3::int[], true) s
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     -- a bucket is written only when it gave tokens: an idle queue's claims write nothing

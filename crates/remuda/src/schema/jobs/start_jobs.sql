@@ -1,0 +1,36 @@
+-- Start: the one transition of available jobs to `running`, written by every claim
+-- (sql/jobs/claim.sql, claim_capped.sql, claim_limited.sql). The caller picks the jobs,
+-- locks them and passes their places (`places`, the ctids of the locked versions: found again
+-- by a TID scan, never an index descent per job); a place whose row changed since the
+-- caller's snapshot is not seen and its job is left for the next claim. Each job started
+-- takes one more attempt, the worker `worker` and the claim's time (with the attempt, the
+-- token that guards every later write about this run), and its default attempts when it was
+-- enqueued without any (`defaults`, parallel to `kinds`). A job formed from many enqueues
+-- (debounced, throttled, batched) holds its key only until it starts: a retry or release of
+-- it never meets the next job of its key. With `count_them` (a claim under a cap or a rate),
+-- the jobs are flagged `counted`, which is how the counts of running jobs find them.
+-- Returns the jobs started, as the worker runs them.
+CREATE OR REPLACE FUNCTION remuda.start_jobs(
+    places tid[], worker text, kinds text[], defaults integer[], count_them boolean)
+RETURNS TABLE (id bigint, tid tid, kind text, attempt integer, max_attempts integer,
+               timeout_ms bigint, args jsonb, started_at timestamptz, flags integer,
+               workflow jsonb, run_at timestamptz, concurrency_key text, traceparent text,
+               tracestate text)
+LANGUAGE plpgsql
+SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    UPDATE remuda.jobs_live j
+    SET state = 'running',
+        attempt = j.attempt + 1,
+        worker_id = worker,
+        started_at = now(),
+        unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
+        counted = j.counted OR count_them,
+        max_attempts = COALESCE(j.max_attempts, defaults[array_position(kinds, j.kind)])
+    WHERE j.ctid = ANY(places)
+    RETURNING j.id, j.ctid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at,
+              j.flags, j.workflow, j.run_at, j.concurrency_key, j.traceparent, j.tracestate;
+END
+$$;
