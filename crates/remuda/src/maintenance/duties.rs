@@ -178,8 +178,9 @@ async fn reindex(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
 
 /// Vacuums (and analyses) the remuda tables whose dead rows piled up past twice what
 /// autovacuum was told to allow: with autovacuum off (some servers run so) or behind, a
-/// queue's table would otherwise grow for ever and its statistics go stale. `VACUUM` takes
-/// no lock that stops enqueues, claims or completions.
+/// queue's table would otherwise grow for ever and its statistics go stale; and analyses
+/// those whose statistics no longer tell their size (see `vacuum_due.sql`). Neither takes a
+/// lock that stops enqueues, claims or completions.
 pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<String>> {
     let conn = db.conn().await?;
     if !lease.hold(&conn).await? {
@@ -188,10 +189,13 @@ pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<Strin
     let mut done = Vec::new();
     for row in conn.query(sql::VACUUM_DUE, &[]).await? {
         let name: String = row.try_get("name")?;
-        match conn
-            .batch_execute(&format!("VACUUM (ANALYZE) {name}"))
-            .await
-        {
+        let vacuum: bool = row.try_get("vacuum")?;
+        let statement = if vacuum {
+            "VACUUM (ANALYZE)"
+        } else {
+            "ANALYZE"
+        };
+        match conn.batch_execute(&format!("{statement} {name}")).await {
             Ok(()) => done.push(name),
             // a day of finished jobs dropped since the list was read
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {}
@@ -209,7 +213,7 @@ async fn vacuum(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
             if tables.is_empty() {
                 "none needed".to_string()
             } else {
-                format!("vacuumed {}", tables.join(", "))
+                format!("vacuumed or analysed {}", tables.join(", "))
             }
         }),
     )

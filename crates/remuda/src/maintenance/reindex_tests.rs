@@ -198,6 +198,20 @@ async fn a_table_whose_rows_grew_past_its_statistics_is_analysed_and_again_once_
     let done = super::duties::vacuum_due(&db, &current).await.expect("due");
     assert!(done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
     assert!(believed().await >= 4000.0, "analysed with its rows");
+    // only its statistics were stale: analysed, not vacuumed (no pass over the table and
+    // every index for rows that are not dead)
+    let (vacuums, analyses): (i64, i64) = {
+        let row = conn
+            .query_one(
+                "SELECT vacuum_count, analyze_count FROM pg_stat_user_tables
+                 WHERE schemaname = 'remuda' AND relname = 'jobs_live'",
+                &[],
+            )
+            .await
+            .expect("counts");
+        (row.get(0), row.get(1))
+    };
+    assert_eq!((vacuums, analyses), (0, 1));
     // nothing more to do while the statistics hold
     let done = super::duties::vacuum_due(&db, &current).await.expect("due");
     assert!(!done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
