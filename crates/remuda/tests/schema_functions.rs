@@ -119,7 +119,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0023_fair_share",
             "0024_trace_context",
             "0025_fair_share_index",
-            "0026_finished_storage"
+            "0026_finished_storage",
+            "0027_live_fillfactor"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -140,7 +140,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
             "claim",
             "text, text[], int[], int, text, text, text[]",
             "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'",
-            "Index Scan using jobs_available_idx on jobs_live",
+            "Tid Scan on jobs_live j",
         ),
         (
             "complete_ok",
@@ -690,5 +690,63 @@ async fn a_release_gives_back_the_named_runs_and_the_orphans_only() {
             available,
             running("other"),
         ]
+    );
+}
+
+/// The columns an UPDATE's SET list assigns and its RETURNING list names, in order.
+fn set_and_returning(update: &str) -> (Vec<String>, Vec<String>) {
+    let code: String = update
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (_, set) = code.split_once("SET ").expect("a SET list");
+    let (set, rest) = set.split_once("WHERE ").expect("a WHERE clause");
+    let (_, returning) = rest.split_once("RETURNING ").expect("a RETURNING list");
+    let assigned = set
+        .lines()
+        .filter_map(|line| line.trim().split_once(" = "))
+        .map(|(column, _)| column.trim().to_string())
+        .collect();
+    let returning = returning.split(';').next().unwrap_or(returning);
+    let returned = returning
+        .trim()
+        .split(',')
+        .map(|item| item.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    (assigned, returned)
+}
+
+/// The plain claim writes its own copy of the one start (`remuda.start_jobs`) for speed: it
+/// assigns the same columns (but `counted`, which only the limited claims set) and returns
+/// the same ones (but the concurrency key, which only the limited claims read). A column
+/// added to the start in one place and not the other fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plain_claim_starts_jobs_as_the_one_writer_does() {
+    let (db, _client) = common::setup().await;
+    let conn = db
+        .database()
+        .expect("pool")
+        .conn()
+        .await
+        .expect("connection");
+    let body: String = conn
+        .query_one(
+            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.start_jobs'::regproc",
+            &[],
+        )
+        .await
+        .expect("the function")
+        .get(0);
+    let (mut assigned, mut returned) = set_and_returning(&body);
+    assigned.retain(|column| column != "counted");
+    returned.retain(|column| column != "j.concurrency_key");
+    let claim = statement_text("claim").replace("j.ctid AS tid", "j.ctid");
+    let (claim_assigned, claim_returned) = set_and_returning(&claim);
+    assert_eq!(claim_assigned, assigned);
+    assert_eq!(claim_returned, returned);
+    assert!(
+        assigned.len() >= 6 && returned.len() >= 13,
+        "{assigned:?} {returned:?}"
     );
 }

@@ -193,10 +193,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0026_finished_storage.sql"),
     },
+    Migration {
+        version: 27,
+        name: "live_fillfactor",
+        mode: Mode::Transaction,
+        sql: include_str!("0027_live_fillfactor.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 26;
+pub const LATEST: i32 = 27;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -1,5 +1,7 @@
--- Start: the one transition of available jobs to `running`, written by every claim
--- (sql/jobs/claim.sql, claim_capped.sql, claim_limited.sql). The caller picks the jobs,
+-- Start: the one transition of available jobs to `running`, written by the limited claims
+-- (sql/jobs/claim_capped.sql, claim_limited.sql); the plain claim, the hot path, writes a
+-- copy of it inline (sql/jobs/claim.sql says why, and a test holds the two alike). The
+-- caller picks the jobs,
 -- locks them and passes their places (`places`, the ctids of the locked versions: found again
 -- by a TID scan, never an index descent per job); a place whose row changed since the
 -- caller's snapshot is not seen and its job is left for the next claim. Each job started
