@@ -190,12 +190,15 @@ pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<Strin
     for row in conn.query(sql::VACUUM_DUE, &[]).await? {
         let name: String = row.try_get("name")?;
         let vacuum: bool = row.try_get("vacuum")?;
+        // stale statistics are mostly a stale row count: a sample of 3 000 rows tells it (a
+        // live part of 300 000 jobs: 15 ms, against 130 ms for the default 30 000)
         let statement = if vacuum {
-            "VACUUM (ANALYZE)"
+            format!("VACUUM (ANALYZE) {name}")
         } else {
-            "ANALYZE"
+            // (one query string: one transaction, the setting its own)
+            format!("SET LOCAL default_statistics_target = 10; ANALYZE {name}")
         };
-        match conn.batch_execute(&format!("{statement} {name}")).await {
+        match conn.batch_execute(&statement).await {
             Ok(()) => done.push(name),
             // a day of finished jobs dropped since the list was read
             Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) => {}

@@ -212,6 +212,17 @@ async fn a_table_whose_rows_grew_past_its_statistics_is_analysed_and_again_once_
         (row.get(0), row.get(1))
     };
     assert_eq!((vacuums, analyses), (0, 1));
+    // from a small sample (its row count was what was stale): a histogram of 10, not 100
+    let bounds: i32 = conn
+        .query_one(
+            "SELECT array_length(histogram_bounds::text::text[], 1) FROM pg_stats
+             WHERE schemaname = 'remuda' AND tablename = 'jobs_live' AND attname = 'id'",
+            &[],
+        )
+        .await
+        .expect("statistics")
+        .get(0);
+    assert!(bounds <= 11, "{bounds} bounds");
     // nothing more to do while the statistics hold
     let done = super::duties::vacuum_due(&db, &current).await.expect("due");
     assert!(!done.contains(&"remuda.jobs_live".to_string()), "{done:?}");
