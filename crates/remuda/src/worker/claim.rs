@@ -104,21 +104,47 @@ fn common<'a>(
     ]
 }
 
+/// The columns every claim returns first, in this order (`claimed` reads them by position: by
+/// name, each column was a search of the row's columns, 13 a job).
+#[cfg(test)]
+pub(crate) const CLAIMED_COLUMNS: [&str; 13] = [
+    "id",
+    "tid",
+    "kind",
+    "attempt",
+    "max_attempts",
+    "timeout_ms",
+    "args",
+    "started_at",
+    "flags",
+    "workflow",
+    "run_at",
+    "traceparent",
+    "tracestate",
+];
+
 fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
+    let traceparent: Option<String> = row.try_get(11)?;
     Ok(Claimed {
-        id: row.try_get("id")?,
-        kind: row.try_get("kind")?,
+        id: row.try_get(0)?,
+        tid: row.try_get(1)?,
+        kind: row.try_get(2)?,
         queue: queue.to_string(),
-        attempt: row.try_get("attempt")?,
-        max_attempts: row.try_get::<_, Option<i32>>("max_attempts")?.unwrap_or(1),
-        timeout_ms: row.try_get("timeout_ms")?,
-        args: row.try_get("args")?,
-        started_at: row.try_get("started_at")?,
-        tid: row.try_get("tid")?,
-        flags: row.try_get("flags")?,
-        workflow: row.try_get("workflow")?,
-        run_at: row.try_get("run_at")?,
-        trace: crate::trace::from_row(row)?,
+        attempt: row.try_get(3)?,
+        max_attempts: row.try_get::<_, Option<i32>>(4)?.unwrap_or(1),
+        timeout_ms: row.try_get(5)?,
+        args: row.try_get(6)?,
+        started_at: row.try_get(7)?,
+        flags: row.try_get(8)?,
+        workflow: row.try_get(9)?,
+        run_at: row.try_get(10)?,
+        trace: match traceparent {
+            Some(traceparent) => Some(crate::TraceContext {
+                traceparent,
+                tracestate: row.try_get(12)?,
+            }),
+            None => None,
+        },
     })
 }
 
@@ -138,4 +164,32 @@ pub(crate) async fn claim(
         )
         .await?;
     rows.iter().map(|row| claimed(row, queue)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CLAIMED_COLUMNS;
+    use crate::sql;
+    use crate::testing::TestDatabase;
+
+    /// Every claim returns the columns `claimed` reads by position, first and in its order.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn every_claim_returns_the_claimed_columns_first_in_order() {
+        let test = TestDatabase::new().await.expect("test database");
+        let db = test.database().expect("pool");
+        let conn = db.conn().await.expect("conn");
+        for (name, text) in [
+            ("claim", sql::CLAIM),
+            ("claim_capped", sql::CLAIM_CAPPED),
+            ("claim_limited", sql::CLAIM_LIMITED),
+        ] {
+            let statement = conn.prepare(text).await.expect("prepare");
+            let names: Vec<&str> = statement.columns().iter().map(|c| c.name()).collect();
+            assert_eq!(
+                &names[..CLAIMED_COLUMNS.len()],
+                &CLAIMED_COLUMNS[..],
+                "{name}"
+            );
+        }
+    }
 }

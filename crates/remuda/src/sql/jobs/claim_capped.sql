@@ -57,6 +57,6 @@ WITH cfg AS (
     FROM bucket WHERE bucket.tokens IS NOT NULL AND EXISTS (SELECT 1 FROM claimed)
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
-SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at, c.concurrency_key,
-       c.traceparent, c.tracestate, 0::bigint AS turn
+SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at,
+       c.traceparent, c.tracestate, c.concurrency_key, 0::bigint AS turn
 FROM claimed c

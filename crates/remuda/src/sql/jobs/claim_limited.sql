@@ -309,6 +309,6 @@ WITH RECURSIVE cfg AS (
     UPDATE remuda.queues q SET fair_clock = greatest(q.fair_clock, (SELECT max(p.round) FROM picked p WHERE p.fgroup IS NOT NULL))
     WHERE q.name = $1 AND EXISTS (SELECT 1 FROM picked p WHERE p.fgroup IS NOT NULL)
 )
-SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at, c.concurrency_key,
-       c.traceparent, c.tracestate, p.turn
+SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at,
+       c.traceparent, c.tracestate, c.concurrency_key, p.turn
 FROM claimed c JOIN picked p ON p.id = c.id
