@@ -693,8 +693,9 @@ async fn a_release_gives_back_the_named_runs_and_the_orphans_only() {
     );
 }
 
-/// The columns an UPDATE's SET list assigns and its RETURNING list names, in order.
-fn set_and_returning(update: &str) -> (Vec<String>, Vec<String>) {
+/// What an UPDATE's SET list assigns (each column and its expression) and the columns its
+/// RETURNING list names, in order.
+fn set_and_returning(update: &str) -> (Vec<(String, String)>, Vec<String>) {
     let code: String = update
         .lines()
         .filter(|line| !line.trim_start().starts_with("--"))
@@ -706,7 +707,10 @@ fn set_and_returning(update: &str) -> (Vec<String>, Vec<String>) {
     let assigned = set
         .lines()
         .filter_map(|line| line.trim().split_once(" = "))
-        .map(|(column, _)| column.trim().to_string())
+        .map(|(column, value)| {
+            let value = value.trim().trim_end_matches(',');
+            (column.trim().to_string(), value.to_string())
+        })
         .collect();
     let returning = returning.split(';').next().unwrap_or(returning);
     let returned = returning
@@ -718,9 +722,9 @@ fn set_and_returning(update: &str) -> (Vec<String>, Vec<String>) {
 }
 
 /// The plain claim writes its own copy of the one start (`remuda.start_jobs`) for speed: it
-/// assigns the same columns (but `counted`, which only the limited claims set) and returns
-/// the same ones (but the concurrency key, which only the limited claims read). A column
-/// added to the start in one place and not the other fails here.
+/// assigns the same columns the same way (but `counted`, which only the limited claims set)
+/// and returns the same ones (but the concurrency key, which only the limited claims read).
+/// A column or a rule changed in one place and not the other fails here.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_plain_claim_starts_jobs_as_the_one_writer_does() {
     let (db, _client) = common::setup().await;
@@ -738,8 +742,13 @@ async fn the_plain_claim_starts_jobs_as_the_one_writer_does() {
         .await
         .expect("the function")
         .get(0);
+    // the function's arguments by the claim's parameters
+    let body = body.replace("= worker,", "= $5,").replace(
+        "defaults[array_position(kinds, j.kind)]",
+        "($3::int[])[array_position($2::text[], j.kind)]",
+    );
     let (mut assigned, mut returned) = set_and_returning(&body);
-    assigned.retain(|column| column != "counted");
+    assigned.retain(|(column, _)| column != "counted");
     returned.retain(|column| column != "j.concurrency_key");
     let claim = statement_text("claim").replace("j.ctid AS tid", "j.ctid");
     let (claim_assigned, claim_returned) = set_and_returning(&claim);

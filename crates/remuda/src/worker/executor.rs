@@ -85,6 +85,11 @@ pub(crate) async fn execute(
     let outcome = match shared.tasks.get(&job.kind) {
         // cannot happen: the claim only returns kinds we registered; give it back untouched
         None => Outcome::Release { run: job.run() },
+        // stopped at once before it started (an early cancel without grace, a fenced
+        // worker): the task is never called
+        Some(registered) if stop.hard.is_cancelled() => {
+            conclude(&shared, &job, &stop, registered, None).outcome
+        }
         Some(registered) => {
             let began = std::time::Instant::now();
             let (attempt, attempt_context) = start(&shared, &mut job, &stop, registered);

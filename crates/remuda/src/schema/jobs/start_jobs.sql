@@ -1,19 +1,22 @@
 -- Start: the one transition of available jobs to `running`, written by the limited claims
 -- (sql/jobs/claim_capped.sql, claim_limited.sql); the plain claim, the hot path, writes a
 -- copy of it inline (sql/jobs/claim.sql says why, and a test holds the two alike). The
--- caller picks the jobs,
--- locks them and passes their places (`places`, the ctids of the locked versions: found again
--- by a TID scan, never an index descent per job); a place whose row changed since the
--- caller's snapshot is not seen and its job is left for the next claim. Each job started
--- takes one more attempt, the worker `worker` and the claim's time (with the attempt, the
--- token that guards every later write about this run), and its default attempts when it was
--- enqueued without any (`defaults`, parallel to `kinds`). A job formed from many enqueues
--- (debounced, throttled, batched) holds its key only until it starts: a retry or release of
--- it never meets the next job of its key. With `count_them` (a claim under a cap or a rate),
--- the jobs are flagged `counted`, which is how the counts of running jobs find them.
+-- caller picks the jobs and locks them, and passes their places (`places`, the ctids of the
+-- locked versions, as a claim's FOR UPDATE returns them: found again by a TID scan, never an
+-- index descent per job), or their ids (`ids`, for a claim that picks by id: looked up here,
+-- in this function's own snapshot, which sees the versions the caller locked). Each job
+-- started takes one more attempt, the worker `worker` and the claim's time (with the
+-- attempt, the token that guards every later write about this run), and its default
+-- attempts when it was enqueued without any (`defaults`, parallel to `kinds`). A job formed
+-- from many enqueues (debounced, throttled, batched) holds its key only until it starts: a
+-- retry or release of it never meets the next job of its key. With `count_them` (a claim
+-- under a cap or a rate), the jobs are flagged `counted`, which is how the counts of running
+-- jobs find them.
 -- Returns the jobs started, as the worker runs them.
+DROP FUNCTION IF EXISTS remuda.start_jobs(tid[], text, text[], integer[], boolean);
 CREATE OR REPLACE FUNCTION remuda.start_jobs(
-    places tid[], worker text, kinds text[], defaults integer[], count_them boolean)
+    places tid[], worker text, kinds text[], defaults integer[], count_them boolean,
+    ids bigint[] DEFAULT NULL)
 RETURNS TABLE (id bigint, tid tid, kind text, attempt integer, max_attempts integer,
                timeout_ms bigint, args jsonb, started_at timestamptz, flags integer,
                workflow jsonb, run_at timestamptz, concurrency_key text, traceparent text,
@@ -22,6 +25,9 @@ LANGUAGE plpgsql
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
 BEGIN
+    IF ids IS NOT NULL THEN
+        places := ARRAY(SELECT l.ctid FROM remuda.jobs_live l WHERE l.id = ANY(ids));
+    END IF;
     RETURN QUERY
     UPDATE remuda.jobs_live j
     SET state = 'running',

@@ -274,11 +274,11 @@ WITH RECURSIVE cfg AS (
     LIMIT (SELECT n FROM quota)
 ), claimed AS (
     -- the one writer of a start (remuda.start_jobs), the jobs flagged counted; the picked
-    -- jobs, locked above, are passed by the places the snapshot sees them at (one whose row
-    -- changed since is not seen there and is left for the next claim)
-    SELECT s.* FROM remuda.start_jobs(ARRAY(
-        SELECT j.ctid FROM remuda.jobs_live j WHERE j.id = ANY(ARRAY(SELECT id FROM picked))
-    ), $5, $2::text[], $3::int[], true) s
+    -- jobs, locked above, are passed by id and found in the function's own snapshot, which
+    -- sees the versions locked here (this statement's may be older: one changed after it
+    -- began would be passed over, yet charged to its group)
+    SELECT s.* FROM remuda.start_jobs(NULL, $5, $2::text[], $3::int[], true,
+                                      ARRAY(SELECT id FROM picked)) s
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     -- a bucket is written only when it gave tokens: an idle queue's claims write nothing
