@@ -90,6 +90,17 @@ async fn a_database_without_the_schema_says_to_migrate() {
     assert!(err.is_database_unusable());
 }
 
+/// The body of the schema's function `name` (`remuda.start_jobs`), as applied.
+async fn function_body(conn: &deadpool_postgres::Object, name: &str) -> String {
+    conn.query_one(
+        "SELECT prosrc FROM pg_proc WHERE oid = to_regproc($1)",
+        &[&name],
+    )
+    .await
+    .expect("the function")
+    .get(0)
+}
+
 /// The plan of `statement` (prepared as `name` with parameter types `types`) run with `args`,
 /// as remuda's own sessions make it: a generic plan (see `SESSION_OPTIONS`).
 async fn generic_plan(
@@ -182,14 +193,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         );
     }
     // the promotion's update, in remuda.promote_jobs, under the function's own settings
-    let body: String = conn
-        .query_one(
-            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.promote_jobs'::regproc",
-            &[],
-        )
-        .await
-        .expect("the function")
-        .get(0);
+    let body = function_body(&conn, "remuda.promote_jobs").await;
     conn.batch_execute("SET enable_seqscan = off")
         .await
         .expect("set");
@@ -206,14 +210,7 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         "promote_jobs:\n{plan}"
     );
     // the start every claim writes through, in remuda.start_jobs: the locked rows by place
-    let body: String = conn
-        .query_one(
-            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.start_jobs'::regproc",
-            &[],
-        )
-        .await
-        .expect("the function")
-        .get(0);
+    let body = function_body(&conn, "remuda.start_jobs").await;
     let body = body
         .replace("ANY(places)", "ANY($1)")
         .replace("worker_id = worker,", "worker_id = $2,")
@@ -734,14 +731,7 @@ async fn the_plain_claim_starts_jobs_as_the_one_writer_does() {
         .conn()
         .await
         .expect("connection");
-    let body: String = conn
-        .query_one(
-            "SELECT prosrc FROM pg_proc WHERE oid = 'remuda.start_jobs'::regproc",
-            &[],
-        )
-        .await
-        .expect("the function")
-        .get(0);
+    let body = function_body(&conn, "remuda.start_jobs").await;
     // the function's arguments by the claim's parameters
     let body = body.replace("= worker,", "= $5,").replace(
         "defaults[array_position(kinds, j.kind)]",
