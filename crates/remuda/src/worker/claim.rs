@@ -7,6 +7,7 @@ use super::executor::Claimed;
 use super::Shared;
 use crate::runtime::lock;
 use crate::{sql, Result};
+use std::sync::Arc;
 
 /// After a failed claim: releases the jobs the database says this worker runs but that it
 /// does not know of. Every outcome queued before is written first, so a job missing from
@@ -69,6 +70,7 @@ pub(crate) async fn claim_limited(
     // the cursor moves to the key served last in turn (turns count from the old cursor)
     let mut last: Option<(i64, String)> = None;
     let mut jobs = Vec::with_capacity(rows.len());
+    let queue: Arc<str> = queue.into();
     for row in &rows {
         let turn: i64 = row.try_get("turn")?;
         if let Some(key) = row.try_get::<_, Option<String>>("concurrency_key")? {
@@ -76,7 +78,7 @@ pub(crate) async fn claim_limited(
                 last = Some((turn, key));
             }
         }
-        jobs.push(claimed(row, queue)?);
+        jobs.push(claimed(row, &queue)?);
     }
     Ok((jobs, last.map(|(_, key)| key)))
 }
@@ -123,13 +125,13 @@ pub(crate) const CLAIMED_COLUMNS: [&str; 13] = [
     "tracestate",
 ];
 
-fn claimed(row: &tokio_postgres::Row, queue: &str) -> Result<Claimed> {
+fn claimed(row: &tokio_postgres::Row, queue: &Arc<str>) -> Result<Claimed> {
     let traceparent: Option<String> = row.try_get(11)?;
     Ok(Claimed {
         id: row.try_get(0)?,
         tid: row.try_get(1)?,
         kind: row.try_get(2)?,
-        queue: queue.to_string(),
+        queue: queue.clone(),
         attempt: row.try_get(3)?,
         max_attempts: row.try_get::<_, Option<i32>>(4)?.unwrap_or(1),
         timeout_ms: row.try_get(5)?,
@@ -163,7 +165,8 @@ pub(crate) async fn claim(
             &common(shared, &id, &queue, &kinds, &defaults, &limit),
         )
         .await?;
-    rows.iter().map(|row| claimed(row, queue)).collect()
+    let queue: Arc<str> = queue.into();
+    rows.iter().map(|row| claimed(row, &queue)).collect()
 }
 
 #[cfg(test)]

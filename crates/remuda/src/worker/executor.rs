@@ -25,7 +25,8 @@ pub const JOB_LOG: &str = "remuda::job";
 pub(crate) struct Claimed {
     pub id: i64,
     pub kind: String,
-    pub queue: String,
+    /// Its queue, shared by the jobs of one claim.
+    pub queue: Arc<str>,
     pub attempt: i32,
     pub max_attempts: i32,
     pub timeout_ms: Option<i64>,
@@ -93,12 +94,13 @@ pub(crate) async fn execute(
         Some(registered) => {
             let began = std::time::Instant::now();
             let (attempt, attempt_context) = start(&shared, &mut job, &stop, registered);
-            let grace = shared.config.cancel_grace;
-            let result = tokio::select! {
-                biased;
-                _ = stop.hard.cancelled() => None,
-                _ = async { stop.soft.cancelled().await; tokio::time::sleep(grace).await } => None,
-                result = attempt => Some(result),
+            let mut attempt = std::pin::pin!(attempt);
+            let result = match futures_util::poll!(attempt.as_mut()) {
+                std::task::Poll::Ready(result) => Some(result),
+                std::task::Poll::Pending => {
+                    let grace = shared.config.cancel_grace;
+                    Box::pin(until_stopped(attempt, &stop, grace)).await
+                }
             };
             let ended = conclude(&shared, &job, &stop, registered, result);
             report(&shared, &job, &ended, began, attempt_context);
@@ -115,6 +117,24 @@ pub(crate) async fn execute(
     super::finish_run(&shared.running, job.id, (job.attempt, job.started_at));
     drop(permit);
     shared.slot_freed.notify_one();
+}
+
+/// The attempt's result, or `None` when it was stopped first: aborted at once by a hard stop,
+/// or `grace` after a soft one. Most attempts end at their first poll (`execute` makes it),
+/// which waits on no stop signal (a wait registers with each token, under its lock, and
+/// leaves it again); this wait, beside an attempt that goes on, is a future of its own
+/// (boxed), so that its state (the tokens' waits, the grace's timer) is not in every job's.
+async fn until_stopped(
+    attempt: std::pin::Pin<&mut impl std::future::Future<Output = Ran>>,
+    stop: &Running,
+    grace: Duration,
+) -> Option<Ran> {
+    tokio::select! {
+        biased;
+        _ = stop.hard.cancelled() => None,
+        _ = async { stop.soft.cancelled().await; tokio::time::sleep(grace).await } => None,
+        result = attempt => Some(result),
+    }
 }
 
 /// The job's context, and the attempt built on it (with the trace the attempt continues).
@@ -151,7 +171,7 @@ fn start(
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),
-        queue: job.queue.clone(),
+        queue: job.queue.to_string(),
         attempt: job.attempt,
         max_attempts: job.max_attempts,
         worker_id: shared.worker_id.clone(),
@@ -267,7 +287,7 @@ fn report(
         spans.record(crate::telemetry::Attempt {
             job_id: job.id,
             kind: job.kind.clone(),
-            queue: job.queue.clone(),
+            queue: job.queue.to_string(),
             attempt: job.attempt,
             worker: shared.worker_id.to_string(),
             run_at: job.run_at,
@@ -324,12 +344,21 @@ fn attempt(
     timeout: Option<Duration>,
 ) -> impl std::future::Future<Output = Ran> {
     use futures_util::future::{ready, Either};
-    let called = crate::trace::sync_scope(trace.clone(), || {
-        std::panic::catch_unwind(AssertUnwindSafe(|| task.run(ctx, args)))
-    });
+    // A job outside any trace runs with no context set, which reads as none: this task (the
+    // executor's own) has no outer context to hide, and the scope cost every job a
+    // task-local swap at each poll.
+    let call = || std::panic::catch_unwind(AssertUnwindSafe(|| task.run(ctx, args)));
+    let called = match &trace {
+        Some(_) => crate::trace::sync_scope(trace.clone(), call),
+        None => call(),
+    };
     let run = match called {
         Ok(future) => {
-            Either::Left(AssertUnwindSafe(crate::trace::scope(trace, future)).catch_unwind())
+            let traced = match trace {
+                Some(trace) => Either::Left(crate::trace::scope(Some(trace), future)),
+                None => Either::Right(future),
+            };
+            Either::Left(AssertUnwindSafe(traced).catch_unwind())
         }
         Err(panic) => Either::Right(ready(Err(panic))),
     };
@@ -371,7 +400,7 @@ fn observe(shared: &Shared, job: &Claimed, outcome: &Outcome, ran: Duration) {
     shared.activity.record(&job.queue, ended, waited, ran);
     let Some(metrics) = shared
         .metrics
-        .get(&job.queue)
+        .get(&*job.queue)
         .and_then(|kinds| kinds.get(&job.kind))
     else {
         return;

@@ -109,9 +109,14 @@ pub struct WorkerReport {
     pub rejected: u64,
 }
 
-/// The stop signals of one running job.
+/// The stop signals of one running job, shared (one allocation a job) by the running map, the
+/// executor and whoever stops the job. Its tokens stand alone, children of nothing: a child
+/// token locks its parent as it is made and dropped, and every job's did, on both runtime
+/// threads at once. A stop of every job walks the running map instead (see `stop_every_job`).
 #[derive(Clone)]
-pub(crate) struct Running {
+pub(crate) struct Running(Arc<RunStop>);
+
+pub(crate) struct RunStop {
     /// Handed to the task as [`JobContext::cancel`](crate::JobContext::cancel).
     pub soft: CancellationToken,
     /// Handed to the task as [`JobContext::stop`](crate::JobContext::stop): why it stops.
@@ -124,7 +129,25 @@ pub(crate) struct Running {
     pub run: (i32, chrono::DateTime<chrono::Utc>),
 }
 
+impl std::ops::Deref for Running {
+    type Target = RunStop;
+
+    fn deref(&self) -> &RunStop {
+        &self.0
+    }
+}
+
 impl Running {
+    /// The signals of a run (its attempt and claim time), none given yet.
+    pub fn new(run: (i32, chrono::DateTime<chrono::Utc>)) -> Self {
+        Running(Arc::new(RunStop {
+            soft: CancellationToken::new(),
+            signal: Default::default(),
+            hard: CancellationToken::new(),
+            run,
+        }))
+    }
+
     /// Asks the job to stop for `reason`; it is aborted if it has not returned after `grace`.
     pub fn stop(&self, reason: crate::task::StopReason, grace: Duration) {
         self.signal.set_reason(reason);
@@ -173,8 +196,9 @@ pub(crate) struct Shared {
     /// between the claim's commit and the claimed rows reaching this worker).
     early_cancels: Mutex<HashMap<i64, std::time::Instant>>,
     completer: mpsc::Sender<completer::Outcome>,
-    /// Asks every job to stop (shutdown); each is aborted after `cancel_grace`.
-    stop_all: CancellationToken,
+    /// Set once every job was asked to stop (`stop_every_job`): a job registered after it is
+    /// asked at once.
+    stopping: std::sync::atomic::AtomicBool,
     max_payload: usize,
     stats: Arc<WorkerStats>,
     /// The metrics handles of each queue and kind this worker runs.
@@ -432,7 +456,7 @@ impl Worker {
             epoch: AtomicU64::new(0),
             settings: settings::Cache::default(),
             name: registration.name.clone(),
-            stop_all: CancellationToken::new(),
+            stopping: Default::default(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
             metrics: Arc::new(job_metrics(
@@ -545,7 +569,7 @@ impl Worker {
         stop_claiming.cancel();
         let _ = producer.await;
         if completer_failure.is_some() {
-            shared.stop_all.cancel();
+            stop_every_job(&shared);
         }
         // a background task failed: this worker cannot vouch for its jobs any more (its
         // heartbeat may be gone): stop them now and give them back
@@ -555,7 +579,7 @@ impl Worker {
             for running in lock(&shared.running).values() {
                 running.signal.set_reason(crate::task::StopReason::Fenced);
             }
-            shared.stop_all.cancel();
+            stop_every_job(&shared);
             abort_all(&shared);
         }
 
@@ -591,7 +615,7 @@ impl Worker {
             for running in lock(&shared.running).values() {
                 running.signal.set_reason(crate::task::StopReason::Shutdown);
             }
-            shared.stop_all.cancel();
+            stop_every_job(&shared);
             if forced {
                 abort_all(&shared);
             }
@@ -706,6 +730,17 @@ pub(crate) fn finish_run(
     }
 }
 
+/// Asks every running job to stop (a shutdown); each is aborted after `cancel_grace` (the
+/// executor's wait). Under the lock the producer registers jobs in, so that a job registered
+/// later sees `stopping` set.
+fn stop_every_job(shared: &Shared) {
+    let running = lock(&shared.running);
+    shared.stopping.store(true, Ordering::SeqCst);
+    for job in running.values() {
+        job.soft.cancel();
+    }
+}
+
 /// Aborts every running job now (a forced shutdown): each gives its job back.
 fn abort_all(shared: &Shared) {
     for running in lock(&shared.running).values() {
@@ -751,12 +786,7 @@ mod tests {
     use super::*;
 
     fn entry(attempt: i32, started_at: chrono::DateTime<chrono::Utc>) -> Running {
-        Running {
-            soft: CancellationToken::new(),
-            signal: Default::default(),
-            hard: CancellationToken::new(),
-            run: (attempt, started_at),
-        }
+        Running::new((attempt, started_at))
     }
 
     #[test]

@@ -333,12 +333,7 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
         give_back(shared, job);
         return;
     };
-    let stop = Running {
-        soft: shared.stop_all.child_token(),
-        signal: Default::default(),
-        hard: tokio_util::sync::CancellationToken::new(),
-        run: (job.attempt, job.started_at),
-    };
+    let stop = Running::new((job.attempt, job.started_at));
     {
         let mut running = lock(&shared.running);
         if shared.fenced.load(Ordering::SeqCst) || shared.epoch.load(Ordering::SeqCst) != epoch {
@@ -348,6 +343,10 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
             return;
         }
         running.insert(job.id, stop.clone());
+        // every job was asked to stop before this one was registered
+        if shared.stopping.load(Ordering::SeqCst) {
+            stop.soft.cancel();
+        }
     }
     if lock(&shared.early_cancels).remove(&job.id).is_some() {
         stop.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
