@@ -117,6 +117,46 @@ async fn a_transition_written_around_the_recorder_is_a_gap_in_the_path() {
     assert!(report.is_clean(), "{report:#?}");
 }
 
+/// A job cancelled between its claim and its executor's start never has its task called: the
+/// cancel, seen before the job was registered, is remembered; with no grace the job is then
+/// stopped at once as it starts, and given back (its release leaves it cancelled). The
+/// producer is held between the claim and the start until the dispatcher has seen the cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cancelled_between_its_claim_and_its_start_never_calls_its_task() {
+    let _serial = SERIAL.lock().await;
+    let (db, client) = recording().await;
+    let claimed = remuda::testing::fault::hold("claimed");
+    let seen = remuda::testing::fault::hold("cancel seen");
+    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let (gate, started, open) = gate();
+    let worker = start(
+        Worker::new(client.clone())
+            .config(remuda::WorkerConfig {
+                cancel_grace: Duration::ZERO,
+                ..fast_config()
+            })
+            .register(gate),
+    );
+    claimed.reached().await;
+    client.cancel(id).await.expect("cancel");
+    seen.reached().await;
+    seen.release();
+    claimed.release();
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("ended");
+    assert_eq!(job.state, remuda::JobState::Cancelled);
+    worker.shutdown().await;
+    open.notify_one();
+    let never_started = futures_util::poll!(std::pin::pin!(started.notified())).is_pending();
+    assert!(
+        never_started,
+        "the task of a job cancelled before it started was called"
+    );
+    assert!(findings(&db).await.is_clean());
+}
+
 /// `add` returns the sum; `misbehave` (told to) fails for good.
 struct Kinds;
 

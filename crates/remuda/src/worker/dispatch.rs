@@ -47,6 +47,8 @@ pub(crate) async fn run(
                     }
                     if let Ok(id) = id.parse::<i64>() {
                         cancel(&shared, id);
+                        #[cfg(feature = "testing")]
+                        crate::testing::fault::pass("cancel seen").await;
                     }
                 }
                 _ => {}

@@ -198,6 +198,10 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                         more = true;
                     }
                     claimed += jobs.len();
+                    #[cfg(feature = "testing")]
+                    if !jobs.is_empty() {
+                        crate::testing::fault::pass("claimed").await;
+                    }
                     for job in jobs {
                         start_job(&shared, job, epoch);
                     }
