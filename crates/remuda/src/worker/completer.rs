@@ -48,9 +48,10 @@ pub(crate) async fn run(
     mut rx: mpsc::Receiver<Outcome>,
     give_up: CancellationToken,
     stats: Arc<WorkerStats>,
-    lag: prometheus_client::metrics::histogram::Histogram,
     promote_within: Duration,
+    counts: Counts,
 ) {
+    let lag = counts.lag.clone();
     // the general lane writes in a task of its own: a seam hook that keeps failing (its
     // error rolls the write back) holds back the outcomes of flagged jobs and failures, not
     // the plain successes the hook never sees
@@ -84,6 +85,7 @@ pub(crate) async fn run(
     loop {
         let Some(first) = rx.recv().await else { return };
         let stop = batch.gather(first, || rx.try_recv().ok());
+        count_attempts(&counts, &batch.outcomes);
         let (lean, rest): (Vec<_>, Vec<_>) = batch.outcomes.drain(..).partition(Outcome::is_lean);
         if !lean.is_empty() {
             write_with_retry(&db, &worker_id, &lean, &give_up, &stats).await;
@@ -104,6 +106,48 @@ pub(crate) async fn run(
             let _ = (&mut task.0).await;
             return;
         }
+    }
+}
+
+/// Where the completer counts the attempts it is handed: the worker's activity tally, its
+/// metrics by queue and kind, and how long outcomes waited to be written.
+pub(crate) struct Counts {
+    pub activity: Arc<super::activity::Activity>,
+    pub metrics: super::KindMetrics,
+    pub lag: prometheus_client::metrics::histogram::Histogram,
+}
+
+/// Counts the ended attempts of a batch, before it is written (a job seen finished is
+/// counted): one clock reading and one lock of the tally for the batch, where each executor
+/// took them for its job.
+fn count_attempts(counts: &Counts, batch: &[Outcome]) {
+    use super::activity::Ended;
+    let tallies = || {
+        batch.iter().filter_map(|outcome| match outcome {
+            Outcome::Ended {
+                tally: Some(tally), ..
+            } => Some(tally),
+            _ => None,
+        })
+    };
+    counts
+        .activity
+        .record(tallies().map(|t| (&*t.queue, t.ended, t.waited, t.ran)));
+    for tally in tallies() {
+        let Some(metrics) = counts
+            .metrics
+            .get(&*tally.queue)
+            .and_then(|kinds| kinds.get(&tally.kind))
+        else {
+            continue;
+        };
+        match tally.ended {
+            Ended::Completed => metrics.completed.inc(),
+            Ended::Failed => metrics.failed.inc(),
+            Ended::Retried => metrics.retried.inc(),
+        };
+        metrics.wait.observe(tally.waited);
+        metrics.run.observe(tally.ran);
     }
 }
 
@@ -264,6 +308,8 @@ fn unwritable(outcome: &Outcome, error: &Error) -> Option<Outcome> {
             // not appended to `errors`: the refusal may have been about that very array
             error: None,
         },
+        // counted already, as the end that could not be written
+        tally: None,
     })
 }
 

@@ -22,6 +22,7 @@ pub(crate) fn promote_when_due(db: &Database, written: &[Outcome], within: Durat
             Outcome::Ended {
                 run,
                 end: End::Retry { delay, .. } | End::Snooze { delay },
+                ..
             } if !delay.is_zero() && *delay < within => Some((*delay, run.id)),
             _ => None,
         })

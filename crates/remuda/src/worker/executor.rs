@@ -5,7 +5,7 @@
 
 use super::activity::Ended;
 use super::completer::{Outcome, Run};
-use super::outcome::End;
+use super::outcome::{AttemptTally, End};
 use super::{Running, Shared};
 use crate::db::{Jsonb, Tid};
 use crate::task::{JobContext, TaskError};
@@ -103,8 +103,14 @@ pub(crate) async fn execute(
                 }
             };
             let ended = conclude(&shared, &job, &stop, registered, result);
-            report(&shared, &job, &ended, began, attempt_context);
-            ended.outcome
+            let ran = began.elapsed();
+            report(&shared, &job, &ended, ran, attempt_context);
+            let mut outcome = ended.outcome;
+            let counted = tally(&mut job, &outcome, ran);
+            if let Outcome::Ended { tally, .. } = &mut outcome {
+                *tally = counted;
+            }
+            outcome
         }
     };
     if hand_over(&shared, outcome).await.is_err() {
@@ -274,15 +280,14 @@ fn conclude(
     ended
 }
 
-/// Tells of an ended attempt: the worker's metrics and tally, its span, its log line.
+/// Tells of an ended attempt: its span, its log line.
 fn report(
     shared: &Shared,
     job: &Claimed,
     ended: &Conclusion,
-    began: std::time::Instant,
+    ran: Duration,
     context: Option<crate::TraceContext>,
 ) {
-    observe(shared, job, &ended.outcome, began.elapsed());
     if let (Some(spans), Some(context)) = (&shared.spans, context) {
         spans.record(crate::telemetry::Attempt {
             job_id: job.id,
@@ -310,7 +315,7 @@ fn report(
         attempt = job.attempt,
         worker = %shared.worker_id,
         outcome = %ended.said,
-        ms = began.elapsed().as_millis() as u64,
+        ms = ran.as_millis() as u64,
         "job ended"
     );
 }
@@ -378,40 +383,31 @@ fn attempt(
     }
 }
 
-/// Records the attempt in the worker's metrics and its activity tally: how long it waited and ran, and how it ended
-/// (a retryable error on the last attempt counts as failed, as the database will decide).
-fn observe(shared: &Shared, job: &Claimed, outcome: &Outcome, ran: Duration) {
+/// What the attempt adds to the worker's metrics and activity tally, counted by the completer
+/// with the rest of its batch (see `AttemptTally`). Takes the job's kind, which it no longer needs.
+fn tally(job: &mut Claimed, outcome: &Outcome, ran: Duration) -> Option<AttemptTally> {
     let Outcome::Ended { end, .. } = outcome else {
-        return;
+        return None;
     };
     let ended = match end {
         End::Completed { .. } => Ended::Completed,
         End::Failed { .. } => Ended::Failed,
         End::Retry { .. } if job.attempt >= job.max_attempts => Ended::Failed,
         End::Retry { .. } => Ended::Retried,
-        End::Snooze { .. } => return,
+        End::Snooze { .. } => return None,
     };
     let waited = (job.started_at - job.run_at)
         .num_microseconds()
         .unwrap_or(0)
         .max(0) as f64
         / 1e6;
-    let ran = ran.as_secs_f64();
-    shared.activity.record(&job.queue, ended, waited, ran);
-    let Some(metrics) = shared
-        .metrics
-        .get(&*job.queue)
-        .and_then(|kinds| kinds.get(&job.kind))
-    else {
-        return;
-    };
-    match ended {
-        Ended::Completed => metrics.completed.inc(),
-        Ended::Failed => metrics.failed.inc(),
-        Ended::Retried => metrics.retried.inc(),
-    };
-    metrics.wait.observe(waited);
-    metrics.run.observe(ran);
+    Some(AttemptTally {
+        queue: job.queue.clone(),
+        kind: std::mem::take(&mut job.kind),
+        ended,
+        waited,
+        ran: ran.as_secs_f64(),
+    })
 }
 
 fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
@@ -438,6 +434,7 @@ fn success(shared: &Shared, job: &Claimed, output: Jsonb) -> Outcome {
     text.push_str(&output.0);
     text.push('}');
     Outcome::Ended {
+        tally: None,
         run: job.run(),
         end: End::Completed {
             result: Jsonb(text),
@@ -517,6 +514,7 @@ fn error_result(error: &TaskError) -> Jsonb {
 
 fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
     Outcome::Ended {
+        tally: None,
         run: job.run(),
         end: End::Failed {
             result: error_result(&error),
@@ -527,6 +525,7 @@ fn final_failure(shared: &Shared, job: &Claimed, error: TaskError) -> Outcome {
 
 fn snooze(job: &Claimed, error: &TaskError) -> Outcome {
     Outcome::Ended {
+        tally: None,
         run: job.run(),
         end: End::Snooze {
             delay: error.snooze.unwrap_or_default(),
@@ -547,6 +546,7 @@ fn failure(
         return final_failure(shared, job, error);
     }
     Outcome::Ended {
+        tally: None,
         run: job.run(),
         end: End::Retry {
             result: error_result(&error),

@@ -164,6 +164,9 @@ impl Running {
     }
 }
 
+/// The metrics handles of each queue and kind a worker runs.
+pub(crate) type KindMetrics = HashMap<String, HashMap<String, crate::metrics::JobMetrics>>;
+
 struct Registered {
     task: Arc<dyn DynTask>,
     options: TaskOptions,
@@ -201,10 +204,8 @@ pub(crate) struct Shared {
     stopping: std::sync::atomic::AtomicBool,
     max_payload: usize,
     stats: Arc<WorkerStats>,
-    /// The metrics handles of each queue and kind this worker runs.
-    metrics: Arc<HashMap<String, HashMap<String, crate::metrics::JobMetrics>>>,
     /// Its attempts per queue and minute, added to `remuda.queue_minutes` with each heartbeat.
-    activity: activity::Activity,
+    activity: Arc<activity::Activity>,
     /// Where its runs record their steps.
     steps: Arc<crate::step::Store>,
     /// Where each attempt's span goes, when spans are exported.
@@ -424,14 +425,20 @@ impl Worker {
         let (completer_tx, completer_rx) =
             mpsc::channel(config.concurrency.max(completer::MAX_BATCH) * 2);
         let give_up = CancellationToken::new();
+        let metrics = job_metrics(self.client.metrics(), &config.queues, &registration.kinds);
+        let activity = Arc::new(activity::Activity::default());
         let mut completer_task = tokio::spawn(completer::run(
             db.clone(),
             worker_id.clone(),
             completer_rx,
             give_up.clone(),
             self.stats.clone(),
-            self.client.metrics().lag().clone(),
             config.promote_interval,
+            completer::Counts {
+                activity: activity.clone(),
+                metrics,
+                lag: self.client.metrics().lag().clone(),
+            },
         ));
         let spans_closing = CancellationToken::new();
         let (spans, spans_task) =
@@ -459,12 +466,7 @@ impl Worker {
             stopping: Default::default(),
             max_payload: self.client.max_payload(),
             stats: self.stats.clone(),
-            metrics: Arc::new(job_metrics(
-                self.client.metrics(),
-                &config.queues,
-                &registration.kinds,
-            )),
-            activity: activity::Activity::default(),
+            activity,
             steps: Arc::new(crate::step::Store::new(db.clone(), worker_id.clone())),
         });
         self.client

@@ -21,6 +21,18 @@ pub(crate) struct Run {
     pub ended: std::time::Instant,
 }
 
+/// What an ended attempt adds to the worker's metrics and activity tally: its queue and
+/// kind, how it ended (a retryable error on the last attempt counts as failed, as the
+/// database will decide), how long it waited to start and ran, in seconds.
+#[derive(Debug)]
+pub(crate) struct AttemptTally {
+    pub queue: std::sync::Arc<str>,
+    pub kind: String,
+    pub ended: super::activity::Ended,
+    pub waited: f64,
+    pub ran: f64,
+}
+
 /// How an attempt ended.
 #[derive(Debug)]
 pub(crate) enum End {
@@ -88,7 +100,13 @@ const MAX_DELAY_MS: i64 = 100 * 366 * 86_400_000;
 #[derive(Debug)]
 pub(crate) enum Outcome {
     /// The end of an attempt of a running job.
-    Ended { run: Run, end: End },
+    Ended {
+        run: Run,
+        end: End,
+        /// What it adds to the worker's metrics and activity tally (none for a snooze):
+        /// counted by the completer for a whole batch at once.
+        tally: Option<AttemptTally>,
+    },
     /// Give the job back untouched (shutdown, or a stop that may not have been a real
     /// cancel): the attempt is not counted. Guarded, so a job really cancelled stays so.
     Release { run: Run },
@@ -101,7 +119,7 @@ pub(crate) enum Outcome {
 impl Outcome {
     /// Whether the lean lane writes it: the success of a plain job (flags 0).
     pub fn is_lean(&self) -> bool {
-        matches!(self, Outcome::Ended { run, end: End::Completed { .. } } if run.flags == 0)
+        matches!(self, Outcome::Ended { run, end: End::Completed { .. }, .. } if run.flags == 0)
     }
 
     /// Bytes of JSON this outcome sends.
@@ -133,8 +151,9 @@ impl<'a> Columns<'a> {
                 Outcome::Ended {
                     run,
                     end: End::Completed { result },
+                    ..
                 } if outcome.is_lean() => columns.ok.push(run, result),
-                Outcome::Ended { run, end } => columns.rest.push(run, end.name(), end),
+                Outcome::Ended { run, end, .. } => columns.rest.push(run, end.name(), end),
                 Outcome::Release { run } => columns.released.push(run),
                 Outcome::Stop | Outcome::Flush(_) => {}
             }
