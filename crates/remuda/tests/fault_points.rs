@@ -157,6 +157,84 @@ async fn a_job_cancelled_between_its_claim_and_its_start_never_calls_its_task() 
     assert!(findings(&db).await.is_clean());
 }
 
+/// Runs until asked to stop at its first attempt (saying so), and waits for `open` at later ones.
+struct StopsFirst {
+    first_started: Arc<Notify>,
+    first_stopped: Arc<Notify>,
+    later_started: Arc<Notify>,
+    open: Arc<Notify>,
+}
+
+impl remuda::Task for StopsFirst {
+    const KIND: &'static str = "stops_first";
+    type Args = i64;
+    type Output = i64;
+
+    async fn run(&self, ctx: remuda::JobContext, n: i64) -> Result<i64, remuda::TaskError> {
+        if ctx.attempt == 1 {
+            self.first_started.notify_one();
+            ctx.cancelled().await;
+            self.first_stopped.notify_one();
+            return Err(remuda::TaskError::new("STOPPED", "asked to stop"));
+        }
+        self.later_started.notify_one();
+        self.open.notified().await;
+        Ok(n)
+    }
+}
+
+/// A job taken from a worker (as a rescue would) and claimed again by the same worker while
+/// its first run still goes on: the first run, whose outcome is stale and which is no longer
+/// listed where the check of its runs or a shutdown would find it, is asked to stop as the
+/// second starts. The check of its runs is held, so only the new claim can stop it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_run_of_a_job_claimed_again_by_its_worker_is_stopped() {
+    let _serial = SERIAL.lock().await;
+    let (db, client) = common::setup().await;
+    let check = remuda::testing::fault::hold("reconcile");
+    let task = StopsFirst {
+        first_started: Arc::new(Notify::new()),
+        first_stopped: Arc::new(Notify::new()),
+        later_started: Arc::new(Notify::new()),
+        open: Arc::new(Notify::new()),
+    };
+    let (first_started, first_stopped, later_started, open) = (
+        task.first_started.clone(),
+        task.first_stopped.clone(),
+        task.later_started.clone(),
+        task.open.clone(),
+    );
+    let id = client.enqueue::<StopsFirst>(&3).await.expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(remuda::WorkerConfig {
+                concurrency: 2,
+                ..fast_config()
+            })
+            .register(task),
+    );
+    first_started.notified().await;
+    let conn = db.database().expect("pool").conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("taken from the worker by hand");
+    later_started.notified().await;
+    let stopped = tokio::time::timeout(Duration::from_secs(10), first_stopped.notified()).await;
+    check.release();
+    open.notify_one();
+    assert!(stopped.is_ok(), "the earlier run was not asked to stop");
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("ended");
+    assert_eq!(job.state, remuda::JobState::Completed);
+    assert_eq!(job.attempt, 2);
+    worker.shutdown().await;
+}
+
 /// `add` returns the sum; `misbehave` (told to) fails for good.
 struct Kinds;
 

@@ -95,12 +95,16 @@ pub(crate) async fn execute(
             let began = std::time::Instant::now();
             let (attempt, attempt_context) = start(&shared, &mut job, &stop, registered);
             let mut attempt = std::pin::pin!(attempt);
-            let result = match futures_util::poll!(attempt.as_mut()) {
-                std::task::Poll::Ready(result) => Some(result),
-                std::task::Poll::Pending => {
-                    let grace = shared.config.cancel_grace;
-                    Box::pin(until_stopped(attempt, &stop, grace)).await
-                }
+            // stopped at once while the task was called: its attempt is not polled
+            let result = match stop.hard.is_cancelled() {
+                true => None,
+                false => match futures_util::poll!(attempt.as_mut()) {
+                    std::task::Poll::Ready(result) => Some(result),
+                    std::task::Poll::Pending => {
+                        let grace = shared.config.cancel_grace;
+                        Box::pin(until_stopped(attempt, &stop, grace)).await
+                    }
+                },
             };
             let ended = conclude(&shared, &job, &stop, registered, result);
             let ran = began.elapsed();

@@ -346,7 +346,12 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
             give_back(shared, job);
             return;
         }
-        running.insert(job.id, stop.clone());
+        // an earlier run of this job still ending here (taken from this worker and given
+        // back to it, its outcome stale) leaves the map, where the check of its runs and a
+        // shutdown would find it: it is stopped now, as that check stops a run taken over
+        if let Some(earlier) = running.insert(job.id, stop.clone()) {
+            earlier.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+        }
         // every job was asked to stop before this one was registered
         if shared.stopping.load(Ordering::SeqCst) {
             stop.soft.cancel();
