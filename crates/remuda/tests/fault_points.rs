@@ -157,6 +157,75 @@ async fn a_job_cancelled_between_its_claim_and_its_start_never_calls_its_task() 
     assert!(findings(&db).await.is_clean());
 }
 
+/// A task whose call itself (before its future exists) says so and blocks until `go`; its
+/// future, once polled, records that its body ran.
+struct CallBlocks {
+    called: Arc<Notify>,
+    go: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    body_ran: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl remuda::DynTask for CallBlocks {
+    fn run(
+        self: Arc<Self>,
+        _ctx: remuda::JobContext,
+        _args: remuda::Jsonb,
+    ) -> futures_util::future::BoxFuture<'static, Result<remuda::Jsonb, remuda::TaskError>> {
+        self.called.notify_one();
+        tokio::task::block_in_place(|| {
+            let go = self.go.lock().unwrap_or_else(|p| p.into_inner());
+            let _ = go.recv();
+        });
+        let body_ran = self.body_ran.clone();
+        Box::pin(async move {
+            body_ran.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(remuda::Jsonb("1".into()))
+        })
+    }
+}
+
+/// A job cancelled (with no grace: stopped at once) while its task is being called: the
+/// attempt the call returns is never polled, so its body never runs. The call is held until
+/// the dispatcher has seen the cancel and stopped the job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_stopped_at_once_while_its_task_was_called_is_never_polled() {
+    let _serial = SERIAL.lock().await;
+    let (_db, client) = common::setup().await;
+    let seen = remuda::testing::fault::hold("cancel seen");
+    let (go_tx, go_rx) = std::sync::mpsc::channel();
+    let task = Arc::new(CallBlocks {
+        called: Arc::new(Notify::new()),
+        go: std::sync::Mutex::new(go_rx),
+        body_ran: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    });
+    let (called, body_ran) = (task.called.clone(), task.body_ran.clone());
+    let job = remuda::NewJob::new("call_blocks", &serde_json::json!(1)).expect("job");
+    let id = client.insert(job).await.expect("enqueue");
+    let worker = start(
+        Worker::new(client.clone())
+            .config(remuda::WorkerConfig {
+                cancel_grace: Duration::ZERO,
+                ..fast_config()
+            })
+            .register_dyn("call_blocks", remuda::TaskOptions::default(), task),
+    );
+    called.notified().await;
+    client.cancel(id).await.expect("cancel");
+    seen.reached().await;
+    seen.release();
+    go_tx.send(()).expect("the call waits");
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("ended");
+    assert_eq!(job.state, remuda::JobState::Cancelled);
+    worker.shutdown().await;
+    assert!(
+        !body_ran.load(std::sync::atomic::Ordering::SeqCst),
+        "the attempt of a job stopped at once was polled"
+    );
+}
+
 /// Runs until asked to stop at its first attempt (saying so), and waits for `open` at later ones.
 struct StopsFirst {
     first_started: Arc<Notify>,
