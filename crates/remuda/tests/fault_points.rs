@@ -50,13 +50,7 @@ async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
             .register(gate_a),
     );
     started_a.notified().await;
-    let conn = db.database().expect("pool").conn().await.expect("conn");
-    conn.execute(
-        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
-        &[&id],
-    )
-    .await
-    .expect("rescue by hand");
+    common::take_from_worker(&client, id).await;
     let (gate_b, started_b, open_b) = gate();
     let b = start_with(&client, gate_b);
     started_b.notified().await;
@@ -259,7 +253,7 @@ impl remuda::Task for StopsFirst {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_earlier_run_of_a_job_claimed_again_by_its_worker_is_stopped() {
     let _serial = SERIAL.lock().await;
-    let (db, client) = common::setup().await;
+    let (_db, client) = common::setup().await;
     let check = remuda::testing::fault::hold("reconcile");
     let task = StopsFirst {
         first_started: Arc::new(Notify::new()),
@@ -283,13 +277,7 @@ async fn an_earlier_run_of_a_job_claimed_again_by_its_worker_is_stopped() {
             .register(task),
     );
     first_started.notified().await;
-    let conn = db.database().expect("pool").conn().await.expect("conn");
-    conn.execute(
-        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
-        &[&id],
-    )
-    .await
-    .expect("taken from the worker by hand");
+    common::take_from_worker(&client, id).await;
     later_started.notified().await;
     let stopped = tokio::time::timeout(Duration::from_secs(10), first_stopped.notified()).await;
     check.release();

@@ -595,13 +595,7 @@ async fn a_late_answer_about_an_ended_run_does_not_stop_the_next_run_of_the_job(
     started[0].notified().await;
     // taken from the worker as a rescue would, and not claimable until the answer is in
     client.pause_queue("default").await.expect("pause");
-    let conn = client.database().conn().await.expect("conn");
-    conn.execute(
-        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
-        &[&id],
-    )
-    .await
-    .expect("move the job away");
+    common::take_from_worker(&client, id).await;
     answered.reached().await;
     // the same worker claims the job again: attempt 2, a new run under the same id
     client.resume_queue("default").await.expect("resume");

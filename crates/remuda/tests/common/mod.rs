@@ -212,6 +212,18 @@ pub async fn until_led(client: &Client) {
     .await;
 }
 
+/// Takes running job `id` from its worker as a rescue would, by hand: available again, no
+/// worker. The worker's run goes on, its outcome stale.
+pub async fn take_from_worker(client: &Client, id: i64) {
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute(
+        "UPDATE remuda.jobs SET state = 'available', worker_id = NULL WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("take the job from its worker");
+}
+
 /// A fresh database with verification mode on.
 #[allow(dead_code)]
 pub async fn recording() -> (TestDatabase, Client) {
