@@ -31,8 +31,10 @@ def test_sigterm_lets_short_jobs_finish_and_stops_long_ones(app: remuda.App, sta
 def wait_file(path: Path, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists():
-            return path.read_text()
+        # created before it is written: an empty file is not its text yet
+        text = path.read_text() if path.exists() else ""
+        if text:
+            return text
         time.sleep(0.02)
     raise AssertionError(f"{path} was never written")
 
