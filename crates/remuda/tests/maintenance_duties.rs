@@ -1,10 +1,12 @@
 //! The leader's duties run side by side: a slow expiry (here a seam hook that takes seconds
-//! over each expiry) does not hold up the promotion of due jobs.
+//! over each expiry) does not hold up the promotion of due jobs. A new leader starts them in
+//! turn, not all at once.
 
 mod common;
 
 use common::{fast_config, setup, start, Add, AddArgs};
 use remuda::{JobState, NewJob, Worker, WorkerConfig};
+use std::collections::HashMap;
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -85,4 +87,58 @@ async fn a_slow_expiry_does_not_hold_up_promotion() {
         .expect("expired in the end");
     assert_eq!(expired.state, JobState::Expired);
     worker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_starts_its_duties_in_turn() {
+    let (_db, client) = setup().await;
+    // interval / 10 = 300 ms, capped at 100 ms apart; the duties that run each interval
+    // (rescue, expiry, repair) or less often run once in the first three seconds
+    let worker = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                maintenance_interval: Duration::from_secs(3),
+                ..fast_config()
+            })
+            .register(Add),
+    );
+    let in_turn = [
+        "rescue",
+        "expiry",
+        "workflow_repair",
+        "retention",
+        "rate_buckets",
+        "reindex",
+        "vacuum",
+    ];
+    // the journal is written at each election round: the first after the duties ran
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let first: HashMap<String, chrono::DateTime<chrono::Utc>> = loop {
+        let status = client.maintenance_status().await.expect("status");
+        let seen: HashMap<_, _> = status
+            .duties
+            .iter()
+            .map(|d| (d.duty.clone(), d.started_at))
+            .collect();
+        if in_turn.iter().all(|d| seen.contains_key(*d)) {
+            break seen;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not every duty ran: {seen:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    worker.shutdown().await;
+    // positions 0, 1, 5, 6, 7, 8, 9 of the ten: each at least its turn after the first
+    let positions = [0, 1, 5, 6, 7, 8, 9];
+    let rescue = first["rescue"];
+    for (duty, position) in in_turn.iter().zip(positions) {
+        let after = (first[*duty] - rescue).num_milliseconds();
+        assert!(
+            after >= position * 100 - 20,
+            "{duty} started {after} ms after rescue, before its turn ({} ms): {first:?}",
+            position * 100
+        );
+    }
 }

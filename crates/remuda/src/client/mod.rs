@@ -58,6 +58,8 @@ struct Inner {
     listener: OnceLock<Listener>,
     stop: CancellationToken,
     metrics: crate::metrics::Metrics,
+    /// A check of the schema passed (see [`Client::check`]).
+    checked: std::sync::atomic::AtomicBool,
 }
 
 impl Drop for Inner {
@@ -240,6 +242,7 @@ impl Client {
                 listener: OnceLock::new(),
                 stop: CancellationToken::new(),
                 metrics: crate::metrics::Metrics::new(),
+                checked: Default::default(),
             }),
         }
     }
@@ -251,6 +254,11 @@ impl Client {
         if let Some(inner) = Arc::get_mut(&mut client.inner) {
             inner.max_payload = bytes;
             inner.metrics = self.inner.metrics.clone();
+            let checked = self
+                .inner
+                .checked
+                .load(std::sync::atomic::Ordering::Relaxed);
+            inner.checked = checked.into();
         }
         client
     }
@@ -258,7 +266,25 @@ impl Client {
     /// Checks that the server answers and the schema version matches this build.
     pub async fn check(&self) -> Result<()> {
         self.inner.db.ping().await?;
-        migrate::check(&self.inner.db).await
+        migrate::check(&self.inner.db).await?;
+        self.inner
+            .checked
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// [`Client::check`], unless this client passed one already (a worker started on a
+    /// client made by [`Client::connect`] checks nothing twice: four round trips and the
+    /// text of every function).
+    pub(crate) async fn check_once(&self) -> Result<()> {
+        match self
+            .inner
+            .checked
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            true => Ok(()),
+            false => self.check().await,
+        }
     }
 
     /// The pool.

@@ -71,13 +71,15 @@ pub(crate) async fn run(
     // are aborted too
     let duties: Vec<_> = duties::DUTIES
         .iter()
-        .map(|(name, step)| {
+        .enumerate()
+        .map(|(position, (name, step))| {
             let duty = Duty {
                 name,
                 step: *step,
                 db: db.clone(),
                 settings: settings.clone(),
                 journal: journal.clone(),
+                turn: stagger(interval, position),
             };
             supervise::AbortOnDrop(spawn_duty(duty, &lease, &stop, &failures))
         })
@@ -138,6 +140,20 @@ struct Duty {
     db: Database,
     settings: Arc<Settings>,
     journal: Arc<Journal>,
+    /// How long after the lease is taken its first step waits (see [`stagger`]).
+    turn: Duration,
+}
+
+/// When the duty at `position` first runs after this worker takes the lease: the duties
+/// take turns, `interval / duties` apart (at most 100 ms, so the last of the ten runs
+/// within a second), in the order of `duties::DUTIES` (rescue first). Run all at once, each
+/// opened a connection and planned its statements on the cores that a worker just started
+/// needs for its first claims and completions: the first claim of 2 000 jobs took 41 ms
+/// instead of 17 and the first completions 35-57 ms each (a 100 000-job drain on two cores).
+fn stagger(interval: Duration, position: usize) -> Duration {
+    let count = u32::try_from(duties::DUTIES.len()).unwrap_or(u32::MAX);
+    let step = (interval / count).min(Duration::from_millis(100));
+    step * u32::try_from(position).unwrap_or(u32::MAX)
 }
 
 impl Duty {
@@ -160,7 +176,8 @@ impl Duty {
 }
 
 /// Spawns `duty`: while a lease is published, its step runs with it and says when to run
-/// again; a new lease (or none) is taken into account at once.
+/// again; a new lease (or none) is taken into account at once. A lease taken when none was
+/// held runs the first step after the duty's turn (see [`stagger`]).
 fn spawn_duty(
     duty: Duty,
     lease: &watch::Receiver<Option<Lease>>,
@@ -171,11 +188,19 @@ fn spawn_duty(
     let until = stop.clone();
     let name = duty.name;
     let task = async move {
+        let mut leading = false;
         loop {
             let held = lease.borrow_and_update().clone();
             let next = match held {
+                Some(_) if !leading => {
+                    leading = true;
+                    Some(Instant::now() + duty.turn)
+                }
                 Some(held) => Some(duty.run(held).await),
-                None => None,
+                None => {
+                    leading = false;
+                    None
+                }
             };
             tokio::select! {
                 _ = until.cancelled() => return,

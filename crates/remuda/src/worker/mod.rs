@@ -363,7 +363,7 @@ impl Worker {
         for schedule in &self.schedules {
             schedule.validate()?;
         }
-        self.client.check().await?;
+        self.client.check_once().await?;
         for schedule in &self.schedules {
             self.client.set_schedule(schedule).await?;
         }
