@@ -7,7 +7,8 @@ mod common;
 
 use common::{fast_config, setup, start, Running};
 use remuda::{
-    Client, JobContext, NewJob, QueueChange, Task, TaskError, TaskOptions, Worker, WorkerConfig,
+    Client, Fairness, JobContext, NewJob, QueueChange, Task, TaskError, TaskOptions, Worker,
+    WorkerConfig,
 };
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -705,4 +706,75 @@ async fn a_job_without_a_key_behind_a_tenant_at_its_limit_is_found() {
         .expect("the job without a key runs while the tenant waits at its limit");
     assert_eq!(job.state, remuda::JobState::Completed);
     worker.shutdown().await;
+}
+
+/// Holds queue `limited`'s claim lock until a worker's claim waits for it, enqueues a job
+/// meanwhile, lets the claim go on and returns the job's (created_at, started_at).
+async fn start_behind_the_claim_lock(
+    change: QueueChange,
+) -> (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) {
+    let (_db, client) = setup().await;
+    client
+        .change_queue("limited", &change)
+        .await
+        .expect("limit");
+    let mut holder = client.database().conn().await.expect("conn");
+    let lock = holder.transaction().await.expect("transaction");
+    lock.execute(
+        "SELECT pg_advisory_xact_lock(hashtextextended('remuda.claim:limited', 0))",
+        &[],
+    )
+    .await
+    .expect("the claim lock");
+    let worker = workers(&client, 1, &["limited"]).remove(0);
+    // the worker's claim (a poll of the empty queue) waits for the lock, its transaction begun
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while scalar(
+        &client,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+           AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+    )
+    .await
+        == 0
+    {
+        assert!(Instant::now() < deadline, "no claim waited for the lock");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let id = client
+        .insert(NewJob::for_task::<Nap>(&0).expect("job"))
+        .await
+        .expect("enqueue");
+    lock.commit().await.expect("release");
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("the job ran");
+    stop(vec![worker]).await;
+    (job.created_at, job.started_at.expect("started"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_claim_stamps_the_moment_it_took_the_job_not_its_wait_for_the_lock() {
+    let (created, started) = start_behind_the_claim_lock(QueueChange {
+        max_running: Some(Some(3)),
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        started >= created,
+        "started {started} before created {created}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_claim_stamps_the_moment_it_took_the_job_not_its_wait_for_the_lock() {
+    let (created, started) = start_behind_the_claim_lock(QueueChange {
+        fairness: Some(Fairness::Group),
+        ..Default::default()
+    })
+    .await;
+    assert!(
+        started >= created,
+        "started {started} before created {created}"
+    );
 }

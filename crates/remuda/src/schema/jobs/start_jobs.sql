@@ -12,6 +12,10 @@
 -- retry or release of it never meets the next job of its key. With `count_them` (a claim
 -- under a cap or a rate), the jobs are flagged `counted`, which is how the counts of running
 -- jobs find them.
+-- The claim's time is when the claim's statement began (`statement_timestamp()`), never the
+-- transaction's start (`now()`): a limited claim's transaction first waits for its queue's
+-- lock (claim_lock.sql), and jobs enqueued during that wait were stamped as started before
+-- they were created. Every time a claim writes or compares is that moment.
 -- Returns the jobs started, as the worker runs them.
 DROP FUNCTION IF EXISTS remuda.start_jobs(tid[], text, text[], integer[], boolean);
 CREATE OR REPLACE FUNCTION remuda.start_jobs(
@@ -33,7 +37,7 @@ BEGIN
     SET state = 'running',
         attempt = j.attempt + 1,
         worker_id = worker,
-        started_at = now(),
+        started_at = statement_timestamp(),
         unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
         counted = j.counted OR count_them,
         max_attempts = COALESCE(j.max_attempts, defaults[array_position(kinds, j.kind)])

@@ -27,7 +27,7 @@ UPDATE remuda.jobs_live j
 SET state = 'running',
     attempt = j.attempt + 1,
     worker_id = $5,
-    started_at = now(),
+    started_at = statement_timestamp(),
     unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
     max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
 WHERE j.ctid = ANY(ARRAY(
@@ -47,7 +47,7 @@ WHERE j.ctid = ANY(ARRAY(
                            OR q.rate_limit IS NOT NULL OR q.fairness IS NOT NULL))
       AND (SELECT c.max_running FROM remuda.cluster c) IS NULL
       -- past its deadline to start: left to the expirer, unless it has started before
-      AND (expires_at IS NULL OR expires_at > now() OR started_at IS NOT NULL)
+      AND (expires_at IS NULL OR expires_at > statement_timestamp() OR started_at IS NOT NULL)
     ORDER BY priority, run_at, id
     LIMIT $4
     FOR UPDATE SKIP LOCKED

@@ -23,7 +23,7 @@ WITH cfg AS (
     SELECT CASE WHEN cfg.rate_limit IS NULL THEN NULL
                 ELSE least(cfg.rate_limit::float8,
                            coalesce(b.tokens, cfg.rate_limit::float8)
-                           + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
+                           + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
     FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text)::text
 ), quota AS (
@@ -46,14 +46,14 @@ WITH cfg AS (
           AND kind = ANY($2::text[])
           AND (target_worker IS NULL OR target_worker = $6)
           AND (requires IS NULL OR requires <@ $7::text[])
-          AND (expires_at IS NULL OR expires_at > now() OR started_at IS NOT NULL)
+          AND (expires_at IS NULL OR expires_at > statement_timestamp() OR started_at IS NOT NULL)
         ORDER BY priority, run_at, id
         LIMIT (SELECT n FROM quota)
         FOR UPDATE SKIP LOCKED
     ), $5, $2::text[], $3::int[], true) s
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
-    SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()
+    SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), statement_timestamp()
     FROM bucket WHERE bucket.tokens IS NOT NULL AND EXISTS (SELECT 1 FROM claimed)
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )

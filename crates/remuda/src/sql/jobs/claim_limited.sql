@@ -30,7 +30,7 @@ WITH RECURSIVE cfg AS (
     SELECT CASE WHEN cfg.rate_limit IS NULL OR cfg.rate_per <> 'queue' THEN NULL
                 ELSE least(cfg.rate_limit::float8,
                            coalesce(b.tokens, cfg.rate_limit::float8)
-                           + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
+                           + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
     FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text)::text
 ), quota AS (
@@ -88,7 +88,7 @@ WITH RECURSIVE cfg AS (
           AND j.kind = ANY($2::text[])
           AND (j.target_worker IS NULL OR j.target_worker = $6)
           AND (j.requires IS NULL OR j.requires <@ $7::text[])
-          AND (j.expires_at IS NULL OR j.expires_at > now() OR j.started_at IS NOT NULL)
+          AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp() OR j.started_at IS NOT NULL)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT (SELECT key_limit FROM quota)
         FOR UPDATE OF j SKIP LOCKED) c
@@ -108,7 +108,7 @@ WITH RECURSIVE cfg AS (
               AND w.kind = ANY($2::text[])
               AND (w.target_worker IS NULL OR w.target_worker = $6)
               AND (w.requires IS NULL OR w.requires <@ $7::text[])
-              AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)
+              AND (w.expires_at IS NULL OR w.expires_at > statement_timestamp() OR w.started_at IS NOT NULL)
             ORDER BY w.priority, w.run_at, w.id
             -- with a rate per kind or key, look further than the quota: some groups may have
             -- no tokens
@@ -149,7 +149,7 @@ WITH RECURSIVE cfg AS (
           AND w.kind = ANY($2::text[])
           AND (w.target_worker IS NULL OR w.target_worker = $6)
           AND (w.requires IS NULL OR w.requires <@ $7::text[])
-          AND (w.expires_at IS NULL OR w.expires_at > now() OR w.started_at IS NOT NULL)
+          AND (w.expires_at IS NULL OR w.expires_at > statement_timestamp() OR w.started_at IS NOT NULL)
           AND (w.concurrency_key IS NULL OR w.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
           AND (SELECT fair AND n > 0 FROM quota)
         ORDER BY w.priority, w.run_at, w.id
@@ -197,7 +197,7 @@ WITH RECURSIVE cfg AS (
           AND j.kind = ANY($2::text[])
           AND (j.target_worker IS NULL OR j.target_worker = $6)
           AND (j.requires IS NULL OR j.requires <@ $7::text[])
-          AND (j.expires_at IS NULL OR j.expires_at > now() OR j.started_at IS NOT NULL)
+          AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp() OR j.started_at IS NOT NULL)
         ORDER BY j.priority, j.run_at, j.id
         LIMIT t.take * CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN 1 ELSE 2 END
         FOR UPDATE OF j SKIP LOCKED) c
@@ -252,7 +252,7 @@ WITH RECURSIVE cfg AS (
     SELECT g.grp,
            least(q.rate_limit::float8,
                  coalesce(b.tokens, q.rate_limit::float8)
-                 + extract(epoch FROM now() - coalesce(b.refreshed_at, now())) * 1000.0
+                 + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                    * q.rate_limit / q.rate_period_ms) AS tokens
     FROM (SELECT DISTINCT grp FROM candidates WHERE grp IS NOT NULL) g
     CROSS JOIN quota q
@@ -283,27 +283,27 @@ WITH RECURSIVE cfg AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
     -- a bucket is written only when it gave tokens: an idle queue's claims write nothing
     -- (the tokens follow from the stored value and its time either way)
-    SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), now()
+    SELECT jsonb_build_array($1::text)::text, bucket.tokens - (SELECT count(*) FROM claimed), statement_timestamp()
     FROM bucket WHERE bucket.tokens IS NOT NULL AND EXISTS (SELECT 1 FROM claimed)
     UNION ALL
-    SELECT jsonb_build_array($1::text, t.grp)::text, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), now()
+    SELECT jsonb_build_array($1::text, t.grp)::text, t.tokens - (SELECT count(*) FROM picked p WHERE p.grp = t.grp), statement_timestamp()
     FROM group_tokens t WHERE EXISTS (SELECT 1 FROM picked p WHERE p.grp = t.grp)
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 ), charged AS (
     -- fair share: each group's virtual time moves on by its starts over its weight, and its
     -- starts are counted by the minute (for `remuda queue groups`)
     INSERT INTO remuda.queue_groups AS g (queue, name, vtime, starts, window_at, updated_at)
-    SELECT $1, p.fgroup, t.start + count(*) / t.weight, count(*), now(), now()
+    SELECT $1, p.fgroup, t.start + count(*) / t.weight, count(*), statement_timestamp(), statement_timestamp()
     FROM picked p JOIN fair_take t ON t.name = p.fgroup
     GROUP BY p.fgroup, t.start, t.weight
     ON CONFLICT (queue, name) DO UPDATE
     SET vtime = EXCLUDED.vtime,
-        starts = CASE WHEN g.window_at > now() - interval '1 minute' THEN g.starts + EXCLUDED.starts
+        starts = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.starts + EXCLUDED.starts
                       ELSE EXCLUDED.starts END,
-        starts_before = CASE WHEN g.window_at > now() - interval '1 minute' THEN g.starts_before
-                             WHEN g.window_at > now() - interval '2 minutes' THEN g.starts ELSE 0 END,
-        window_at = CASE WHEN g.window_at > now() - interval '1 minute' THEN g.window_at ELSE now() END,
-        updated_at = now()
+        starts_before = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.starts_before
+                             WHEN g.window_at > statement_timestamp() - interval '2 minutes' THEN g.starts ELSE 0 END,
+        window_at = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.window_at ELSE statement_timestamp() END,
+        updated_at = statement_timestamp()
 ), clocked AS (
     -- and the queue's clock to the last tag started
     UPDATE remuda.queues q SET fair_clock = greatest(q.fair_clock, (SELECT max(p.round) FROM picked p WHERE p.fgroup IS NOT NULL))
