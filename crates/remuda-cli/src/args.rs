@@ -656,7 +656,8 @@ pub struct QueueGroupArgs {
     pub group: String,
     /// Its weight: relative to the others' (default 1); a group of weight 3 starts three
     /// jobs for each one of a group of weight 1 while both have jobs waiting.
-    #[arg(long)]
+    // a negative number is read as one, so that its range is what is refused
+    #[arg(long, allow_negative_numbers = true)]
     pub weight: f64,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{code, json, migrated, remuda, stderr, TempDir, TestDatabase, WorkerProcess};
+use common::{code, json, migrated, remuda, stderr, stdout, TempDir, TestDatabase, WorkerProcess};
 use remuda::NewJob;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -283,4 +283,88 @@ async fn an_idle_group_leaves_its_share_and_takes_it_back_without_a_burst() {
         .expect("the idle group started");
     let after = while_backlogged(&order[first_idle..], &["early", "late", "idle"]);
     assert_shares(&after, 200, &[("early", 3.0), ("late", 1.0), ("idle", 1.0)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_refuse_what_would_break_their_list_and_the_list_says_what_it_shows() {
+    let db = migrated().await;
+    // a group with a tab or newline is refused by every door: the CLI, the library, SQL
+    for group in ["a\tb", "a\nb"] {
+        let out = remuda(
+            &db,
+            &[
+                "enqueue", "work", "--queue", QUEUE, "--group", group, "--args", "{}",
+            ],
+        )
+        .await;
+        assert_eq!(code(&out), 2, "{group:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("control character"),
+            "{}",
+            stderr(&out)
+        );
+        let out = remuda(&db, &["queue", "group", QUEUE, group, "--weight", "2"]).await;
+        assert_eq!(code(&out), 2, "{group:?}: {}", stderr(&out));
+    }
+    let client = db.client().await.expect("client");
+    let refused = client
+        .insert(NewJob::from_json("work", remuda::Jsonb("{}".into())).group("a\nb"))
+        .await;
+    assert!(
+        matches!(&refused, Err(remuda::Error::InvalidInput(m)) if m.contains("control character")),
+        "{refused:?}"
+    );
+    let conn = client.database().conn().await.expect("conn");
+    let sql = conn
+        .query_one(
+            "SELECT remuda.enqueue_job('work', '{}'::jsonb, group_key => E'a\\tb')",
+            &[],
+        )
+        .await;
+    let message = sql
+        .err()
+        .and_then(|e| e.as_db_error().map(|d| d.message().to_string()))
+        .unwrap_or_default();
+    assert!(message.contains("control character"), "{message}");
+    // a negative weight is read as a number, and its range refused
+    let out = remuda(&db, &["queue", "group", QUEUE, "acme", "--weight", "-1"]).await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("from 0.001 to 1000"),
+        "{}",
+        stderr(&out)
+    );
+    // a group named like the row of the jobs without a group is shown quoted
+    client
+        .insert_many(&[
+            NewJob::from_json("work", remuda::Jsonb("{}".into())).queue(QUEUE),
+            NewJob::from_json("work", remuda::Jsonb("{}".into()))
+                .queue(QUEUE)
+                .group("(none)"),
+        ])
+        .await
+        .expect("enqueue");
+    let out = remuda(&db, &["queue", "groups", QUEUE]).await;
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let rows: Vec<String> = stdout(&out).lines().skip(1).map(str::to_string).collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows.iter().any(|r| r.starts_with("\"(none)\" ")),
+        "{rows:?}"
+    );
+    assert!(rows.iter().any(|r| r.starts_with("(none) ")), "{rows:?}");
+    // without fair share on, the list says its fair shares are not applied
+    assert!(
+        stderr(&out).contains("fair share is off on queue"),
+        "{}",
+        stderr(&out)
+    );
+    cli_ok(&db, &["queue", "set", QUEUE, "--fairness", "group"]).await;
+    let out = remuda(&db, &["queue", "groups", QUEUE]).await;
+    assert!(
+        !stderr(&out).contains("fair share is off"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("~starts/min"), "{}", stdout(&out));
 }

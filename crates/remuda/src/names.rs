@@ -28,3 +28,17 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// Checks a group name (a tenant, an account: see `NewJob::group`): 1 to `max` bytes, no
+/// control characters, as a queue name (a tab or newline broke `remuda queue groups`).
+pub fn check_group(group: &str, max: usize) -> std::result::Result<(), String> {
+    if group.is_empty() || group.len() > max {
+        return Err(format!("the group must be 1 to {max} bytes"));
+    }
+    if let Some(c) = group.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "the group {group:?} contains the control character {c:?}: groups may not contain tabs, newlines or other control characters"
+        ));
+    }
+    Ok(())
+}

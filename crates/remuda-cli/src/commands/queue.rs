@@ -50,7 +50,14 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
         QueueCommand::Show(q) => (client.queue(&q.queue).await?, q.json),
         QueueCommand::Group(args) => return group(&client, args).await,
         QueueCommand::Groups(q) => {
-            print_groups(&client.queue_groups(&q.queue).await?, q.json, false);
+            let groups = client.queue_groups(&q.queue).await?;
+            if client.queue(&q.queue).await?.fairness == remuda::Fairness::None {
+                eprintln!(
+                    "note: fair share is off on queue {:?}: its jobs start in priority order and the fair shares below are not applied (remuda queue set {} --fairness group)",
+                    q.queue, q.queue
+                );
+            }
+            print_groups(&groups, q.json, false);
             return Ok(0);
         }
     };
@@ -143,19 +150,19 @@ fn print_groups(groups: &[remuda::GroupShare], json: bool, one: bool) {
         return;
     }
     crate::out!(
-        "{:<24} {:>8} {:>8} {:>8} {:>10} {:>7} {:>7}",
+        "{:<24} {:>8} {:>8} {:>8} {:>11} {:>7} {:>7}",
         "group",
         "weight",
         "running",
         "waiting",
-        "starts/min",
+        "~starts/min",
         "share",
         "fair"
     );
     for g in groups {
         crate::out!(
-            "{:<24} {:>8} {:>8} {:>8} {:>10} {:>6.1}% {:>6.1}%",
-            g.group.as_deref().unwrap_or("(none)"),
+            "{:<24} {:>8} {:>8} {:>8} {:>11} {:>6.1}% {:>6.1}%",
+            group_label(g.group.as_deref()),
             g.weight,
             g.running,
             g.waiting,
@@ -163,6 +170,16 @@ fn print_groups(groups: &[remuda::GroupShare], json: bool, one: bool) {
             g.share * 100.0,
             g.fair_share * 100.0
         );
+    }
+}
+
+/// A group as the table shows it: `(none)` for the jobs without a group, and a group whose
+/// own name is written in parentheses quoted, so that it cannot pass for them.
+fn group_label(group: Option<&str>) -> std::borrow::Cow<'_, str> {
+    match group {
+        None => "(none)".into(),
+        Some(name) if name.starts_with('(') || name.starts_with('"') => format!("{name:?}").into(),
+        Some(name) => name.into(),
     }
 }
 

@@ -25,7 +25,10 @@ pub struct GroupShare {
     pub running: i64,
     /// Its jobs waiting to start (available).
     pub waiting: i64,
-    /// Its jobs started over the last minute (counted by the claims of a fair queue).
+    /// Its jobs started over the last minute, estimated: the claims of a fair queue count
+    /// each minute's starts, and this is the current minute's count plus the previous
+    /// minute's in proportion to the part of it still within the last 60 s (as a sliding
+    /// window rate limiter estimates; off by up to a fifth when the starts were uneven).
     pub starts_last_minute: i64,
     /// Its part of all the queue's starts over the last minute (0 to 1).
     pub share: f64,
@@ -47,12 +50,7 @@ impl Client {
     ) -> Result<GroupShare> {
         check_name("queue", queue)?;
         if let Some(name) = group {
-            if name.is_empty() || name.len() > super::MAX_UNIQUE_KEY {
-                return Err(Error::InvalidInput(format!(
-                    "the group must be 1 to {} bytes",
-                    super::MAX_UNIQUE_KEY
-                )));
-            }
+            crate::names::check_group(name, super::MAX_UNIQUE_KEY).map_err(Error::InvalidInput)?;
         }
         if !(weight.is_finite() && (MIN_WEIGHT..=MAX_WEIGHT).contains(&weight)) {
             return Err(Error::InvalidInput(format!(

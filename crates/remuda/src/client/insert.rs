@@ -392,9 +392,12 @@ impl NewJob {
                 ));
             }
         }
+        if let Some(group) = &self.group {
+            crate::names::check_group(group, MAX_UNIQUE_KEY)
+                .map_err(|e| Error::InvalidInput(format!("job {}: {e}", self.kind)))?;
+        }
         for (what, value) in [
             ("concurrency key", &self.concurrency_key),
-            ("group", &self.group),
             ("target worker", &self.target_worker),
         ] {
             if let Some(v) = value {
