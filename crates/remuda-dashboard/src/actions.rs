@@ -161,6 +161,28 @@ pub(crate) enum QueueAction {
     Limits(QueueChange),
 }
 
+/// Sets the weight of `group` in queue `name`; answers the group.
+pub(crate) async fn group_weight(
+    state: &State,
+    who: &Principal,
+    name: &str,
+    group: &str,
+    weight: f64,
+) -> ApiResult<remuda::GroupShare> {
+    let result = state
+        .client
+        .set_group_weight(name, Some(group), weight)
+        .await;
+    audited(
+        state,
+        who,
+        "queue.group_weight",
+        format!("queue {name} group {group}"),
+        result.map_err(Into::into),
+    )
+    .await
+}
+
 /// Pauses, resumes or limits queue `name`; answers its settings.
 pub(crate) async fn queue(
     state: &State,

@@ -1,7 +1,8 @@
 //! `/metrics` in the Prometheus (OpenMetrics) text format: the dashboard process's own
 //! metrics (jobs enqueued through the API) and gauges read from the database at each scrape —
-//! jobs per queue and state, each queue's lag, workers alive and what they run, schedules,
-//! notifications waiting and given up. Workers serve their counters and histograms
+//! jobs per queue and state, each queue's lag, the groups of each fair queue (their jobs,
+//! weight and shares), workers alive and what they run, schedules, notifications waiting and
+//! given up. Workers serve their counters and histograms
 //! themselves (`remuda worker --metrics-bind`).
 
 use crate::error::ApiResult;
@@ -31,6 +32,20 @@ struct QueueState {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct QueueLabel {
     queue: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupLabel {
+    queue: String,
+    /// Empty for the jobs without a group.
+    group: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupState {
+    queue: String,
+    group: String,
+    state: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -106,6 +121,7 @@ pub(crate) async fn scrape(S(state): S<State>) -> ApiResult<Response> {
         })
         .set(behind);
     }
+    groups(&mut registry, client, &queues[..]).await?;
     let alive = Gauge::<i64>::default();
     registry.register("remuda_workers", "Workers alive", alive.clone());
     alive.set(workers.iter().filter(|w| w.alive).count() as i64);
@@ -151,4 +167,62 @@ pub(crate) async fn scrape(S(state): S<State>) -> ApiResult<Response> {
             .set(n);
     }
     Ok(respond(joined(client.metrics(), &registry)))
+}
+
+/// The groups of every queue with fair share on: their waiting and running jobs, weights,
+/// share of the starts over the last minute and the share their weight gives them (one series
+/// per group and queue: a queue of 1 000 tenants adds 5 000).
+async fn groups(
+    registry: &mut Registry,
+    client: &remuda::Client,
+    queues: &[remuda::QueueStats],
+) -> ApiResult<()> {
+    let jobs = Family::<GroupState, Gauge>::default();
+    registry.register(
+        "remuda_group_jobs",
+        "Jobs of each group of a fair queue, waiting (available) and running (group \"\": the jobs without a group)",
+        jobs.clone(),
+    );
+    let weight = Family::<GroupLabel, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "remuda_group_weight",
+        "Weight of each group of a fair queue",
+        weight.clone(),
+    );
+    let share = Family::<GroupLabel, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "remuda_group_share",
+        "Each group's part of its fair queue's starts over the last minute (0 to 1, estimated)",
+        share.clone(),
+    );
+    let fair = Family::<GroupLabel, Gauge<f64, AtomicU64>>::default();
+    registry.register(
+        "remuda_group_fair_share",
+        "The part of its fair queue's starts each group's weight entitles it to (0 to 1)",
+        fair.clone(),
+    );
+    for q in queues
+        .iter()
+        .filter(|q| q.settings.fairness == remuda::Fairness::Group)
+    {
+        for g in client.queue_groups(&q.queue).await? {
+            let group = g.group.unwrap_or_default();
+            for (state, n) in [("available", g.waiting), ("running", g.running)] {
+                jobs.get_or_create(&GroupState {
+                    queue: q.queue.clone(),
+                    group: group.clone(),
+                    state: state.into(),
+                })
+                .set(n);
+            }
+            let label = GroupLabel {
+                queue: q.queue.clone(),
+                group,
+            };
+            weight.get_or_create(&label).set(g.weight);
+            share.get_or_create(&label).set(g.share);
+            fair.get_or_create(&label).set(g.fair_share);
+        }
+    }
+    Ok(())
 }

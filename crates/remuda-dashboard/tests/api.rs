@@ -382,6 +382,8 @@ async fn the_openapi_document_describes_every_route_of_the_contract() {
         ("/api/v1/jobs/{id}/cancel", "post"),
         ("/api/v1/queues/{name}/pause", "post"),
         ("/api/v1/queues/{name}/resume", "post"),
+        ("/api/v1/queues/{name}/groups", "get"),
+        ("/api/v1/queues/{name}/groups/{group}", "put"),
         ("/api/v1/workers", "get"),
         ("/api/v1/activity", "get"),
         ("/api/v1/workflows", "get"),
@@ -572,4 +574,102 @@ async fn counts_are_shared_between_requests_refreshed_behind_them_and_dropped_by
     assert_eq!(status, 201);
     let (_, after) = s.get("/api/v1/queues").await;
     assert_eq!(available(&after, "side"), Some(2), "{after}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_share_is_turned_on_and_its_groups_weighted_and_listed_through_the_api() {
+    let s = serve(|d| d).await;
+    let (status, body) = s
+        .call(
+            "PATCH",
+            "/api/v1/queues/reports",
+            Some(json!({"fairness": "group"})),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["fairness"]),
+        (200, &json!("group")),
+        "{body}"
+    );
+    let (status, body) = s
+        .call(
+            "PATCH",
+            "/api/v1/queues/reports",
+            Some(json!({"fairness": "tenants"})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (422, "invalid"), "{body}");
+    let (status, body) = s
+        .call(
+            "PUT",
+            "/api/v1/queues/reports/groups/acme",
+            Some(json!({"weight": 3})),
+        )
+        .await;
+    assert_eq!(
+        (status, &body["group"], &body["weight"]),
+        (200, &json!("acme"), &json!(3.0)),
+        "{body}"
+    );
+    let (status, body) = s
+        .call(
+            "PUT",
+            "/api/v1/queues/reports/groups/acme",
+            Some(json!({"weight": -1})),
+        )
+        .await;
+    assert_eq!((status, code(&body)), (422, "invalid"), "{body}");
+    s.client
+        .insert_many(&[
+            remuda::NewJob::from_json("render", remuda::Jsonb("{}".into()))
+                .queue("reports")
+                .group("acme"),
+            remuda::NewJob::from_json("render", remuda::Jsonb("{}".into())).queue("reports"),
+        ])
+        .await
+        .expect("enqueue");
+    let (status, groups) = s.get("/api/v1/queues/reports/groups").await;
+    assert_eq!(status, 200, "{groups}");
+    let listed: Vec<(Value, Value, Value)> = groups
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|g| {
+            (
+                g["group"].clone(),
+                g["weight"].clone(),
+                g["waiting"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![
+            (Value::Null, json!(1.0), json!(1)),
+            (json!("acme"), json!(3.0), json!(1)),
+        ],
+        "{groups}"
+    );
+    // the weight is audited as every change is
+    let (_, audit) = s.get("/api/v1/audit").await;
+    assert!(audit.to_string().contains("queue.group_weight"), "{audit}");
+    // and the groups are gauges of /metrics
+    let text = s
+        .http
+        .get(format!("{}/metrics", s.base))
+        .bearer_auth(common::TOKEN)
+        .send()
+        .await
+        .expect("scrape")
+        .text()
+        .await
+        .expect("text");
+    for expected in [
+        "remuda_group_jobs{queue=\"reports\",group=\"acme\",state=\"available\"} 1",
+        "remuda_group_jobs{queue=\"reports\",group=\"\",state=\"available\"} 1",
+        "remuda_group_weight{queue=\"reports\",group=\"acme\"} 3",
+        "remuda_group_fair_share{queue=\"reports\",group=\"acme\"} 0.75",
+    ] {
+        assert!(text.contains(expected), "{expected} in:\n{text}");
+    }
 }

@@ -219,6 +219,31 @@ async fn forms_retry_cancel_delete_and_pause_with_the_sessions_token() {
     assert!(location.contains("notice="), "{location}");
     let settings = s.client.queue("mail").await.expect("queue");
     assert_eq!(settings.max_running, Some(7));
+    // fair share from the same form, and the fair queue's groups listed below it
+    submit(
+        &s,
+        &session,
+        "/queues/mail/limits",
+        &[("max_running", "7"), ("fairness", "group")],
+    )
+    .await;
+    assert_eq!(
+        s.client.queue("mail").await.expect("queue").fairness,
+        remuda::Fairness::Group
+    );
+    s.client
+        .insert(
+            remuda::NewJob::from_json("send", remuda::Jsonb("{}".into()))
+                .queue("mail")
+                .group("acme"),
+        )
+        .await
+        .expect("enqueue");
+    let (_, html) = page(&s, &session.cookie, "/queues").await;
+    assert!(
+        html.contains("Groups of mail") && html.contains("<td>acme</td>"),
+        "{html}"
+    );
     let (_, location) = submit(
         &s,
         &session,

@@ -12,7 +12,7 @@ use crate::State;
 use axum::extract::State as S;
 use axum::http::{header, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 use axum::{Json, Router};
 use serde_json::json;
 
@@ -26,6 +26,8 @@ pub fn routes() -> Router<State> {
         .route("/queues/{name}", get(queues::get).patch(queues::change))
         .route("/queues/{name}/pause", post(queues::pause))
         .route("/queues/{name}/resume", post(queues::resume))
+        .route("/queues/{name}/groups", get(queues::groups))
+        .route("/queues/{name}/groups/{group}", put(queues::group_weight))
         .route("/jobs", get(jobs::list).post(jobs::enqueue))
         .route("/jobs/bulk/{action}", post(jobs::bulk))
         .route("/jobs/{id}", get(jobs::get).delete(jobs::delete))

@@ -1,4 +1,5 @@
-//! `/api/v1/queues`: counts and settings, pause, resume, and limits.
+//! `/api/v1/queues`: counts and settings, pause, resume, limits and fair share, and the groups
+//! of a fair queue with their weights.
 
 use super::{optional, parse_field};
 use crate::actions::{self, QueueAction};
@@ -8,7 +9,7 @@ use crate::extract::{ApiJson, ApiPath};
 use crate::State;
 use axum::extract::State as S;
 use axum::{Extension, Json};
-use remuda::{QueueChange, RatePer};
+use remuda::{Fairness, QueueChange, RatePer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -58,6 +59,8 @@ pub struct Limits {
     rate_per: Option<String>,
     #[serde(default, deserialize_with = "present")]
     max_depth: Option<Option<i32>>,
+    /// `group` (fair share between the jobs' groups) or `none`.
+    fairness: Option<String>,
 }
 
 /// A field given as `null` is `Some(None)` (lift the limit); a field left out is `None`.
@@ -77,6 +80,7 @@ impl Limits {
         rate: Option<Option<String>>,
         rate_per: Option<String>,
         max_depth: Option<Option<i32>>,
+        fairness: Option<String>,
     ) -> Limits {
         Limits {
             max_running,
@@ -84,6 +88,7 @@ impl Limits {
             rate,
             rate_per,
             max_depth,
+            fairness,
         }
     }
 
@@ -97,12 +102,16 @@ impl Limits {
         let rate_per = optional(&self.rate_per)
             .map(|text| parse_field::<RatePer>("rate_per", text))
             .transpose()?;
+        let fairness = optional(&self.fairness)
+            .map(|text| parse_field::<Fairness>("fairness", text))
+            .transpose()?;
         Ok(QueueChange {
             max_running: self.max_running,
             key_limit: self.key_limit,
             rate,
             rate_per,
             max_depth: self.max_depth,
+            fairness,
             ..Default::default()
         })
     }
@@ -127,4 +136,29 @@ pub async fn change(
     let change = QueueAction::Limits(limits.to_change()?);
     let settings = actions::queue(&state, &who, &name, change).await?;
     Ok(Json(json!(settings)))
+}
+
+/// `GET /api/v1/queues/{name}/groups`: the queue's groups, as `remuda queue groups --json`
+/// (the jobs without a group as `"group": null`).
+pub async fn groups(S(state): S<State>, ApiPath(name): ApiPath<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(json!(state.client.queue_groups(&name).await?)))
+}
+
+/// The body of `PUT /api/v1/queues/{name}/groups/{group}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupWeight {
+    weight: f64,
+}
+
+/// `PUT /api/v1/queues/{name}/groups/{group}`: sets the group's weight; answers the group, as
+/// `remuda queue group --json`.
+pub async fn group_weight(
+    S(state): S<State>,
+    Extension(who): Extension<Principal>,
+    ApiPath((name, group)): ApiPath<(String, String)>,
+    ApiJson(body): ApiJson<GroupWeight>,
+) -> ApiResult<Json<Value>> {
+    let group = actions::group_weight(&state, &who, &name, &group, body.weight).await?;
+    Ok(Json(json!(group)))
 }

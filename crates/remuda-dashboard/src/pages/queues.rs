@@ -1,4 +1,5 @@
-//! The queues: pause and resume, and the limits in force, editable.
+//! The queues: pause and resume, the limits in force and fair share, editable, and the
+//! groups of each fair queue with their shares.
 
 use super::html::{esc, url};
 use super::view::{back, badge, Ctx, Flash};
@@ -53,6 +54,7 @@ pub async fn page(
 <label>rate <input name=\"rate\" value=\"{}\" size=\"8\" placeholder=\"100/1s\"></label>\
 <label>rate per <select name=\"rate_per\">{}</select></label>\
 <label>max depth <input name=\"max_depth\" value=\"{}\" size=\"8\"></label>\
+<label>fairness <select name=\"fairness\">{}</select></label>\
 <button{disabled}>Save</button></form></td></tr>",
             badge(if s.paused { "paused" } else { "active" }),
             esc(&ctx.href(&format!("queues/{name}/limits"))),
@@ -68,6 +70,13 @@ pub async fn page(
                 })
                 .collect::<String>(),
             number(s.max_depth),
+            ["none", "group"]
+                .iter()
+                .map(|f| {
+                    let selected = if *f == s.fairness.as_str() { " selected" } else { "" };
+                    format!("<option{selected}>{f}</option>")
+                })
+                .collect::<String>(),
             label = esc(&q.queue),
         );
     }
@@ -75,7 +84,42 @@ pub async fn page(
         out += "<tr><td colspan=\"4\" class=\"muted\">No queues yet.</td></tr>";
     }
     out += "</tbody></table>";
+    for q in queues
+        .iter()
+        .filter(|q| q.settings.fairness == remuda::Fairness::Group)
+    {
+        out += &groups_table(&q.queue, &state.client.queue_groups(&q.queue).await?);
+    }
     Ok(ctx.render("Queues", "queues", &out))
+}
+
+/// The groups of fair queue `queue`, as `remuda queue groups` lists them.
+fn groups_table(queue: &str, groups: &[remuda::GroupShare]) -> String {
+    let mut out = format!(
+        "<h2>Groups of {q}</h2><table class=\"groups\" data-queue=\"{q}\"><thead><tr><th>Group</th><th>Weight</th>\
+<th>Running</th><th>Waiting</th><th title=\"estimated\">~Starts/min</th><th>Share</th><th>Fair share</th></tr></thead><tbody>",
+        q = esc(queue)
+    );
+    for g in groups {
+        let name = match &g.group {
+            Some(name) => esc(name),
+            None => "<span class=\"muted\">(none)</span>".into(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}%</td><td>{:.1}%</td></tr>",
+            g.weight,
+            g.running,
+            g.waiting,
+            g.starts_last_minute,
+            g.share * 100.0,
+            g.fair_share * 100.0
+        );
+    }
+    if groups.is_empty() {
+        out += "<tr><td colspan=\"7\" class=\"muted\">No group has jobs yet.</td></tr>";
+    }
+    out + "</tbody></table>"
 }
 
 /// The limits form: every field as text, empty for none.
@@ -91,6 +135,8 @@ pub struct LimitsForm {
     rate_per: String,
     #[serde(default)]
     max_depth: String,
+    #[serde(default)]
+    fairness: String,
     #[serde(default)]
     #[allow(dead_code)]
     csrf: String,
@@ -114,6 +160,7 @@ impl LimitsForm {
             Some((!rate.is_empty()).then(|| rate.to_string())),
             Some(self.rate_per.clone()).filter(|p| !p.is_empty()),
             number("max depth", &self.max_depth)?,
+            Some(self.fairness.clone()).filter(|f| !f.is_empty()),
         ))
     }
 }
