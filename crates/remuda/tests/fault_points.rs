@@ -41,14 +41,7 @@ async fn late_outcome_of_a_stale_claim(fault: bool) -> (Report, i64) {
     let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
     let (gate_a, started_a, open_a) = gate();
     // one slot: while attempt 1 is held, A claims nothing else
-    let a = start(
-        Worker::new(client.clone())
-            .config(remuda::WorkerConfig {
-                concurrency: 1,
-                ..fast_config()
-            })
-            .register(gate_a),
-    );
+    let a = common::start_with_slots(&client, gate_a, 1);
     started_a.notified().await;
     common::take_from_worker(&client, id).await;
     let (gate_b, started_b, open_b) = gate();
@@ -268,14 +261,7 @@ async fn an_earlier_run_of_a_job_claimed_again_by_its_worker_is_stopped() {
         task.open.clone(),
     );
     let id = client.enqueue::<StopsFirst>(&3).await.expect("enqueue");
-    let worker = start(
-        Worker::new(client.clone())
-            .config(remuda::WorkerConfig {
-                concurrency: 2,
-                ..fast_config()
-            })
-            .register(task),
-    );
+    let worker = common::start_with_slots(&client, task, 2);
     first_started.notified().await;
     common::take_from_worker(&client, id).await;
     later_started.notified().await;

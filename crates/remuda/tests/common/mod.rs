@@ -173,6 +173,18 @@ pub fn start_with<T: Task>(client: &Client, task: T) -> Running {
     )
 }
 
+/// [`start_with`], the worker running at most `slots` jobs at once.
+pub fn start_with_slots<T: Task>(client: &Client, task: T, slots: usize) -> Running {
+    start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: slots,
+                ..fast_config()
+            })
+            .register(task),
+    )
+}
+
 /// The error code of a job's `{"err": …}` result, if it has one.
 pub fn error_code(job: &remuda::Job) -> Option<&str> {
     match &job.result {
