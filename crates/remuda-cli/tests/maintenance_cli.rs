@@ -114,12 +114,27 @@ completed = "1h"
     );
     old_jobs(&db, "default", "completed", 1, 5).await;
     let worker = WorkerProcess::start(&db, &config);
+    let every = [
+        "expiry",
+        "promotion",
+        "rate_buckets",
+        "reindex",
+        "vacuum",
+        "rescue",
+        "retention",
+        "schedules",
+    ];
+    // the duties start in turn: wait for each, not for a number of them
     until(
         "every duty to have run and been recorded",
         Duration::from_secs(20),
         async || {
             let status = json(&remuda(&db, &["maintenance", "--json"]).await);
-            status["duties"].as_array().is_some_and(|d| d.len() >= 8)
+            status["duties"].as_array().is_some_and(|d| {
+                every
+                    .iter()
+                    .all(|duty| d.iter().any(|x| x["duty"].as_str() == Some(duty)))
+            })
         },
     )
     .await;
@@ -152,16 +167,7 @@ completed = "1h"
         .iter()
         .filter_map(|d| d["duty"].as_str())
         .collect();
-    for duty in [
-        "expiry",
-        "promotion",
-        "rate_buckets",
-        "reindex",
-        "vacuum",
-        "rescue",
-        "retention",
-        "schedules",
-    ] {
+    for duty in every {
         assert!(duties.contains(&duty), "{duty} in {duties:?}");
     }
     let retention = status["duties"]

@@ -98,6 +98,8 @@ pub(crate) const SCHEDULED_LEFT: &str = include_str!("sql/queues/scheduled_left.
 /// The test databases (remuda_t_*) whose ownership lock no session holds: their test run is …
 pub(crate) const TEST_DATABASES_ABANDONED: &str =
     include_str!("sql/maintenance/test_databases_abandoned.sql");
+/// The test templates (remuda_tpl_<build>_<YYYYMMDD>) made before yesterday (UTC), of any build: …
+pub(crate) const TEST_TEMPLATES_OLD: &str = include_str!("sql/maintenance/test_templates_old.sql");
 /// Whether a live worker runs kind $1 in queue $2 (for the warning of `remuda enqueue` about a …
 pub(crate) const KIND_SERVED: &str = include_str!("sql/queues/kind_served.sql");
 /// Change the settings of queue $1 and tell the workers (`remuda_queue`). For each setting a …
@@ -375,6 +377,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("queue_all", QUEUE_ALL),
     ("kind_served", KIND_SERVED),
     ("test_databases_abandoned", TEST_DATABASES_ABANDONED),
+    ("test_templates_old", TEST_TEMPLATES_OLD),
     ("scheduled_left", SCHEDULED_LEFT),
     ("queue_set", QUEUE_SET),
     ("release_jobs", RELEASE_JOBS),

@@ -440,7 +440,7 @@ async fn throttle_windows_go_once_passed_and_their_job_ended_or_is_gone() {
 }
 
 /// Makes the finished part's partition of the day `days` ago (UTC), as the days ahead are
-/// made, and returns its name.
+/// made, unless the database has it (migrated before midnight), and returns its name.
 async fn past_day(db: &Database, days: i32) -> String {
     let conn = db.conn().await.expect("conn");
     let row = conn
@@ -453,7 +453,7 @@ async fn past_day(db: &Database, days: i32) -> String {
         .expect("the day's name");
     let (name, from, to): (String, String, String) = (row.get(0), row.get(1), row.get(2));
     conn.batch_execute(&format!(
-        "CREATE TABLE remuda.{name} PARTITION OF remuda.jobs_finished
+        "CREATE TABLE IF NOT EXISTS remuda.{name} PARTITION OF remuda.jobs_finished
          FOR VALUES FROM ('{from} 00:00+00') TO ('{to} 00:00+00')"
     ))
     .await

@@ -50,7 +50,7 @@ impl TestDatabase {
     pub async fn new() -> Result<TestDatabase> {
         let admin = Resolve::from_env().resolve().await?;
         let client = admin_client(&admin).await?;
-        let template = format!("remuda_tpl_{:016x}", migrate::fingerprint());
+        let template = template_name(&client).await?;
         ensure_template(&admin, &client, &template).await?;
         drop_abandoned(&client).await;
         let name = format!(
@@ -155,6 +155,18 @@ async fn check_history(conninfo: &str, file: &str, test: &str) {
     }
 }
 
+/// The template of this build's migrations made today (UTC, by the server's clock):
+/// migrating makes the finished part's partitions from the day it runs on, so a template
+/// made on an earlier day would give a test database without today's partition and with
+/// partitions of days a test takes for past ones.
+async fn template_name(client: &tokio_postgres::Client) -> Result<String> {
+    let day: String = client
+        .query_one("SELECT to_char(now() AT TIME ZONE 'UTC', 'YYYYMMDD')", &[])
+        .await?
+        .get(0);
+    Ok(format!("remuda_tpl_{:016x}_{day}", migrate::fingerprint()))
+}
+
 async fn ensure_template(
     admin: &Config,
     client: &tokio_postgres::Client,
@@ -185,6 +197,7 @@ async fn ensure_template(
             .batch_execute(&format!("ALTER DATABASE {building} RENAME TO {template}"))
             .await
             .map_err(|e| Error::Setup(format!("cannot finish the test template: {e}")))?;
+        drop_old_templates(client).await;
         Ok(())
     }
     .await;
@@ -192,6 +205,20 @@ async fn ensure_template(
         .execute("SELECT pg_advisory_unlock($1)", &[&TEMPLATE_LOCK])
         .await?;
     result
+}
+
+/// Drops the templates made before yesterday (of any build): no run still starting test
+/// databases uses them. One in use right now stays (the drop fails) for a later run.
+async fn drop_old_templates(client: &tokio_postgres::Client) {
+    let Ok(rows) = client.query(sql::TEST_TEMPLATES_OLD, &[]).await else {
+        return;
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let _ = client
+            .batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\""))
+            .await;
+    }
 }
 
 async fn template_exists(client: &tokio_postgres::Client, template: &str) -> Result<bool> {
