@@ -9,7 +9,13 @@
 -- fail any transaction that locks it meanwhile (a claim, a waiter's mark) with a
 -- serialization error; a deleted row is passed over instead.
 -- Every statement that ends a job but the lean lane (sql/jobs/complete_ok.sql) calls it;
--- returns the rows moved, for the seam.
+-- returns the rows moved, for the seam. The live rows are found by `id = ANY(f_ids)`, an
+-- index condition whatever the statistics say, and each finds its outcome by its place in
+-- the arrays, joined to nothing: a join of the live part with the unnested arrays was
+-- planned, on a live part whose statistics were taken while it was small, as a walk of the
+-- whole live part for each batch (0.3 s for 32 jobs among 10 000 live ones, in a plan the
+-- session kept), and a join of the moved rows with the arrays as a nested loop (0.3 s for
+-- 971 jobs).
 CREATE OR REPLACE FUNCTION remuda.finish_jobs(
     f_ids bigint[], f_states remuda.job_state[], f_results jsonb[], f_errors jsonb[],
     f_lost_streaks integer[], f_workers text[], f_tokens timestamptz[])
@@ -20,13 +26,9 @@ SET enable_seqscan = off SET enable_bitmapscan = off SET plan_cache_mode = force
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    WITH u AS (
-        SELECT * FROM unnest(f_ids, f_states, f_results, f_errors, f_lost_streaks, f_workers, f_tokens)
-            AS u(id, state, result, error, lost_streak, worker, token)
-    ), moved AS (
-        DELETE FROM remuda.jobs_live j USING u WHERE j.id = u.id
-        RETURNING j.*, u.state AS new_state, u.result AS new_result, u.error AS new_error,
-                  u.lost_streak AS new_lost_streak, u.worker AS new_worker, u.token AS new_token
+    WITH moved AS (
+        DELETE FROM remuda.jobs_live j WHERE j.id = ANY(f_ids)
+        RETURNING j.*, array_position(f_ids, j.id) AS i
     ), written AS (
         INSERT INTO remuda.jobs_finished (
             id, state, queue, kind, priority, attempt, max_attempts, run_at, created_at, started_at,
@@ -34,11 +36,11 @@ BEGIN
             unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
             flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
             tracestate)
-        SELECT m.id, m.new_state, m.queue, m.kind, m.priority, m.attempt, m.max_attempts, m.run_at,
-               m.created_at, COALESCE(m.new_token, m.started_at), now(), m.expires_at, m.timeout_ms,
-               COALESCE(m.new_worker, m.worker_id), m.awaited, m.args, m.new_result,
-               CASE WHEN m.new_error IS NULL THEN m.errors ELSE m.errors || jsonb_build_array(m.new_error) END,
-               COALESCE(m.new_lost_streak, m.lost_streak), m.unique_key, m.unique_states,
+        SELECT m.id, f_states[m.i], m.queue, m.kind, m.priority, m.attempt, m.max_attempts, m.run_at,
+               m.created_at, COALESCE(f_tokens[m.i], m.started_at), now(), m.expires_at, m.timeout_ms,
+               COALESCE(f_workers[m.i], m.worker_id), m.awaited, m.args, f_results[m.i],
+               CASE WHEN f_errors[m.i] IS NULL THEN m.errors ELSE m.errors || jsonb_build_array(f_errors[m.i]) END,
+               COALESCE(f_lost_streaks[m.i], m.lost_streak), m.unique_key, m.unique_states,
                m.concurrency_key, m.counted, m.target_worker, m.requires, m.unique_queue, m.flags,
                m.schedule, m.fire_at, m.workflow_id, m.workflow - 'held_run_at', m.notify, m.formed,
                m.group_key, m.traceparent, m.tracestate
