@@ -18,7 +18,13 @@ class Client:
     @staticmethod
     def compile_workflow(spec: str) -> str: ...
     def start_workflow(
-        self, spec: str, input: str, key: str | None = None, traceparent: str | None = None, tracestate: str | None = None
+        self,
+        spec: str,
+        input: str,
+        key: str | None = None,
+        traceparent: str | None = None,
+        tracestate: str | None = None,
+        group: str | None = None,
     ) -> tuple[int, bool, str | None]: ...
     def workflow(self, id: int) -> str | None: ...
     def wait_workflow(self, id: int, timeout: float) -> str | None: ...

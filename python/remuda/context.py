@@ -78,6 +78,9 @@ class JobContext:
     traceparent: str | None = None
     #: the ``tracestate`` that goes with it
     tracestate: str | None = None
+    #: the job's fair-share group (the tenant it works for), if it has one: jobs the task
+    #: sends and workflows it starts take it unless they name their own ``group``
+    group: str | None = None
 
     def is_cancelled(self) -> bool:
         """Whether the job was asked to stop (``True`` counts as seeing the stop)."""
@@ -125,6 +128,7 @@ class JobContext:
             steps=steps,
             traceparent=info.get("traceparent"),
             tracestate=info.get("tracestate"),
+            group=info.get("group"),
         )
 
 

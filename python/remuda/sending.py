@@ -129,6 +129,19 @@ def to_json(options: dict[str, Any]) -> str:
     return json.dumps({k: (v.isoformat() if isinstance(v, dt.datetime) else v) for k, v in options.items()})
 
 
+def grouped(options: dict[str, Any]) -> dict[str, Any]:
+    """Options with the fair-share group the job works for: its own ``group``, else the
+    running task's (a tenant's work keeps its group as it fans out)."""
+    if "group" in options:
+        return options
+    from .context import current_job
+
+    job = current_job()
+    if job is None or job.group is None:
+        return options
+    return {**options, "group": job.group}
+
+
 def traced(options: dict[str, Any]) -> dict[str, Any]:
     """Options with the W3C trace context the job continues: its own ``traceparent``, else the
     current OpenTelemetry span's (when the ``opentelemetry`` API is installed and a span is

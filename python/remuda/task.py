@@ -103,7 +103,7 @@ class Task(Generic[P, R]):
             self.codec.decode_args(self.name, {param: [json.loads(payload)]})
         except (TypeError, ValueError, codec.BadArgs) as e:
             raise InputTypeError(f"task {self.name}: the batch item does not fit {param}: {e}") from None
-        merged = sending.traced(sending.normalise(self.defaults()))
+        merged = sending.grouped(sending.traced(sending.normalise(self.defaults())))
         merged.update({"batch_key": key, "batch_size": size, "batch_wait": wait})
         id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
         return TaskHandle(self.app, id, duplicate, self.codec)
@@ -167,7 +167,7 @@ class Task(Generic[P, R]):
         """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
         jobs due now): how many were inserted."""
         payloads = [self.encode(self.bind((), dict(c))) for c in calls]
-        merged = sending.traced(sending.normalise({**self.defaults(), **options}))
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
         return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
 
     def options(self, **options: Unpack[SendOptions]) -> Sending[P, R]:
@@ -202,13 +202,13 @@ class Task(Generic[P, R]):
         return TaskNode.of(self, args, kwargs)
 
     def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.traced(sending.normalise({**self.defaults(), **options}))
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
         id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
         self.app.warn_if_unserved(self.name, str(merged.get("queue", self.queue)))
         return TaskHandle(self.app, id, duplicate, self.codec)
 
     def _send_in(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.traced(sending.normalise({**self.defaults(), **options}))
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
         statement, params = sending.enqueue_sql(self.name, payload, merged)
         row = conn.execute(statement, params).fetchone()
         return TaskHandle(self.app, int(row[0]), False, self.codec)

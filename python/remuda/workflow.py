@@ -9,7 +9,7 @@ import json
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar, Union
 
-from .errors import RemudaError
+from .errors import InputTypeError, RemudaError
 from .result import TaskError, TaskResult
 from . import codec
 from . import sending
@@ -192,14 +192,22 @@ class Workflow(Generic[R]):
 
         return dict(json.loads(_native.Client.compile_workflow(codec.dumps(self.spec()))))
 
-    def start(self, input: Any = None, *, key: str | None = None) -> WorkflowHandle[R]:
+    def start(self, input: Any = None, *, key: str | None = None, group: str | None = None) -> WorkflowHandle[R]:
         """Starts a run with ``input`` (what ``args_from={…: remuda.INPUT}`` passes); with an
         idempotency ``key``, a second start returns the first run (``existed``), and warns
         (``RuntimeWarning``) when it was started with another input: the input given now is
-        not used."""
-        trace = sending.traced({})
+        not used. The run works for ``group`` (its node jobs take it, so a queue with fair
+        share on shares its starts by it); inside a task, the task's group when not given."""
+        if group is not None and not isinstance(group, str):
+            raise InputTypeError(f"group={group!r}: give a str, not {type(group).__name__}")
+        trace = sending.grouped(sending.traced({} if group is None else {"group": group}))
         id, existed, warning = self.app.client.start_workflow(
-            codec.dumps(self.spec()), codec.dumps(input), key, trace.get("traceparent"), trace.get("tracestate")
+            codec.dumps(self.spec()),
+            codec.dumps(input),
+            key,
+            trace.get("traceparent"),
+            trace.get("tracestate"),
+            trace.get("group"),
         )
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=2)

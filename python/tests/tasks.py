@@ -169,6 +169,15 @@ def make_app(database_url: str) -> remuda.App:
         child = add.send(a=1, b=2)
         return {"traceparent": job.traceparent, "tracestate": job.tracestate, "child": child.id}
 
+    @app.task("fan_group")
+    def fan_group() -> dict[str, Any]:
+        job = remuda.current_job()
+        assert job is not None
+        child = add.send(a=1, b=2)
+        own = add.send(a=1, b=2, group="other")
+        run = app.workflow("one_add", [add.node(1, 2)]).start()
+        return {"group": job.group, "child": child.id, "own": own.id, "run": run.id}
+
     @app.task("listing")
     def listing(n: int) -> dict[str, list[int]]:
         return {"items": list(range(1, n + 1))}

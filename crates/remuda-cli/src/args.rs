@@ -521,6 +521,11 @@ pub struct WorkflowStartArgs {
     /// With --traceparent: its vendor entries.
     #[arg(long, requires = "traceparent")]
     pub tracestate: Option<String>,
+    /// Group (a tenant, an account) the run works for: its node jobs take it, so a queue with
+    /// --fairness group shares its starts by it; from REMUDA_JOB_GROUP when not given (a
+    /// command task's job's group).
+    #[arg(long)]
+    pub group: Option<String>,
     /// Wait for the run to end and print its output.
     #[arg(long)]
     pub wait: bool,
@@ -607,6 +612,10 @@ pub struct ScheduleAddArgs {
     /// Their attempts (default: the worker's for the kind).
     #[arg(long, allow_negative_numbers = true)]
     pub max_attempts: Option<i32>,
+    /// Their group (a tenant, an account): a queue with --fairness group shares its starts by
+    /// it.
+    #[arg(long)]
+    pub group: Option<String>,
     /// A 5-field cron expression (*/5 * * * *, 0 9 * * MON-FRI) or an alias (@daily).
     #[arg(long)]
     pub cron: Option<String>,

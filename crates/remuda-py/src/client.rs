@@ -156,8 +156,9 @@ impl Client {
     /// Starts a run of a spec (JSON) with input (JSON) and an idempotency key:
     /// `(id, existed, warning)`, the warning saying when the key's run was started with
     /// another input (the input given now was not used). The run continues the trace
-    /// context `traceparent`, `tracestate` when given.
-    #[pyo3(signature = (spec, input, key = None, traceparent = None, tracestate = None))]
+    /// context `traceparent`, `tracestate` when given, in the fair-share group `group`.
+    #[pyo3(signature = (spec, input, key = None, traceparent = None, tracestate = None, group = None))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments, one each
     fn start_workflow(
         &self,
         py: Python<'_>,
@@ -166,6 +167,7 @@ impl Client {
         key: Option<&str>,
         traceparent: Option<&str>,
         tracestate: Option<&str>,
+        group: Option<String>,
     ) -> PyResult<(i64, bool, Option<String>)> {
         let spec: WorkflowSpec = parse("workflow spec", spec)?;
         let input: Value = parse("workflow input", input)?;
@@ -175,7 +177,10 @@ impl Client {
             .map_err(from_remuda)?;
         let started = block_on(
             py,
-            remuda::trace::scope(trace, self.inner.start_workflow_spec(&spec, &input, key)),
+            remuda::trace::scope(
+                trace,
+                remuda::group::scope(group, self.inner.start_workflow_spec(&spec, &input, key)),
+            ),
         )?;
         Ok((started.id, started.existed, started.warning(key)))
     }

@@ -234,6 +234,7 @@ fn job_info(ctx: &JobContext) -> String {
         "workflow": ctx.workflow,
         "traceparent": ctx.trace.as_ref().map(|t| &t.traceparent),
         "tracestate": ctx.trace.as_ref().and_then(|t| t.tracestate.as_ref()),
+        "group": ctx.group,
     })
     .to_string()
 }

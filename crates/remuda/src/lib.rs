@@ -39,6 +39,7 @@ mod config;
 pub mod db;
 pub mod duration;
 mod error;
+pub mod group;
 pub mod job;
 pub mod maintenance;
 pub mod metrics;

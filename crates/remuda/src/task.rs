@@ -100,6 +100,10 @@ pub struct JobContext {
     /// with the attempt's own span as parent. A task passes it on to what it calls (the
     /// `traceparent` header); jobs it enqueues carry it on by themselves.
     pub trace: Option<crate::TraceContext>,
+    /// The job's fair-share group, if it has one (see [`crate::NewJob::group`]): the tenant
+    /// it works for. Jobs the task enqueues and workflows it starts take it unless they name
+    /// their own.
+    pub group: Option<String>,
 }
 
 impl JobContext {

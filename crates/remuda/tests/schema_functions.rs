@@ -104,6 +104,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock;
          ALTER TABLE remuda.jobs DROP COLUMN traceparent, DROP COLUMN tracestate;
          ALTER TABLE remuda.workflows DROP COLUMN traceparent, DROP COLUMN tracestate;
+         ALTER TABLE remuda.workflows DROP COLUMN group_key;
+         ALTER TABLE remuda.schedules DROP COLUMN group_key;
          DELETE FROM remuda.schema_migrations WHERE version >= 18;",
     )
     .await;
@@ -120,7 +122,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0024_trace_context",
             "0025_fair_share_index",
             "0026_finished_storage",
-            "0027_live_fillfactor"
+            "0027_live_fillfactor",
+            "0028_run_and_schedule_groups"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -37,6 +37,17 @@ pub fn trace_context(
     }
 }
 
+/// The group of `--group`; without it the group of the job whose command runs this one
+/// (REMUDA_JOB_GROUP, which the worker sets for a command task), so a tenant's work keeps its
+/// group as it fans out.
+pub fn group(flag: Option<&str>) -> Option<String> {
+    flag.map(str::to_string).or_else(|| {
+        std::env::var(remuda::group::ENV)
+            .ok()
+            .filter(|g| !g.is_empty())
+    })
+}
+
 /// Applies the flags (and the kind's defaults from --config) to a job.
 fn apply(
     options: &JobOptions,
@@ -60,8 +71,8 @@ fn apply(
     if let Some(caps) = &options.requires {
         job = job.requires(caps.iter().map(|c| c.trim().to_string()));
     }
-    if let Some(group) = &options.group {
-        job = job.group(group.clone());
+    if let Some(group) = group(options.group.as_deref()) {
+        job = job.group(group);
     }
     if let Some(trace) = trace_context(
         options.traceparent.as_deref(),

@@ -86,6 +86,7 @@ fn schedule_of(args: &ScheduleAddArgs) -> CliResult<Schedule> {
         schedule.priority = priority;
     }
     schedule.max_attempts = args.max_attempts;
+    schedule.group = args.group.clone();
     if let Some(tz) = &args.tz {
         schedule.zone = tz.parse().map_err(|e| bad("--tz", e))?;
     }

@@ -75,9 +75,13 @@ async fn start(db: &DbArgs, args: WorkflowStartArgs) -> CliResult<u8> {
     let trace =
         super::enqueue::trace_context(args.traceparent.as_deref(), args.tracestate.as_deref())?;
     let client = connect::client(db).await?;
+    let group = super::enqueue::group(args.group.as_deref());
     let started = remuda::trace::scope(
         trace,
-        client.start_workflow_spec(&spec, &input, args.key.as_deref()),
+        remuda::group::scope(
+            group,
+            client.start_workflow_spec(&spec, &input, args.key.as_deref()),
+        ),
     )
     .await?;
     let warning = started.warning(args.key.as_deref());

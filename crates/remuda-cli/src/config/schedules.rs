@@ -18,6 +18,8 @@ pub struct ScheduleSection {
     pub priority: Option<i32>,
     /// Their attempts.
     pub max_attempts: Option<i32>,
+    /// Their fair-share group.
+    pub group: Option<String>,
     /// A 5-field cron expression or an alias (`@daily`).
     pub cron: Option<String>,
     /// An interval: `30s`, `5m`, `2h`, `1d`.
@@ -92,6 +94,7 @@ impl ScheduleSection {
             schedule.priority = priority;
         }
         schedule.max_attempts = self.max_attempts;
+        schedule.group = self.group.clone();
         if let Some(tz) = &self.tz {
             schedule.zone = tz.parse::<Zone>().map_err(|e| at("tz", e))?;
         }

@@ -91,8 +91,15 @@ impl CommandTask {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        // the attempt's trace context, and never one the worker's own environment holds
-        command.env_remove("TRACEPARENT").env_remove("TRACESTATE");
+        // the attempt's trace context and the job's group, and never those the worker's own
+        // environment holds
+        command
+            .env_remove("TRACEPARENT")
+            .env_remove("TRACESTATE")
+            .env_remove(remuda::group::ENV);
+        if let Some(group) = &ctx.group {
+            command.env(remuda::group::ENV, group);
+        }
         if let Some(trace) = &ctx.trace {
             command.env("TRACEPARENT", &trace.traceparent);
             if let Some(state) = &trace.tracestate {

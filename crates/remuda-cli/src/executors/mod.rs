@@ -88,6 +88,7 @@ mod tests {
             workflow: None,
             steps: Default::default(),
             trace: None,
+            group: None,
         };
         let doc = job_document(&ctx, &Jsonb("{\"w\":640}".into()));
         let value: serde_json::Value = serde_json::from_str(&doc).expect("valid JSON");

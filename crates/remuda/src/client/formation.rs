@@ -109,6 +109,7 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
     }
     let notify = job.notify.as_ref().map(crate::notify::NotifyTarget::stored);
     let trace = job.trace_or(crate::trace::current().as_ref());
+    let group = job.group_or(crate::group::current().as_deref());
     let row = conn
         .query_one(
             sql::ENQUEUE_FORMED,
@@ -137,7 +138,7 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
                 &batch_key,
                 &batch_size,
                 &ms(batch_wait),
-                &job.group,
+                &group,
                 &trace.as_ref().map(|t| t.traceparent.as_str()),
                 &trace.as_ref().and_then(|t| t.tracestate.as_deref()),
             ],

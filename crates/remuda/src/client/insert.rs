@@ -37,6 +37,8 @@ pub struct NewJob {
     pub concurrency_key: Option<String>,
     /// Group (a tenant, an account): a queue with fair share on (`fairness = group`) shares
     /// its starts between groups by their weights, whatever their number of jobs or keys.
+    /// Without one, a job enqueued by a running task takes that task's group (see
+    /// [`crate::group`]).
     pub group: Option<String>,
     /// Only the worker with this name may run it (`[worker] name`).
     pub target_worker: Option<String>,
@@ -319,6 +321,12 @@ impl NewJob {
 
     /// The trace context it is enqueued with: its own (checked by [`NewJob::check`]), else the
     /// one current here; an empty `tracestate` is none.
+    /// The job's group, else `current` (the group of the task enqueueing it, see
+    /// [`crate::group`]).
+    pub(crate) fn group_or(&self, current: Option<&str>) -> Option<String> {
+        self.group.as_deref().or(current).map(str::to_string)
+    }
+
     pub(crate) fn trace_or(
         &self,
         current: Option<&crate::TraceContext>,
@@ -477,7 +485,7 @@ struct Columns<'a> {
     targets: Vec<Option<&'a str>>,
     requires: Vec<Option<String>>,
     notify: Vec<Option<serde_json::Value>>,
-    groups: Vec<Option<&'a str>>,
+    groups: Vec<Option<String>>,
     traceparents: Vec<Option<String>>,
     tracestates: Vec<Option<String>>,
 }
@@ -503,6 +511,7 @@ impl<'a> Columns<'a> {
             tracestates: Vec::with_capacity(n),
         };
         let current = crate::trace::current();
+        let current_group = crate::group::current();
         for job in jobs {
             c.queues.push(job.queue.as_str());
             c.kinds.push(job.kind.as_str());
@@ -517,7 +526,7 @@ impl<'a> Columns<'a> {
             c.requires.push(job.requires_literal());
             c.notify
                 .push(job.notify.as_ref().map(crate::notify::NotifyTarget::stored));
-            c.groups.push(job.group.as_deref());
+            c.groups.push(job.group_or(current_group.as_deref()));
             let trace = job.trace_or(current.as_ref());
             c.tracestates
                 .push(trace.as_ref().and_then(|t| t.tracestate.clone()));
@@ -743,8 +752,10 @@ pub(crate) async fn insert_bulk(
         );
         pin_mut!(writer);
         let current = crate::trace::current();
+        let current_group = crate::group::current();
         for job in now {
             let timeout = job.timeout_ms();
+            let group = job.group_or(current_group.as_deref());
             let trace = job.trace_or(current.as_ref());
             let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
             let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
@@ -761,7 +772,7 @@ pub(crate) async fn insert_bulk(
                     &job.concurrency_key,
                     &job.target_worker,
                     &job.requires,
-                    &job.group,
+                    &group,
                     &traceparent,
                     &tracestate,
                 ])

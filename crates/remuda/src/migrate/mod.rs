@@ -199,10 +199,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0027_live_fillfactor.sql"),
     },
+    Migration {
+        version: 28,
+        name: "run_and_schedule_groups",
+        mode: Mode::Transaction,
+        sql: include_str!("0028_run_and_schedule_groups.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 27;
+pub const LATEST: i32 = 28;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

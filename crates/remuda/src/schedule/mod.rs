@@ -117,6 +117,8 @@ pub struct Schedule {
     pub catch_up_limit: u32,
     /// What to do while the previous job has not finished.
     pub overlap: Overlap,
+    /// Their fair-share group (see [`crate::NewJob::group`]), if any.
+    pub group: Option<String>,
 }
 
 impl Schedule {
@@ -134,6 +136,7 @@ impl Schedule {
             catch_up: CatchUp::Skip,
             catch_up_limit: DEFAULT_CATCH_UP_LIMIT,
             overlap: Overlap::Allow,
+            group: None,
         }
     }
 
@@ -146,6 +149,12 @@ impl Schedule {
     /// Sets the jobs' queue.
     pub fn queue(mut self, queue: impl Into<String>) -> Schedule {
         self.queue = queue.into();
+        self
+    }
+
+    /// Sets the jobs' fair-share group.
+    pub fn group(mut self, group: impl Into<String>) -> Schedule {
+        self.group = Some(group.into());
         self
     }
 
@@ -177,6 +186,10 @@ impl Schedule {
         self.pattern
             .rule()
             .map_err(|e| Error::InvalidInput(format!("schedule {}: {e}", self.name)))?;
+        if let Some(group) = &self.group {
+            crate::names::check_group(group, crate::client::MAX_UNIQUE_KEY)
+                .map_err(|e| Error::InvalidInput(format!("schedule {}: {e}", self.name)))?;
+        }
         if self.catch_up_limit == 0 || self.catch_up_limit > 100_000 {
             return Err(Error::InvalidInput(format!(
                 "schedule {}: catch_up_limit is {}: it must be 1 to 100000",

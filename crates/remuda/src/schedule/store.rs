@@ -53,6 +53,8 @@ pub struct ScheduleInfo {
     pub priority: i32,
     /// Their attempts, if set.
     pub max_attempts: Option<i32>,
+    /// Their fair-share group, if any.
+    pub group: Option<String>,
     /// Fire times that got no job (catch-up, overlap, a full queue).
     pub skipped: i64,
     /// When the last of them was skipped.
@@ -86,6 +88,7 @@ impl ScheduleInfo {
             args: row.try_get("args")?,
             priority: row.try_get("priority")?,
             max_attempts: row.try_get("max_attempts")?,
+            group: row.try_get("group_key")?,
             skipped: row.try_get("skipped")?,
             last_skipped_at: row.try_get("last_skipped_at")?,
             last_skip_reason: row.try_get("last_skip_reason")?,
@@ -129,6 +132,7 @@ impl Client {
                     &limit,
                     &schedule.overlap.as_str(),
                     &next,
+                    &schedule.group,
                 ],
             )
             .await?;

@@ -107,9 +107,9 @@ fn common<'a>(
 }
 
 /// The columns every claim returns first, in this order (`claimed` reads them by position: by
-/// name, each column was a search of the row's columns, 13 a job).
+/// name, each column was a search of the row's columns, 14 a job).
 #[cfg(test)]
-pub(crate) const CLAIMED_COLUMNS: [&str; 13] = [
+pub(crate) const CLAIMED_COLUMNS: [&str; 14] = [
     "id",
     "tid",
     "kind",
@@ -123,6 +123,7 @@ pub(crate) const CLAIMED_COLUMNS: [&str; 13] = [
     "run_at",
     "traceparent",
     "tracestate",
+    "group_key",
 ];
 
 fn claimed(row: &tokio_postgres::Row, queue: &Arc<str>) -> Result<Claimed> {
@@ -147,6 +148,7 @@ fn claimed(row: &tokio_postgres::Row, queue: &Arc<str>) -> Result<Claimed> {
             }),
             None => None,
         },
+        group: row.try_get(13)?,
     })
 }
 

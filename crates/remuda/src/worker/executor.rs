@@ -43,6 +43,8 @@ pub(crate) struct Claimed {
     pub run_at: DateTime<Utc>,
     /// The trace context it continues, as enqueued.
     pub trace: Option<crate::TraceContext>,
+    /// Its fair-share group (see [`crate::NewJob::group`]), if any.
+    pub group: Option<String>,
 }
 
 impl Claimed {
@@ -196,6 +198,7 @@ fn start(
             job.started_at,
         ),
         trace: trace.clone(),
+        group: job.group.clone(),
     };
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
@@ -353,19 +356,28 @@ fn attempt(
     timeout: Option<Duration>,
 ) -> impl std::future::Future<Output = Ran> {
     use futures_util::future::{ready, Either};
-    // A job outside any trace runs with no context set, which reads as none: this task (the
-    // executor's own) has no outer context to hide, and the scope cost every job a
+    // A job outside any trace (or group) runs with no context set, which reads as none: this
+    // task (the executor's own) has no outer context to hide, and the scope cost every job a
     // task-local swap at each poll.
+    let group = ctx.group.clone();
     let call = || std::panic::catch_unwind(AssertUnwindSafe(|| task.run(ctx, args)));
-    let called = match &trace {
-        Some(_) => crate::trace::sync_scope(trace.clone(), call),
+    let grouped_call = || match &group {
+        Some(_) => crate::group::sync_scope(group.clone(), call),
         None => call(),
+    };
+    let called = match &trace {
+        Some(_) => crate::trace::sync_scope(trace.clone(), grouped_call),
+        None => grouped_call(),
     };
     let run = match called {
         Ok(future) => {
-            let traced = match trace {
-                Some(trace) => Either::Left(crate::trace::scope(Some(trace), future)),
+            let grouped = match group {
+                Some(group) => Either::Left(crate::group::scope(Some(group), future)),
                 None => Either::Right(future),
+            };
+            let traced = match trace {
+                Some(trace) => Either::Left(crate::trace::scope(Some(trace), grouped)),
+                None => Either::Right(grouped),
             };
             Either::Left(AssertUnwindSafe(traced).catch_unwind())
         }

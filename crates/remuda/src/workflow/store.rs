@@ -189,11 +189,16 @@ impl Client {
         let trace = crate::trace::current();
         let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
         let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
+        let group = crate::group::current();
+        if let Some(group) = &group {
+            crate::names::check_group(group, crate::client::MAX_UNIQUE_KEY)
+                .map_err(|what| Error::InvalidInput(format!("the workflow's group: {what}")))?;
+        }
         let conn = self.database().conn().await?;
         let row = conn
             .query_one(
                 sql::WORKFLOW_START,
-                &[compiled, input, &key, &traceparent, &tracestate],
+                &[compiled, input, &key, &traceparent, &tracestate, &group],
             )
             .await?;
         let id: i64 = row.try_get("id")?;

@@ -133,13 +133,8 @@ BEGIN
     IF octet_length(enqueue_job.concurrency_key) NOT BETWEEN 1 AND 1000 THEN
         RAISE EXCEPTION 'job %: the concurrency key must be 1 to 1000 bytes', job USING ERRCODE = bad;
     END IF;
-    IF octet_length(enqueue_job.group_key) NOT BETWEEN 1 AND 1000 THEN
-        RAISE EXCEPTION 'job %: the group must be 1 to 1000 bytes', job USING ERRCODE = bad;
-    END IF;
-    -- as names::check_group: no control characters
-    IF enqueue_job.group_key ~ '[[:cntrl:]]' THEN
-        RAISE EXCEPTION 'job %: the group % contains a control character', job, quote_literal(enqueue_job.group_key)
-            USING ERRCODE = bad, HINT = 'groups may not contain tabs, newlines or other control characters';
+    IF enqueue_job.group_key IS NOT NULL THEN
+        PERFORM remuda.check_group('job ' || job, enqueue_job.group_key);
     END IF;
     PERFORM remuda.check_trace('job ' || job, enqueue_job.traceparent, enqueue_job.tracestate);
     enqueue_job.tracestate := NULLIF(enqueue_job.tracestate, '');

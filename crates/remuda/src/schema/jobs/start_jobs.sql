@@ -18,13 +18,15 @@
 -- they were created. Every time a claim writes or compares is that moment.
 -- Returns the jobs started, as the worker runs them.
 DROP FUNCTION IF EXISTS remuda.start_jobs(tid[], text, text[], integer[], boolean);
+-- (the result of versions before a task was told its group: replaced by this one)
+DROP FUNCTION IF EXISTS remuda.start_jobs(tid[], text, text[], integer[], boolean, bigint[]);
 CREATE OR REPLACE FUNCTION remuda.start_jobs(
     places tid[], worker text, kinds text[], defaults integer[], count_them boolean,
     ids bigint[] DEFAULT NULL)
 RETURNS TABLE (id bigint, tid tid, kind text, attempt integer, max_attempts integer,
                timeout_ms bigint, args jsonb, started_at timestamptz, flags integer,
                workflow jsonb, run_at timestamptz, concurrency_key text, traceparent text,
-               tracestate text)
+               tracestate text, group_key text)
 LANGUAGE plpgsql
 SET enable_seqscan = off SET plan_cache_mode = force_generic_plan AS $$
 #variable_conflict use_column
@@ -43,6 +45,6 @@ BEGIN
         max_attempts = COALESCE(j.max_attempts, defaults[array_position(kinds, j.kind)])
     WHERE j.ctid = ANY(places)
     RETURNING j.id, j.ctid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at,
-              j.flags, j.workflow, j.run_at, j.concurrency_key, j.traceparent, j.tracestate;
+              j.flags, j.workflow, j.run_at, j.concurrency_key, j.traceparent, j.tracestate, j.group_key;
 END
 $$;

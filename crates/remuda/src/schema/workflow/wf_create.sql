@@ -1,19 +1,22 @@
 -- Create a run of compiled definition `def` with `input`, under `parent` when it is a
--- sub-workflow, continuing the trace context `trace_parent`, `trace_state` (its node jobs take
--- it), and start its roots. Returns its id.
--- (the signature of versions before trace contexts: replaced by this one)
+-- sub-workflow, continuing the trace context `trace_parent`, `trace_state` in the fair-share
+-- group `group_key` (its node jobs take both), and start its roots. Returns its id.
+-- (the signatures of versions before trace contexts and groups: replaced by this one)
 DROP FUNCTION IF EXISTS remuda.wf_create(jsonb, jsonb, text, bigint, text);
+DROP FUNCTION IF EXISTS remuda.wf_create(jsonb, jsonb, text, bigint, text, text, text);
 CREATE OR REPLACE FUNCTION remuda.wf_create(def jsonb, input jsonb, idem_key text, parent bigint, parent_node text,
-                                            trace_parent text, trace_state text)
+                                            trace_parent text, trace_state text, group_key text)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
     w_id bigint;
 BEGIN
     INSERT INTO remuda.workflows (name, definition, definition_hash, input, idempotency_key,
-                                  parent_id, parent_node, on_error, nodes_left, deadline_at, traceparent, tracestate)
+                                  parent_id, parent_node, on_error, nodes_left, deadline_at, traceparent, tracestate,
+                                  group_key)
     VALUES (def ->> 'name', def, md5(def::text), COALESCE(input, 'null'), idem_key, parent, parent_node,
             COALESCE(def ->> 'on_error', 'fail'), jsonb_array_length(def -> 'nodes'),
-            now() + (def ->> 'deadline_ms')::bigint * interval '1 millisecond', trace_parent, trace_state)
+            now() + (def ->> 'deadline_ms')::bigint * interval '1 millisecond', trace_parent, trace_state,
+            wf_create.group_key)
     ON CONFLICT (idempotency_key) DO NOTHING
     RETURNING id INTO w_id;
     IF w_id IS NULL THEN

@@ -33,14 +33,14 @@ BEGIN
     UPDATE remuda.workflow_nodes SET children_total = jsonb_array_length(items)
     WHERE workflow_id = wf.id AND node = n.node;
     INSERT INTO remuda.jobs_live (queue, kind, priority, max_attempts, timeout_ms, expires_at, args,
-                             flags, workflow_id, workflow, traceparent, tracestate)
+                             flags, workflow_id, workflow, traceparent, tracestate, group_key)
     SELECT COALESCE(n.spec ->> 'queue', 'default'), n.spec ->> 'kind',
            COALESCE((n.spec ->> 'priority')::integer, 0), (n.spec ->> 'max_attempts')::integer,
            (n.spec ->> 'timeout_ms')::bigint,
            now() + (n.spec ->> 'deadline_ms')::bigint * interval '1 millisecond',
            base || jsonb_build_object('item', e.item, 'index', e.i - 1), 2, wf.id,
            jsonb_build_object('id', wf.id, 'node', n.node, 'index', e.i - 1, 'context', ctx),
-           wf.traceparent, wf.tracestate
+           wf.traceparent, wf.tracestate, wf.group_key
     FROM jsonb_array_elements(items) WITH ORDINALITY AS e(item, i);
     RETURN '{}';
 END

@@ -26,7 +26,7 @@ BEGIN
         END IF;
     ELSIF n.type = 'workflow' THEN
         PERFORM remuda.wf_create(n.spec -> 'workflow', remuda.wf_args(wf.id, wf.input, n.spec),
-                                  NULL, wf.id, n.node, wf.traceparent, wf.tracestate);
+                                  NULL, wf.id, n.node, wf.traceparent, wf.tracestate, wf.group_key);
     END IF;
     RETURN '{}';
 END

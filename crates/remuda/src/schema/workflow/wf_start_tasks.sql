@@ -14,7 +14,7 @@ BEGIN
         RETURNING n.node, n.spec, n.job_id
     )
     INSERT INTO remuda.jobs_live (id, queue, kind, priority, max_attempts, timeout_ms, expires_at,
-                             args, flags, workflow_id, workflow, traceparent, tracestate)
+                             args, flags, workflow_id, workflow, traceparent, tracestate, group_key)
     SELECT s.job_id, COALESCE(s.spec ->> 'queue', 'default'), s.spec ->> 'kind',
            COALESCE((s.spec ->> 'priority')::integer, 0), (s.spec ->> 'max_attempts')::integer,
            (s.spec ->> 'timeout_ms')::bigint,
@@ -26,7 +26,7 @@ BEGIN
            jsonb_build_object('id', wf.id, 'node', s.node, 'context',
                CASE WHEN s.spec ? 'context_from' THEN remuda.wf_context(wf.id, s.spec)
                     ELSE '{}'::jsonb END),
-           wf.traceparent, wf.tracestate
+           wf.traceparent, wf.tracestate, wf.group_key
     FROM started s;
 END
 $$;

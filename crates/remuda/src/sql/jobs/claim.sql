@@ -53,4 +53,4 @@ WHERE j.ctid = ANY(ARRAY(
     FOR UPDATE SKIP LOCKED
 ))
 RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at,
-          j.traceparent, j.tracestate
+          j.traceparent, j.tracestate, j.group_key

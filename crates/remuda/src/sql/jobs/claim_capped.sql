@@ -58,5 +58,5 @@ WITH cfg AS (
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 )
 SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at,
-       c.traceparent, c.tracestate, c.concurrency_key, 0::bigint AS turn
+       c.traceparent, c.tracestate, c.group_key, c.concurrency_key, 0::bigint AS turn
 FROM claimed c

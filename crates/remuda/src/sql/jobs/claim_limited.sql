@@ -310,5 +310,5 @@ WITH RECURSIVE cfg AS (
     WHERE q.name = $1 AND EXISTS (SELECT 1 FROM picked p WHERE p.fgroup IS NOT NULL)
 )
 SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at,
-       c.traceparent, c.tracestate, c.concurrency_key, p.turn
+       c.traceparent, c.tracestate, c.group_key, c.concurrency_key, p.turn
 FROM claimed c JOIN picked p ON p.id = c.id

@@ -4,8 +4,8 @@
 -- position of $7, NULL when none). Returns how many jobs were inserted and how many
 -- schedules moved: fewer moved than given means the caller must roll back.
 WITH fired AS (
-    INSERT INTO remuda.jobs_live (kind, args, queue, priority, max_attempts, schedule, fire_at)
-    SELECT s.kind, s.args, s.queue, s.priority, s.max_attempts, s.name, f.fire_at
+    INSERT INTO remuda.jobs_live (kind, args, queue, priority, max_attempts, group_key, schedule, fire_at)
+    SELECT s.kind, s.args, s.queue, s.priority, s.max_attempts, s.group_key, s.name, f.fire_at
     FROM unnest($5::text[], $6::timestamptz[]) AS f(name, fire_at)
     JOIN remuda.schedules s ON s.name = f.name
     ON CONFLICT (schedule, fire_at) WHERE schedule IS NOT NULL DO NOTHING
