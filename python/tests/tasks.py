@@ -174,7 +174,7 @@ def make_app(database_url: str) -> remuda.App:
         job = remuda.current_job()
         assert job is not None
         child = add.send(a=1, b=2)
-        own = add.send(a=1, b=2, group="other")
+        own = add.options(group="other").send(a=1, b=2)
         run = app.workflow("one_add", [add.node(1, 2)]).start()
         return {"group": job.group, "child": child.id, "own": own.id, "run": run.id}
 
