@@ -245,7 +245,8 @@ pub struct JobOptions {
     #[arg(long)]
     pub concurrency_key: Option<String>,
     /// Group (a tenant, an account): a queue with --fairness group shares its starts between
-    /// groups by their weights (remuda queue group).
+    /// groups by their weights (remuda queue group). From REMUDA_JOB_GROUP when not given (a
+    /// command task's job's group).
     #[arg(long)]
     pub group: Option<String>,
     /// Unique key: while a job of the same kind with this key is scheduled, available,

@@ -28,6 +28,19 @@ pub fn scope<F: Future>(
     CURRENT.scope(group, future)
 }
 
+/// Refuses the current group when no job could have it (a [`scope`] given an empty name or
+/// one with a control character), before anything takes it.
+pub(crate) fn check_current() -> crate::Result<()> {
+    match current() {
+        Some(group) => {
+            crate::names::check_group(&group, crate::client::MAX_UNIQUE_KEY).map_err(|what| {
+                crate::Error::InvalidInput(format!("the current group (group::scope): {what}"))
+            })
+        }
+        None => Ok(()),
+    }
+}
+
 /// Calls `f` with `group` as the current group (what [`scope`] does for a future).
 pub(crate) fn sync_scope<R>(group: Option<String>, f: impl FnOnce() -> R) -> R {
     CURRENT.sync_scope(group, f)

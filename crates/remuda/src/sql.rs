@@ -203,7 +203,7 @@ pub(crate) const WORKFLOW_START: &str = include_str!("sql/workflow/workflow_star
 /// Whether run $1 was started with an input other than $2: asked when an idempotency key found …
 pub(crate) const WORKFLOW_INPUT_DIFFERS: &str =
     include_str!("sql/workflow/workflow_input_differs.sql");
-/// The compiled definition run $1 was started with (to start a new run of it).
+/// The compiled definition run $1 was started with, and its group (to start a new run of it).
 pub(crate) const WORKFLOW_DEFINITION: &str = include_str!("sql/workflow/workflow_definition.sql");
 /// One run: what `remuda workflow status` shows besides its nodes.
 pub(crate) const WORKFLOW_GET: &str = include_str!("sql/workflow/workflow_get.sql");

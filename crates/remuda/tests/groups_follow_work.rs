@@ -1,7 +1,7 @@
 //! A tenant's fair-share group follows its work: a task is told its job's group, and the
 //! jobs it enqueues and the workflows it starts without a group of their own take it; a
 //! workflow run's node jobs (map elements and sub-workflows too) take the run's group; a
-//! schedule's fired jobs take the schedule's.
+//! schedule's fired jobs take the schedule's; a run started again keeps its group.
 
 mod common;
 
@@ -287,4 +287,30 @@ async fn the_sql_start_takes_a_group_and_refuses_a_bad_one() {
     .err()
     .expect("an empty group");
     assert!(refused.to_string().contains("group"), "{refused}");
+    for refused in [
+        scope(
+            Some("a\nb".into()),
+            client.insert(NewJob::new("leaf", &json!({})).expect("job")),
+        )
+        .await
+        .err(),
+        scope(
+            Some("a\nb".into()),
+            client.insert_bulk(&[NewJob::new("leaf", &json!({})).expect("job")]),
+        )
+        .await
+        .err(),
+    ] {
+        let refused = refused.expect("a current group with a newline");
+        assert!(
+            refused.to_string().contains("control character"),
+            "{refused}"
+        );
+    }
+    // started again (the dashboard's "run again"), a run works for the same group
+    let again = client
+        .start_workflow_like(run, &json!(null), None)
+        .await
+        .expect("started again");
+    assert_eq!(run_group(&client, again.id).await.as_deref(), Some("acme"));
 }

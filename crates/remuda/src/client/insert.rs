@@ -319,14 +319,14 @@ impl NewJob {
         self
     }
 
-    /// The trace context it is enqueued with: its own (checked by [`NewJob::check`]), else the
-    /// one current here; an empty `tracestate` is none.
     /// The job's group, else `current` (the group of the task enqueueing it, see
     /// [`crate::group`]).
     pub(crate) fn group_or(&self, current: Option<&str>) -> Option<String> {
         self.group.as_deref().or(current).map(str::to_string)
     }
 
+    /// The trace context it is enqueued with: its own (checked by [`NewJob::check`]), else the
+    /// one current here; an empty `tracestate` is none.
     pub(crate) fn trace_or(
         &self,
         current: Option<&crate::TraceContext>,
@@ -574,6 +574,7 @@ pub(crate) async fn insert_many(
     for job in jobs {
         job.check(max_payload)?;
     }
+    crate::group::check_current()?;
     if jobs.iter().any(|j| j.formation.is_some()) {
         return super::formation::insert_formed(conn, jobs).await;
     }
@@ -715,6 +716,7 @@ pub(crate) async fn insert_bulk(
     for job in jobs {
         job.check(max_payload)?;
     }
+    crate::group::check_current()?;
     // COPY cannot skip duplicates: unique jobs, jobs due later, jobs with notification
     // targets and jobs formed from many enqueues (the COPY's columns are the plain job's) go
     // through INSERT

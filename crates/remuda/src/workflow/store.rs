@@ -176,8 +176,11 @@ impl Client {
             .await?
             .ok_or(Error::WorkflowNotFound(from))?;
         let compiled: Value = row.try_get("definition")?;
+        let group: Option<String> = row.try_get("group_key")?;
         drop(conn);
-        self.start_compiled(&compiled, input, key).await
+        // the new run works for the same tenant, unless a group is current here
+        let group = crate::group::current().or(group);
+        crate::group::scope(group, self.start_compiled(&compiled, input, key)).await
     }
 
     async fn start_compiled(
@@ -189,11 +192,8 @@ impl Client {
         let trace = crate::trace::current();
         let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
         let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
+        crate::group::check_current()?;
         let group = crate::group::current();
-        if let Some(group) = &group {
-            crate::names::check_group(group, crate::client::MAX_UNIQUE_KEY)
-                .map_err(|what| Error::InvalidInput(format!("the workflow's group: {what}")))?;
-        }
         let conn = self.database().conn().await?;
         let row = conn
             .query_one(

@@ -1,2 +1,2 @@
--- The compiled definition run $1 was started with (to start a new run of it).
-SELECT definition FROM remuda.workflows WHERE id = $1
+-- The compiled definition run $1 was started with, and its group (to start a new run of it).
+SELECT definition, group_key FROM remuda.workflows WHERE id = $1
