@@ -16,13 +16,18 @@ const QUEUE: &str = "tenants";
 
 /// A worker config whose one task (`work`, in the fair queue) sleeps 20 ms.
 fn config(dir: &TempDir, concurrency: u32) -> std::path::PathBuf {
+    config_polling(dir, concurrency, "100ms")
+}
+
+/// The same with a poll interval of `poll`.
+fn config_polling(dir: &TempDir, concurrency: u32, poll: &str) -> std::path::PathBuf {
     dir.write(
         "remuda.toml",
         &format!(
             r#"
 [worker]
 concurrency = {concurrency}
-poll_interval = "100ms"
+poll_interval = "{poll}"
 maintenance_interval = "250ms"
 shutdown_timeout = "5s"
 
@@ -367,4 +372,93 @@ async fn groups_refuse_what_would_break_their_list_and_the_list_says_what_it_sho
         stderr(&out)
     );
     assert!(stdout(&out).contains("~starts/min"), "{}", stdout(&out));
+}
+
+/// The noisy neighbour a SaaS operator meets: one tenant's 30 000-job backlog, the jobs
+/// without a group with a backlog of their own beside it, and two small tenants enqueuing a
+/// job every 100 ms each, on two worker processes with the default poll interval. The small
+/// tenants' jobs start at once, and the jobs without a group take half of what the small
+/// tenants leave (they are one group of weight 1, as the noisy tenant is).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_without_a_group() {
+    let db = migrated().await;
+    cli_ok(&db, &["queue", "set", QUEUE, "--fairness", "group"]).await;
+    let client = db.client().await.expect("client");
+    client
+        .insert_bulk(&jobs("noisy", 30_000, None))
+        .await
+        .expect("the noisy tenant's backlog");
+    let ungrouped: Vec<NewJob> = (0..5000)
+        .map(|_| NewJob::from_json("work", remuda::Jsonb("{}".into())).queue(QUEUE))
+        .collect();
+    client
+        .insert_bulk(&ungrouped)
+        .await
+        .expect("the jobs without a group");
+
+    let dir = TempDir::new();
+    // (the default poll interval: a claim that looks through the whole queue once a second)
+    let config = config_polling(&dir, 10, "1s");
+    let workers: Vec<WorkerProcess> = (0..2).map(|_| WorkerProcess::start(&db, &config)).collect();
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    for _ in 0..40 {
+        ticker.tick().await;
+        let mut small = jobs("b", 1, None);
+        small.extend(jobs("c", 1, None));
+        client
+            .insert_many(&small)
+            .await
+            .expect("a small tenant's job");
+    }
+    common::until(
+        "every small tenant's job started",
+        Duration::from_secs(30),
+        async || {
+            common::count(
+                &client,
+                "SELECT count(*) FROM remuda.jobs WHERE group_key IN ('b', 'c') AND started_at IS NULL",
+            )
+            .await
+                == 0
+        },
+    )
+    .await;
+    for w in workers {
+        assert!(w.stop().await.success());
+    }
+
+    let conn = client.database().conn().await.expect("conn");
+    let mut waits: Vec<f64> = conn
+        .query(
+            "SELECT extract(epoch FROM started_at - created_at)::float8 * 1000 FROM remuda.jobs
+             WHERE group_key IN ('b', 'c')",
+            &[],
+        )
+        .await
+        .expect("waits")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    waits.sort_by(f64::total_cmp);
+    assert_eq!(waits.len(), 80);
+    assert!(
+        waits[0] >= 0.0,
+        "a job started before it was created: {waits:?}"
+    );
+    let p99 = waits[waits.len() * 99 / 100 - 1];
+    assert!(
+        p99 <= 1000.0,
+        "the small tenants' p99 wait {p99:.0} ms: {waits:?}"
+    );
+
+    // the noisy tenant and the jobs without a group shared the rest one for one
+    let order = starts(&db).await;
+    let noisy = order.iter().filter(|g| *g == "noisy").count();
+    let none = order.iter().filter(|g| g.is_empty()).count();
+    assert!(noisy + none >= 100, "only {} starts", noisy + none);
+    let half = (noisy + none) as f64 / 2.0;
+    assert!(
+        (none as f64 - half).abs() <= half * 0.15,
+        "the jobs without a group started {none}, the noisy tenant {noisy}"
+    );
 }

@@ -181,6 +181,10 @@ pub(crate) const THROTTLES_PRUNE: &str = include_str!("sql/queues/throttles_prun
 pub(crate) const GROUPS_PRUNE: &str = include_str!("sql/queues/groups_prune.sql");
 /// Set the weight of group $2 of queue $1 to $3 (the group '' is the jobs without a group). Its …
 pub(crate) const GROUP_WEIGHT: &str = include_str!("sql/queues/group_weight.sql");
+/// The waiting jobs of group $2 of queue $1 (the group '' is the jobs without a group) spaced …
+pub(crate) const GROUP_RETAG: &str = include_str!("sql/queues/group_retag.sql");
+/// The start tags of queue $1's waiting jobs made to agree with its fair share: with fairness …
+pub(crate) const FAIR_TAG_QUEUE: &str = include_str!("sql/queues/fair_tag_queue.sql");
 /// The groups of queue $1 that have a weight set, jobs waiting or running, or starts in the last …
 pub(crate) const QUEUE_GROUPS: &str = include_str!("sql/queues/queue_groups.sql");
 /// Record the latest runs of the duties $1 (started $2, lasting $3 ms, ok $4, what they did …
@@ -401,6 +405,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("throttles_prune", THROTTLES_PRUNE),
     ("groups_prune", GROUPS_PRUNE),
     ("group_weight", GROUP_WEIGHT),
+    ("group_retag", GROUP_RETAG),
+    ("fair_tag_queue", FAIR_TAG_QUEUE),
     ("queue_groups", QUEUE_GROUPS),
     ("maintenance_record", MAINTENANCE_RECORD),
     ("maintenance_status", MAINTENANCE_STATUS),

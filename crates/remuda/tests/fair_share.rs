@@ -1,6 +1,6 @@
 //! Weighted fair share between the groups of a queue (`fairness = group`), within one worker
-//! process: priority first within a group and never across groups, groups nobody here can
-//! run hold back no one, caps and weights hold together, and every way in
+//! process: priority first, then the groups share each priority's starts; the jobs without a
+//! group get their share behind any backlog; groups nobody here can run hold back no one, caps and weights hold together, and every way in
 //! (one, many, COPY, unique, formed, SQL) keeps the job's group.
 
 mod common;
@@ -115,12 +115,16 @@ async fn wait_completed(client: &Client, n: usize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn priority_comes_first_within_a_group_and_never_across_groups() {
+async fn priority_comes_first_and_the_groups_share_each_priority() {
     let (_db, client) = setup().await;
     fair_queue(&client, QueueChange::default()).await;
-    // `a` has low-priority jobs first in line and urgent ones behind; `b` only urgent ones
-    let mut jobs = ticks(Some("a"), 6, 5);
-    jobs.extend(ticks(Some("a"), 6, 0));
+    // `a` has low-priority jobs first in line, enqueued on their own, and urgent ones behind;
+    // `b` only urgent ones
+    client
+        .insert_many(&ticks(Some("a"), 6, 5))
+        .await
+        .expect("enqueue");
+    let mut jobs = ticks(Some("a"), 6, 0);
     jobs.extend(ticks(Some("b"), 12, 0));
     client.insert_many(&jobs).await.expect("enqueue");
     let running = worker(&client, 1);
@@ -128,19 +132,58 @@ async fn priority_comes_first_within_a_group_and_never_across_groups() {
     running.shutdown().await;
 
     let order = started(&client).await;
-    // one start each in turn: b's better priority buys it no more than its weight
-    for (n, pair) in order.chunks_exact(2).enumerate() {
+    // the urgent jobs first, a's and b's one start each in turn while both have some
+    for (n, pair) in order[..12].chunks_exact(2).enumerate() {
         let mut groups: Vec<&str> = pair.iter().map(|(g, _)| g.as_str()).collect();
         groups.sort_unstable();
         assert_eq!(groups, ["a", "b"], "pair {n} of {order:?}");
+        assert!(pair.iter().all(|(_, p)| *p == 0), "pair {n} of {order:?}");
     }
-    // and a's urgent jobs before its others
-    let a: Vec<i32> = order
-        .iter()
-        .filter(|(g, _)| g == "a")
-        .map(|(_, p)| *p)
-        .collect();
-    assert_eq!(a, [0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 5, 5]);
+    // then b's other urgent jobs, and a's others last
+    let rest: Vec<(&str, i32)> = order[12..].iter().map(|(g, p)| (g.as_str(), *p)).collect();
+    assert_eq!(
+        rest,
+        [[("b", 0); 6].as_slice(), [("a", 5); 6].as_slice()].concat(),
+        "{order:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_without_a_group_get_their_share_behind_a_grouped_backlog() {
+    let (_db, client) = setup().await;
+    fair_queue(&client, QueueChange::default()).await;
+    // a tenant's backlog well past the first thousand waiting jobs, then a small tenant and
+    // jobs without a group, enqueued after it
+    client
+        .insert_many(&ticks(Some("big"), 3000, 0))
+        .await
+        .expect("backlog");
+    let mut jobs = ticks(Some("small"), 150, 0);
+    jobs.extend(ticks(None, 150, 0));
+    client.insert_many(&jobs).await.expect("enqueue");
+    // (a long poll interval: a claim that looks through the whole queue is rare)
+    let running = start(
+        Worker::new(client.clone())
+            .config(WorkerConfig {
+                concurrency: 10,
+                queues: vec!["fair".into()],
+                poll_interval: Duration::from_secs(30),
+                ..fast_config()
+            })
+            .register(Tick),
+    );
+    wait_completed(&client, 600).await;
+    running.shutdown().await;
+
+    // the three share the first 300 starts a third each
+    let order = started_groups(&client).await;
+    for group in ["big", "small", ""] {
+        let n = order[..300].iter().filter(|g| *g == group).count();
+        assert!(
+            (85..=115).contains(&n),
+            "group {group:?}: {n} of the first 300 starts"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -370,4 +413,90 @@ async fn a_key_at_its_limit_holds_back_only_its_own_jobs_not_its_groups_others()
         .collect();
     let others = keys.iter().filter(|k| k.starts_with('b')).count();
     assert!(others >= 8, "the other keys start beside `a`: {keys:?}");
+}
+
+/// The start tags of `group`'s waiting jobs in fair queue `fair`, in id order.
+async fn tags(client: &Client, group: &str) -> Vec<f64> {
+    client
+        .database()
+        .conn()
+        .await
+        .expect("conn")
+        .query(
+            "SELECT fair_tag FROM remuda.jobs WHERE queue = 'fair' AND group_key = $1 ORDER BY id",
+            &[&group],
+        )
+        .await
+        .expect("tags")
+        .iter()
+        .map(|r| r.get(0))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_enqueues_of_one_group_at_once_take_its_turns_one_after_the_other() {
+    let (_db, client) = setup().await;
+    fair_queue(&client, QueueChange::default()).await;
+    let insert =
+        "INSERT INTO remuda.jobs (kind, queue, group_key, args) VALUES ('tick', 'fair', 'g', '1')";
+    let mut first = client.database().conn().await.expect("conn");
+    let mut second = client.database().conn().await.expect("conn");
+    let watcher = client.database().conn().await.expect("conn");
+    let one = first.transaction().await.expect("begin");
+    one.execute(insert, &[]).await.expect("first enqueue");
+    // the second enqueue of the group, while the first is not committed, waits for it
+    let waiting = tokio::spawn(async move {
+        let two = second.transaction().await.expect("begin");
+        two.execute(insert, &[]).await.expect("second enqueue");
+        two.commit().await.expect("commit");
+    });
+    let started = Instant::now();
+    loop {
+        let blocked: i64 = watcher
+            .query_one(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+                &[],
+            )
+            .await
+            .expect("locks")
+            .get(0);
+        if blocked == 1 {
+            break;
+        }
+        assert!(
+            !waiting.is_finished(),
+            "the second enqueue did not wait for the first"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never saw the second enqueue wait"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    one.commit().await.expect("commit");
+    waiting.await.expect("second");
+    // two turns, one after the other, not one turn shared
+    assert_eq!(tags(&client, "g").await, [0.0, 1.0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_formed_job_given_a_group_takes_its_turn_in_that_group() {
+    let (_db, client) = setup().await;
+    fair_queue(&client, QueueChange::default()).await;
+    client
+        .insert_many(&ticks(Some("g"), 3, 0))
+        .await
+        .expect("backlog");
+    // a throttled job due at once, given its group by the enqueue that formed it
+    client
+        .insert(
+            NewJob::for_task::<Tick>(&1)
+                .expect("job")
+                .group("g")
+                .unique_key("t")
+                .throttle(Duration::from_secs(60), false),
+        )
+        .await
+        .expect("throttled");
+    assert_eq!(tags(&client, "g").await, [0.0, 1.0, 2.0, 3.0]);
 }

@@ -99,8 +99,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          DROP FUNCTION remuda.steps_forget() CASCADE;
          DROP TABLE remuda.throttles;
          ALTER TABLE remuda.jobs DROP COLUMN formed;
-         DROP TABLE remuda.queue_groups;
-         ALTER TABLE remuda.jobs DROP COLUMN group_key;
+         DROP TABLE remuda.queue_groups, remuda.fair_clocks;
+         ALTER TABLE remuda.jobs DROP COLUMN group_key, DROP COLUMN fair_tag;
          ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock;
          ALTER TABLE remuda.jobs DROP COLUMN traceparent, DROP COLUMN tracestate;
          ALTER TABLE remuda.workflows DROP COLUMN traceparent, DROP COLUMN tracestate;
@@ -123,7 +123,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0025_fair_share_index",
             "0026_finished_storage",
             "0027_live_fillfactor",
-            "0028_run_and_schedule_groups"
+            "0028_run_and_schedule_groups",
+            "0029_fair_tags"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

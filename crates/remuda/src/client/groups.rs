@@ -57,9 +57,18 @@ impl Client {
                 "a weight is a number from {MIN_WEIGHT} to {MAX_WEIGHT} (relative to the other groups' weights), not {weight}"
             )));
         }
-        let conn = self.database().conn().await?;
-        conn.execute(sql::GROUP_WEIGHT, &[&queue, &group.unwrap_or(""), &weight])
+        let mut conn = self.database().conn().await?;
+        let tx = conn.transaction().await?;
+        let name = group.unwrap_or("");
+        // under the claims' lock of the queue, taken first as a claim takes it: a claim locks
+        // the group's jobs and then its row, this the row and then the jobs
+        tx.query(sql::CLAIM_LOCK, &[&queue]).await?;
+        tx.execute(sql::GROUP_WEIGHT, &[&queue, &name, &weight])
             .await?;
+        // its backlog spaced by the new weight: the weight counts from its next start
+        tx.execute(sql::GROUP_RETAG, &[&queue, &name, &weight])
+            .await?;
+        tx.commit().await?;
         let groups = self.queue_groups(queue).await?;
         Ok(groups
             .into_iter()

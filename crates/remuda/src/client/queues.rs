@@ -317,9 +317,16 @@ impl Client {
             return Err(Error::InvalidInput("the queue name is empty".into()));
         }
         change.validate()?;
-        let conn = self.database().conn().await?;
+        let mut conn = self.database().conn().await?;
+        // (one transaction: the workers hear of a change of fair share once its jobs' start
+        // tags agree with it)
+        let tx = conn.transaction().await?;
+        if change.fairness.is_some() {
+            // under the claims' lock of the queue, as the tags change under their walk
+            tx.query(sql::CLAIM_LOCK, &[&queue]).await?;
+        }
         let rate = change.rate.flatten();
-        let row = conn
+        let row = tx
             .query_one(
                 sql::QUEUE_SET,
                 &[
@@ -352,6 +359,10 @@ impl Client {
                 ],
             )
             .await?;
+        if change.fairness.is_some() {
+            tx.execute(sql::FAIR_TAG_QUEUE, &[&queue]).await?;
+        }
+        tx.commit().await?;
         QueueSettings::from_row(&row)
     }
 

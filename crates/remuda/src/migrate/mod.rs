@@ -205,10 +205,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Transaction,
         sql: include_str!("0028_run_and_schedule_groups.sql"),
     },
+    Migration {
+        version: 29,
+        name: "fair_tags",
+        mode: Mode::Outside,
+        sql: include_str!("0029_fair_tags.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 28;
+pub const LATEST: i32 = 29;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

@@ -61,6 +61,11 @@ pub(crate) async fn claim_limited(
     let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
     let rows = match &keyed {
         Some((cursor, deep)) => {
+            if *deep {
+                // jobs waiting without a fair-share tag are tagged first (a no-op unless
+                // the queue has fair share), so the claim's walk finds them
+                tx.execute(sql::FAIR_TAG_QUEUE, &[&queue]).await?;
+            }
             tx.query(sql::CLAIM_LIMITED, &[&params[..], &[cursor, deep]].concat())
                 .await?
         }

@@ -47,6 +47,11 @@ BEGIN
             USING ERRCODE = 'invalid_parameter_value', HINT = 'use another batch key';
     END IF;
     IF was_joined AND now_available THEN
+        -- (a job of a queue with fair share waits with its start tag, once the function is
+        -- there: an upgrade applies this one before the migration it needs)
+        IF to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+            PERFORM remuda.fair_tag_jobs(ARRAY[new_id]);
+        END IF;
         PERFORM pg_notify('remuda_insert', enqueue_batched.queue);
     END IF;
     RETURN QUERY SELECT new_id, was_joined, false;

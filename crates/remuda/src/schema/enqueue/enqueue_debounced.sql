@@ -45,11 +45,18 @@ BEGIN
             state = CASE WHEN LEAST(due, j.created_at + enqueue_debounced.debounce_max)
                               > clock_timestamp()
                          THEN 'scheduled'::remuda.job_state ELSE 'available'::remuda.job_state END,
-            formed = jsonb_build_object('debounced', (j.formed ->> 'debounced')::bigint + 1)
+            formed = jsonb_build_object('debounced', (j.formed ->> 'debounced')::bigint + 1),
+            -- (a job postponed waits for no turn; one due at once takes a new one, below)
+            fair_tag = NULL
         WHERE j.formed ? 'debounced'
         RETURNING j.id, j.xmax::text <> '0', j.state = 'available' INTO new_id, was_joined, now_available;
         IF new_id IS NOT NULL THEN
             IF was_joined AND now_available THEN
+                -- (a job of a queue with fair share waits with its start tag, once the function is
+                -- there: an upgrade applies this one before the migration it needs)
+                IF to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+                    PERFORM remuda.fair_tag_jobs(ARRAY[new_id]);
+                END IF;
                 PERFORM pg_notify('remuda_insert', enqueue_debounced.queue);
             END IF;
             RETURN QUERY SELECT new_id, was_joined, false;

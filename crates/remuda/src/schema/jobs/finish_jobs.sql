@@ -31,12 +31,13 @@ BEGIN
         DELETE FROM remuda.jobs_live j WHERE j.id = ANY(f_ids)
         RETURNING j.*
     ), written AS (
+        -- (a finished job waits for no turn: its fair-share tag, if any, goes)
         INSERT INTO remuda.jobs_finished (
             id, state, queue, kind, priority, attempt, max_attempts, run_at, created_at, started_at,
             finished_at, expires_at, timeout_ms, worker_id, awaited, args, result, errors, lost_streak,
             unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
             flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
-            tracestate)
+            tracestate, fair_tag)
         SELECT m.id, u.state, m.queue, m.kind, m.priority, m.attempt, m.max_attempts, m.run_at,
                m.created_at, COALESCE(u.token, m.started_at), now(), m.expires_at, m.timeout_ms,
                COALESCE(u.worker, m.worker_id), m.awaited, m.args, u.result,
@@ -44,7 +45,7 @@ BEGIN
                COALESCE(u.lost_streak, m.lost_streak), m.unique_key, m.unique_states,
                m.concurrency_key, m.counted, m.target_worker, m.requires, m.unique_queue, m.flags,
                m.schedule, m.fire_at, m.workflow_id, m.workflow - 'held_run_at', m.notify, m.formed,
-               m.group_key, m.traceparent, m.tracestate
+               m.group_key, m.traceparent, m.tracestate, NULL
         FROM moved m
         JOIN unnest(f_ids, f_states, f_results, f_errors, f_lost_streaks, f_workers, f_tokens)
             AS u(id, state, result, error, lost_streak, worker, token) ON u.id = m.id

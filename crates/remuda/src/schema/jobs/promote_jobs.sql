@@ -6,14 +6,28 @@
 -- that was cancelled meanwhile, changes nothing. Found by primary key, never by a scan of
 -- the table, whatever the statistics said when the plan was made; the state compared as
 -- text, so that the scheduled jobs' partial index (every due job) is never walked instead.
+-- The jobs of queues with fair share wait with their start tags (remuda.fair_tag_jobs).
 CREATE OR REPLACE FUNCTION remuda.promote_jobs(ids bigint[]) RETURNS bigint
-LANGUAGE sql SET enable_seqscan = off AS $$
-    WITH promoted AS (
-        UPDATE remuda.jobs_live SET state = 'available'
+LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE
+    promoted bigint[];
+    queues text[];
+BEGIN
+    WITH p AS (
+        -- (a tag a job kept while it was scheduled, as a postponed debounce keeps one, is
+        -- stale: given again below)
+        UPDATE remuda.jobs_live SET state = 'available', fair_tag = NULL
         WHERE id = ANY(ids) AND state::text = 'scheduled' AND run_at <= now()
-        RETURNING queue
-    ), woken AS (
-        SELECT pg_notify('remuda_insert', q.queue) FROM (SELECT DISTINCT queue FROM promoted) q
+        RETURNING id, queue
     )
-    SELECT count(*) + 0 * (SELECT count(*) FROM woken) FROM promoted
+    SELECT array_agg(p.id), array_agg(DISTINCT p.queue) INTO promoted, queues FROM p;
+    IF promoted IS NULL THEN
+        RETURN 0;
+    END IF;
+    IF EXISTS (SELECT 1 FROM remuda.queues q WHERE q.fairness = 'group' AND q.name = ANY(queues)) THEN
+        PERFORM remuda.fair_tag_jobs(promoted);
+    END IF;
+    PERFORM pg_notify('remuda_insert', q) FROM unnest(queues) AS q;
+    RETURN cardinality(promoted);
+END
 $$;

@@ -53,7 +53,8 @@ BEGIN
     ), moved AS (
         -- a finished job moves back to the live part (never an UPDATE across the parts; see
         -- remuda.finish_jobs); the key it held past its end is held by the live job again (the
-        -- finished part's trigger frees it)
+        -- finished part's trigger frees it); its fair-share tag is given as it comes to wait
+        -- (remuda.transitioned)
         DELETE FROM remuda.jobs_finished j USING target t
         WHERE j.id = t.id AND t.state <> 'scheduled'
         RETURNING j.*
@@ -63,7 +64,7 @@ BEGIN
             finished_at, expires_at, timeout_ms, worker_id, awaited, args, result, errors, lost_streak,
             unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
             flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
-            tracestate)
+            tracestate, fair_tag)
         SELECT m.id, 'available', m.queue, m.kind, m.priority, m.attempt,
                CASE WHEN attempts_anew THEN m.attempt + COALESCE(m.max_attempts, 1)
                     WHEN m.max_attempts IS NULL THEN NULL
@@ -73,7 +74,7 @@ BEGIN
                m.unique_states, m.concurrency_key, m.counted, m.target_worker, m.requires,
                m.unique_queue, m.flags, m.schedule, m.fire_at, m.workflow_id,
                m.workflow - 'held_run_at', m.notify, m.formed, m.group_key, m.traceparent,
-               m.tracestate
+               m.tracestate, NULL
         FROM moved m
         RETURNING remuda.jobs_live.id, remuda.jobs_live.queue, remuda.jobs_live.kind,
                   remuda.jobs_live.flags, remuda.jobs_live.counted, remuda.jobs_live.attempt

@@ -11,7 +11,8 @@
 -- from many enqueues (debounced, throttled, batched) holds its key only until it starts: a
 -- retry or release of it never meets the next job of its key. With `count_them` (a claim
 -- under a cap or a rate), the jobs are flagged `counted`, which is how the counts of running
--- jobs find them.
+-- jobs find them. A job's fair-share tag is cleared (a retry or release of it waits with a
+-- new one: remuda.fair_tag_jobs).
 -- The claim's time is when the claim's statement began (`statement_timestamp()`), never the
 -- transaction's start (`now()`): a limited claim's transaction first waits for its queue's
 -- lock (claim_lock.sql), and jobs enqueued during that wait were stamped as started before
@@ -42,6 +43,7 @@ BEGIN
         started_at = statement_timestamp(),
         unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
         counted = j.counted OR count_them,
+        fair_tag = NULL,
         max_attempts = COALESCE(j.max_attempts, defaults[array_position(kinds, j.kind)])
     WHERE j.ctid = ANY(places)
     RETURNING j.id, j.ctid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at,

@@ -1,5 +1,6 @@
 -- The seam: what follows the state changes of `changed`, written in their transaction.
 -- * waiters of awaited jobs that reached a final state hear `remuda_done` (the job id);
+-- * jobs that became available in a queue with fair share are given their start tags;
 -- * workers hear `remuda_insert` (the queue) for jobs that became available, and for
 --   counted jobs that stopped running (room freed in a limited queue);
 -- * each registered hook runs with the rows. A hook that fails for a reason that is not a
@@ -17,10 +18,21 @@ DECLARE
     one remuda.transition;
     err_state text;
     err_message text;
+    waiting bigint[];
 BEGIN
     PERFORM pg_notify('remuda_done', c.id::text)
     FROM unnest(changed) c
     WHERE c.flags & 1 <> 0 AND remuda.is_final(c.new_state);
+    -- jobs waiting again (a retry, a release, a revive, a paused run's release) in a queue with
+    -- fair share wait with new start tags: a tag kept while a job was held is stale (once the
+    -- function is there: an upgrade applies this one before the migration it needs)
+    IF EXISTS (SELECT 1 FROM unnest(changed) c JOIN remuda.queues q ON q.name = c.queue
+               WHERE c.new_state = 'available' AND q.fairness = 'group')
+       AND to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+        waiting := ARRAY(SELECT c.id FROM unnest(changed) c WHERE c.new_state = 'available');
+        UPDATE remuda.jobs_live j SET fair_tag = NULL WHERE j.id = ANY(waiting) AND j.fair_tag IS NOT NULL;
+        PERFORM remuda.fair_tag_jobs(waiting);
+    END IF;
     PERFORM pg_notify('remuda_insert', w.queue)
     FROM (SELECT DISTINCT c.queue FROM unnest(changed) c
           WHERE c.new_state = 'available' OR (c.counted AND c.old_state = 'running')) w;

@@ -29,6 +29,7 @@ SET state = 'running',
     worker_id = $5,
     started_at = statement_timestamp(),
     unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
+    fair_tag = NULL,
     max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
 WHERE j.ctid = ANY(ARRAY(
     SELECT ctid

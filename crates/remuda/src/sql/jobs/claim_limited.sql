@@ -10,17 +10,19 @@
 -- Jobs without a key in a key-limited queue are not limited by key; they are found among the
 -- first 1 000 waiting jobs of the queue.
 -- With fair share (fairness 'group') the groups take the place of the keys' turns: start-time
--- fair queueing. Every group with jobs waiting has a start tag, the later of its stored
--- virtual time and the queue's clock (a group back from idle starts from the clock); its k-th
--- next job's tag is that plus (k - 1) / weight, priority first within the group, and the claim
--- takes the jobs with the least tags. Each start adds 1 / weight to its group's virtual time
--- and the clock moves to the last tag taken, in remuda.queue_groups and remuda.queues, in this
--- statement, so every worker's claims share one schedule. Key limits, caps and rates hold as
--- without it. The jobs without a group are the group '', found as the jobs without a key are.
+-- fair queueing. Every job of the queue waits with its start tag, given as it became
+-- available (remuda.fair_tag_jobs: its group's turn, 1 / weight after the group's last, and
+-- not before its priority's clock), the jobs without a group as the group ''; the claim
+-- walks the tags in order, priority first (jobs_fair_idx), as the plain claim walks its
+-- index. Each priority's clock moves to the last tag it started, and each group's virtual
+-- time to the tag after its last start, in remuda.fair_clocks and remuda.queue_groups, in
+-- this statement. Key limits, caps and
+-- rates hold as without it. A job that waits without a tag (fair share turned on, or a way
+-- to wait that gives none) is tagged before a deep claim (fair_tag_queue.sql).
 WITH RECURSIVE cfg AS (
     SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, coalesce(q.rate_per, 'queue') AS rate_per,
            c.max_running AS cluster_max, coalesce(q.paused, false) AS paused,
-           coalesce(q.fairness = 'group', false) AS fair, coalesce(q.fair_clock, 0) AS clock
+           coalesce(q.fairness = 'group', false) AS fair
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), counts AS (
     SELECT (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
@@ -38,7 +40,7 @@ WITH RECURSIVE cfg AS (
                              coalesce(cfg.max_running - counts.in_queue, $4::bigint),
                              coalesce(cfg.cluster_max - counts.in_cluster, $4::bigint),
                              coalesce(floor(bucket.tokens)::bigint, $4::bigint))) END AS n,
-           cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms, cfg.fair, cfg.clock
+           cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms, cfg.fair
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
     SELECT (SELECT min(a.concurrency_key) FROM remuda.jobs_live a
@@ -122,15 +124,6 @@ WITH RECURSIVE cfg AS (
       AND j.state = 'available'
       AND NOT (SELECT fair FROM quota)
     FOR UPDATE OF j SKIP LOCKED
-), fair_groups(name) AS (
-    -- fair share: the groups with jobs waiting, one index descent each
-    SELECT (SELECT min(a.group_key) FROM remuda.jobs_live a
-            WHERE a.state = 'available' AND a.queue = $1 AND a.group_key IS NOT NULL)
-    WHERE (SELECT fair AND n > 0 FROM quota)
-    UNION ALL
-    SELECT (SELECT min(a.group_key) FROM remuda.jobs_live a
-            WHERE a.state = 'available' AND a.queue = $1 AND a.group_key > g.name)
-    FROM fair_groups g WHERE g.name IS NOT NULL
 ), fair_full_keys(keys) AS (
     -- with a key limit, the queue's keys at their limit (from the running jobs): a group's
     -- jobs of those keys are passed over, so that its jobs of other keys start
@@ -140,75 +133,28 @@ WITH RECURSIVE cfg AS (
                    AND (SELECT fair AND key_limit IS NOT NULL FROM quota)
                  GROUP BY r.concurrency_key
                  HAVING count(*) >= (SELECT key_limit FROM quota))
-), ungrouped AS (
-    -- the jobs without a group that this worker may run, among the first 1 000 waiting jobs
-    -- of the queue (the whole queue in a deep claim), as `unkeyed` looks for them
-    SELECT h.id, h.priority, h.run_at FROM (
-        SELECT w.id, w.priority, w.run_at, w.group_key FROM remuda.jobs_live w
-        WHERE w.state = 'available' AND w.queue = $1
-          AND w.kind = ANY($2::text[])
-          AND (w.target_worker IS NULL OR w.target_worker = $6)
-          AND (w.requires IS NULL OR w.requires <@ $7::text[])
-          AND (w.expires_at IS NULL OR w.expires_at > statement_timestamp() OR w.started_at IS NOT NULL)
-          AND (w.concurrency_key IS NULL OR w.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
-          AND (SELECT fair AND n > 0 FROM quota)
-        ORDER BY w.priority, w.run_at, w.id
-        LIMIT CASE WHEN $9::boolean THEN NULL ELSE 1000 END) h
-    WHERE h.group_key IS NULL
-    ORDER BY h.priority, h.run_at, h.id
-    LIMIT (SELECT n FROM quota)
-), fair_state AS (
-    -- each group's start tag and weight (a group never seen has weight 1)
-    SELECT g.name, coalesce(s.weight, 1) AS weight,
-           greatest(coalesce(s.vtime, 0), (SELECT clock FROM quota)) AS start
-    FROM (SELECT name FROM fair_groups WHERE name IS NOT NULL
-          UNION ALL
-          SELECT '' WHERE EXISTS (SELECT 1 FROM ungrouped)) g
-    LEFT JOIN remuda.queue_groups s ON s.queue = $1 AND s.name = g.name
-), fair_take AS (
-    -- how many jobs each group may start in this claim at most: those with a tag below the
-    -- bound by which the groups together have n tags (the later of the last group's start
-    -- and (n + Σ start × weight) / Σ weight): about n in all, each group its share. And one
-    -- at least: a group whose jobs this worker may not run (routing, kinds) would otherwise
-    -- hold the others' bound back for ever, never taking a start it is counted for
-    SELECT f.name, f.weight, f.start,
-           least((SELECT n FROM quota), greatest(1, ceil((b.tag - f.start) * f.weight - 1e-9)::bigint)) AS take
-    FROM fair_state f,
-         (SELECT greatest(max(start), ((SELECT n FROM quota) + sum(start * weight)) / sum(weight)) AS tag
-          FROM fair_state) b
-), fair_ungrouped AS (
-    -- the next jobs of the group '' (no group)
-    SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at, ''::text AS fgroup FROM remuda.jobs_live j
-    WHERE j.id = ANY(ARRAY(
-        SELECT u.id FROM ungrouped u ORDER BY u.priority, u.run_at, u.id
-        LIMIT (SELECT t.take * CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN 1 ELSE 2 END
-               FROM fair_take t WHERE t.name = '')))
-      AND j.state = 'available'
+), fair_walk AS (
+    -- fair share: the waiting jobs in the order of their start tags (priority first), walked
+    -- in jobs_fair_idx as the plain claim walks the queue's index; twice as many with a key
+    -- limit (some keys may be full), and further with a rate per kind or key (the first
+    -- jobs' kinds or keys may have no tokens left), as `unkeyed` looks
+    SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at, coalesce(j.group_key, '') AS fgroup,
+           j.fair_tag AS tag
+    FROM remuda.jobs_live j
+    WHERE (SELECT fair AND n > 0 FROM quota)
+      AND j.state = 'available' AND j.queue = $1 AND j.fair_tag IS NOT NULL
+      AND (j.concurrency_key IS NULL OR j.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
+      AND j.kind = ANY($2::text[])
+      AND (j.target_worker IS NULL OR j.target_worker = $6)
+      AND (j.requires IS NULL OR j.requires <@ $7::text[])
+      AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp() OR j.started_at IS NOT NULL)
+    ORDER BY j.priority, j.fair_tag, j.id
+    LIMIT (SELECT CASE WHEN rate_limit IS NOT NULL AND rate_per <> 'queue' THEN n + 1000
+                       WHEN key_limit IS NOT NULL THEN 2 * n ELSE n END FROM quota)
     FOR UPDATE OF j SKIP LOCKED
-), fair_fetched AS (
-    -- each group's next jobs, priority first (twice as many with a key limit: some keys may
-    -- be full)
-    SELECT c.id, c.kind, c.concurrency_key, c.priority, c.run_at, t.name AS fgroup
-    FROM fair_take t
-    CROSS JOIN LATERAL (
-        SELECT j.id, j.kind, j.concurrency_key, j.priority, j.run_at FROM remuda.jobs_live j
-        WHERE j.state = 'available' AND j.queue = $1 AND j.group_key = t.name
-          AND (j.concurrency_key IS NULL OR j.concurrency_key <> ALL ((SELECT keys FROM fair_full_keys)::text[]))
-          AND j.kind = ANY($2::text[])
-          AND (j.target_worker IS NULL OR j.target_worker = $6)
-          AND (j.requires IS NULL OR j.requires <@ $7::text[])
-          AND (j.expires_at IS NULL OR j.expires_at > statement_timestamp() OR j.started_at IS NOT NULL)
-        ORDER BY j.priority, j.run_at, j.id
-        LIMIT t.take * CASE WHEN (SELECT key_limit FROM quota) IS NULL THEN 1 ELSE 2 END
-        FOR UPDATE OF j SKIP LOCKED) c
-    WHERE t.name <> ''
-    UNION ALL
-    SELECT * FROM fair_ungrouped
 ), fair_jobs AS (
-    -- with the tags they would have
-    SELECT f.*, t.start, t.weight,
-           t.start + (row_number() OVER (PARTITION BY f.fgroup ORDER BY f.priority, f.run_at, f.id) - 1) / t.weight AS tag
-    FROM fair_fetched f JOIN fair_take t ON t.name = f.fgroup
+    -- with their places in the walk's order
+    SELECT f.*, row_number() OVER (ORDER BY f.priority, f.tag, f.id) AS place FROM fair_walk f
 ), fair_key_room AS (
     -- with a key limit, the running jobs of the keys among them
     SELECT k.key, (SELECT count(*) FROM remuda.jobs_live r
@@ -217,15 +163,12 @@ WITH RECURSIVE cfg AS (
     FROM (SELECT DISTINCT concurrency_key AS key FROM fair_jobs WHERE concurrency_key IS NOT NULL) k
     WHERE (SELECT key_limit FROM quota) IS NOT NULL
 ), fair_open AS (
-    -- without a key limit, the jobs as fetched
-    SELECT f.id, f.kind, f.concurrency_key, f.priority, f.run_at, f.fgroup, f.tag
+    -- without a key limit, the jobs as walked; with one, those their keys have room for
+    SELECT f.id, f.kind, f.concurrency_key, f.priority, f.run_at, f.fgroup, f.tag, f.place
     FROM fair_jobs f WHERE (SELECT key_limit FROM quota) IS NULL
     UNION ALL
-    -- with one, the jobs their keys have room for, in the order of their tags; then tagged
-    -- again within each group, so a job passed over for its key leaves no gap
-    SELECT o.id, o.kind, o.concurrency_key, o.priority, o.run_at, o.fgroup,
-           o.start + (row_number() OVER (PARTITION BY o.fgroup ORDER BY o.tag, o.id) - 1) / o.weight
-    FROM (SELECT f.*, row_number() OVER (PARTITION BY f.concurrency_key ORDER BY f.tag, f.id)
+    SELECT o.id, o.kind, o.concurrency_key, o.priority, o.run_at, o.fgroup, o.tag, o.place
+    FROM (SELECT f.*, row_number() OVER (PARTITION BY f.concurrency_key ORDER BY f.place)
                         + coalesce(r.running, 0) AS key_round
           FROM fair_jobs f LEFT JOIN fair_key_room r ON r.key = f.concurrency_key
           WHERE (SELECT key_limit FROM quota) IS NOT NULL) o
@@ -237,16 +180,17 @@ WITH RECURSIVE cfg AS (
         -- a key's next job takes the round after its running ones: keys with fewer running
         -- go first, then in turn from the cursor
         SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, (r.round + r.key_running)::float8 AS round,
-               r.turn, NULL::text AS fgroup
+               r.turn, NULL::text AS fgroup, NULL::float8 AS tag
         FROM (SELECT k.id, k.kind, k.concurrency_key, k.priority, k.run_at, k.key_running, k.turn,
                      row_number() OVER (PARTITION BY k.turn ORDER BY k.priority, k.run_at, k.id) AS round
               FROM keyed k) r
         WHERE r.round + r.key_running <= (SELECT key_limit FROM quota)
         UNION ALL
-        SELECT u.id, u.kind, u.concurrency_key, u.priority, u.run_at, 1, 0, NULL FROM unkeyed u
+        SELECT u.id, u.kind, u.concurrency_key, u.priority, u.run_at, 1, 0, NULL, NULL FROM unkeyed u
         UNION ALL
-        -- fair share: the least tags first
-        SELECT f.id, f.kind, f.concurrency_key, f.priority, f.run_at, f.tag, 0, f.fgroup FROM fair_open f) c
+        -- fair share: in the walk's order (priority, then the least tags)
+        SELECT f.id, f.kind, f.concurrency_key, f.priority, f.run_at, f.place, 0, f.fgroup, f.tag
+        FROM fair_open f) c
 ), group_tokens AS (
     -- rate per kind or key: the tokens of each group among the candidates
     SELECT g.grp,
@@ -259,13 +203,13 @@ WITH RECURSIVE cfg AS (
     LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text, g.grp)::text
     WHERE q.rate_limit IS NOT NULL AND q.rate_per <> 'queue'
 ), picked AS (
-    SELECT g.id, g.grp, g.turn, g.fgroup, g.round FROM (
+    SELECT g.id, g.grp, g.turn, g.fgroup, g.round, g.tag, g.priority FROM (
         -- without rates per kind or key, the candidates as they come
         SELECT c.* FROM candidates c
         WHERE (SELECT rate_limit IS NULL OR rate_per = 'queue' FROM quota)
         UNION ALL
         -- with them, as many of each group as its tokens allow
-        SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, r.round, r.turn, r.fgroup, r.grp FROM (
+        SELECT r.id, r.kind, r.concurrency_key, r.priority, r.run_at, r.round, r.turn, r.fgroup, r.tag, r.grp FROM (
             SELECT c.*, row_number() OVER (PARTITION BY c.grp ORDER BY c.round, c.priority, c.run_at, c.id) AS nth
             FROM candidates c WHERE (SELECT rate_limit IS NOT NULL AND rate_per <> 'queue' FROM quota)) r
         LEFT JOIN group_tokens t ON t.grp = r.grp
@@ -290,14 +234,16 @@ WITH RECURSIVE cfg AS (
     FROM group_tokens t WHERE EXISTS (SELECT 1 FROM picked p WHERE p.grp = t.grp)
     ON CONFLICT (scope) DO UPDATE SET tokens = EXCLUDED.tokens, refreshed_at = EXCLUDED.refreshed_at
 ), charged AS (
-    -- fair share: each group's virtual time moves on by its starts over its weight, and its
-    -- starts are counted by the minute (for `remuda queue groups`)
+    -- fair share: each group's virtual time moves on to the tag after the last it started
+    -- (where its next job's tag follows on when it has none waiting), and its starts are
+    -- counted by the minute (for `remuda queue groups`)
     INSERT INTO remuda.queue_groups AS g (queue, name, vtime, starts, window_at, updated_at)
-    SELECT $1, p.fgroup, t.start + count(*) / t.weight, count(*), statement_timestamp(), statement_timestamp()
-    FROM picked p JOIN fair_take t ON t.name = p.fgroup
-    GROUP BY p.fgroup, t.start, t.weight
+    SELECT $1, p.fgroup, max(p.tag) + 1 / coalesce(min(s.weight), 1), count(*), statement_timestamp(), statement_timestamp()
+    FROM picked p LEFT JOIN remuda.queue_groups s ON s.queue = $1 AND s.name = p.fgroup
+    WHERE p.fgroup IS NOT NULL
+    GROUP BY p.fgroup
     ON CONFLICT (queue, name) DO UPDATE
-    SET vtime = EXCLUDED.vtime,
+    SET vtime = greatest(g.vtime, EXCLUDED.vtime),
         starts = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.starts + EXCLUDED.starts
                       ELSE EXCLUDED.starts END,
         starts_before = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.starts_before
@@ -305,9 +251,10 @@ WITH RECURSIVE cfg AS (
         window_at = CASE WHEN g.window_at > statement_timestamp() - interval '1 minute' THEN g.window_at ELSE statement_timestamp() END,
         updated_at = statement_timestamp()
 ), clocked AS (
-    -- and the queue's clock to the last tag started
-    UPDATE remuda.queues q SET fair_clock = greatest(q.fair_clock, (SELECT max(p.round) FROM picked p WHERE p.fgroup IS NOT NULL))
-    WHERE q.name = $1 AND EXISTS (SELECT 1 FROM picked p WHERE p.fgroup IS NOT NULL)
+    -- and each priority's clock to the last tag it started
+    INSERT INTO remuda.fair_clocks AS c (queue, priority, clock)
+    SELECT $1, p.priority, max(p.tag) FROM picked p WHERE p.fgroup IS NOT NULL GROUP BY p.priority
+    ON CONFLICT (queue, priority) DO UPDATE SET clock = greatest(c.clock, EXCLUDED.clock)
 )
 SELECT c.id, c.tid, c.kind, c.attempt, c.max_attempts, c.timeout_ms, c.args, c.started_at, c.flags, c.workflow, c.run_at,
        c.traceparent, c.tracestate, c.group_key, c.concurrency_key, p.turn

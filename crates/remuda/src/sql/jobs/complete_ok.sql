@@ -45,14 +45,14 @@ INSERT INTO remuda.jobs_finished (
     finished_at, expires_at, timeout_ms, worker_id, awaited, args, result, errors, lost_streak,
     unique_key, unique_states, concurrency_key, counted, target_worker, requires, unique_queue,
     flags, schedule, fire_at, workflow_id, workflow, notify, formed, group_key, traceparent,
-    tracestate)
+    tracestate, fair_tag)
 -- worker and claim time unchanged under the guard; written so that verification mode
 -- records whose claim an outcome came from
 SELECT m.id, 'completed', m.queue, m.kind, m.priority, m.attempt, m.max_attempts, m.run_at,
        m.created_at, m.started_at, now(), m.expires_at, m.timeout_ms, $6, m.awaited, m.args,
        m.new_result, m.errors, 0, m.unique_key, m.unique_states, m.concurrency_key, m.counted,
        m.target_worker, m.requires, m.unique_queue, m.flags, m.schedule, m.fire_at,
-       m.workflow_id, m.workflow, m.notify, m.formed, m.group_key, m.traceparent, m.tracestate
+       m.workflow_id, m.workflow, m.notify, m.formed, m.group_key, m.traceparent, m.tracestate, NULL
 FROM moved m
 -- room freed in a limited queue (counted jobs, see claim_limited.sql), as a side effect of
 -- the returned rows (the insert is the statement itself: no CTE to rescan); each queue is

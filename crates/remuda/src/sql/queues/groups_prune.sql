@@ -11,7 +11,7 @@ WITH lease AS (
     WHERE EXISTS (SELECT 1 FROM lease)
       AND g.weight = 1
       AND g.updated_at < now() - interval '10 minutes'
-      AND g.vtime <= coalesce((SELECT q.fair_clock FROM remuda.queues q WHERE q.name = g.queue), 0)
+      AND g.vtime <= coalesce((SELECT max(c.clock) FROM remuda.fair_clocks c WHERE c.queue = g.queue), 0)
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted

@@ -1,0 +1,82 @@
+-- Fair share's start tags (start-time fair queueing): each of the jobs `ids` that is
+-- available in a queue with fair share on (fairness 'group') and has no tag is given the tag
+-- at which its group's turn to start it comes, as it becomes available (enqueued, promoted,
+-- retried, released, revived: every attempt waits as a new arrival, its tag cleared as it
+-- starts by remuda.start_jobs). Each priority of the queue is a schedule of its own: a
+-- group's jobs at a priority are tagged in run_at, id order from the group's next tag there,
+-- the latest of the priority's clock (the tag it last started, remuda.fair_clocks: a group
+-- back from idle neither lost nor saved up a share), the group's virtual time (the tag
+-- after its last start, at any priority: every start counts against its share) and the tag
+-- after its last waiting job at that priority; each next job 1 / weight after. The jobs
+-- without a group are the group ''. A fair claim takes jobs by priority, then tag
+-- (sql/jobs/claim_limited.sql), so every group, the jobs without one included, gets its
+-- share of each priority's starts by weight whatever the others' backlogs.
+--
+-- A group's turns are taken under its lock (queue and group), held until the transaction
+-- ends, and read after it: two transactions enqueueing for one group at once would
+-- otherwise both follow on from the same last tag and share its turns. With `wait` false
+-- (the claims' sweep) a group whose lock another transaction holds is passed over, as are
+-- jobs another transaction has locked. Jobs of other queues, no longer available or tagged
+-- already are passed over. Returns how many it tagged.
+DROP FUNCTION IF EXISTS remuda.fair_tag_jobs(bigint[]);
+CREATE OR REPLACE FUNCTION remuda.fair_tag_jobs(ids bigint[], wait boolean DEFAULT true)
+RETURNS bigint LANGUAGE plpgsql SET enable_seqscan = off AS $$
+DECLARE
+    pair record;
+    passed text[] := '{}';
+    tagged bigint;
+BEGIN
+    FOR pair IN
+        SELECT DISTINCT j.queue, coalesce(j.group_key, '') AS grp
+        FROM remuda.jobs_live j
+        WHERE j.id = ANY(ids) AND j.state::text = 'available' AND j.fair_tag IS NULL
+          AND j.queue IN (SELECT q.name FROM remuda.queues q WHERE q.fairness = 'group')
+        ORDER BY 1, 2  -- one lock order for every caller
+    LOOP
+        IF wait THEN
+            PERFORM pg_advisory_xact_lock(hashtextextended('remuda.fair:' || pair.queue || E'\n' || pair.grp, 0));
+        ELSIF NOT pg_try_advisory_xact_lock(hashtextextended('remuda.fair:' || pair.queue || E'\n' || pair.grp, 0)) THEN
+            passed := passed || (pair.queue || E'\n' || pair.grp);
+        END IF;
+    END LOOP;
+    IF pair IS NULL THEN
+        RETURN 0;
+    END IF;
+    -- (a new snapshot, taken after the locks: the tags of the group's enqueues that held the
+    -- lock before are seen; each step materialised, so that a group's last tag is looked up
+    -- once per group and priority, not per job)
+    WITH fresh AS MATERIALIZED (
+        SELECT j.id, j.queue, coalesce(j.group_key, '') AS grp, j.priority, j.run_at
+        FROM remuda.jobs_live j
+        WHERE j.id = ANY(ids) AND j.state::text = 'available' AND j.fair_tag IS NULL
+          AND j.queue IN (SELECT q.name FROM remuda.queues q WHERE q.fairness = 'group')
+          AND j.queue || E'\n' || coalesce(j.group_key, '') <> ALL(passed)
+        FOR UPDATE OF j SKIP LOCKED
+    ), bases AS MATERIALIZED (
+        SELECT f.queue, f.grp, f.priority, w.weight,
+               greatest(coalesce(c.clock, 0), coalesce(g.vtime, 0), coalesce(last.tag + 1 / w.weight, 0)) AS base
+        FROM (SELECT DISTINCT queue, grp, priority FROM fresh) f
+        LEFT JOIN remuda.fair_clocks c ON c.queue = f.queue AND c.priority = f.priority
+        LEFT JOIN remuda.queue_groups g ON g.queue = f.queue AND g.name = f.grp
+        CROSS JOIN LATERAL (SELECT coalesce(g.weight, 1) AS weight) w
+        -- (the last tag of the group's waiting jobs at the priority: one descent of
+        -- jobs_fair_group_idx)
+        LEFT JOIN LATERAL (
+            SELECT l.fair_tag AS tag FROM remuda.jobs_live l
+            WHERE l.state = 'available' AND l.fair_tag IS NOT NULL
+              AND l.queue = f.queue AND coalesce(l.group_key, '') = f.grp AND l.priority = f.priority
+            ORDER BY l.fair_tag DESC LIMIT 1) last ON true
+    ), written AS (
+        UPDATE remuda.jobs_live j
+        SET fair_tag = t.tag
+        FROM (SELECT f.id, b.base + (row_number() OVER (PARTITION BY f.queue, f.grp, f.priority
+                                                        ORDER BY f.run_at, f.id) - 1) / b.weight AS tag
+              FROM fresh f
+              JOIN bases b ON b.queue = f.queue AND b.grp = f.grp AND b.priority = f.priority) t
+        WHERE j.id = t.id
+        RETURNING 1
+    )
+    SELECT count(*) INTO tagged FROM written;
+    RETURN tagged;
+END
+$$;
