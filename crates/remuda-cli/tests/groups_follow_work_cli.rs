@@ -1,5 +1,6 @@
 //! A tenant's group through the CLI and a `remuda worker`: a command task finds its job's
-//! group in REMUDA_JOB_GROUP (and none when its job has none), and a `remuda enqueue` or
+//! group in REMUDA_JOB_GROUP (and none when its job has none), an HTTP task in the
+//! `x-remuda-job-group` header, and a `remuda enqueue` or
 //! `remuda workflow start` inside it takes it; `workflow start --group` and `schedule add
 //! --group` give runs and schedules a group their jobs take; a group with a control
 //! character is refused with exit 2.
@@ -10,6 +11,7 @@ use common::{
     code, enqueue, json, migrated, remuda, stderr, wait_for_state, TempDir, WorkerProcess,
 };
 use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const ONE_NODE: &str = r#"
 name = "one_node"
@@ -19,7 +21,47 @@ kind = "leaf"
 queue = "leaves"
 "#;
 
-fn config(dir: &TempDir, conninfo: &str, spec: &str) -> std::path::PathBuf {
+/// An HTTP server answering every request with the `x-remuda-job-group` header it got, its
+/// bytes read as UTF-8, as a JSON string ("unset" without one).
+async fn group_echo() -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    tokio::spawn(async move {
+        while let Ok((mut socket, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut data = Vec::new();
+                let mut buf = [0u8; 4096];
+                let end = loop {
+                    match socket.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => data.extend_from_slice(&buf[..n]),
+                    }
+                    if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                        break end;
+                    }
+                };
+                let group = data[..end]
+                    .split(|b| *b == b'\n')
+                    .find_map(|line| line.strip_prefix(b"x-remuda-job-group: "))
+                    .map(|v| {
+                        String::from_utf8_lossy(v.strip_suffix(b"\r").unwrap_or(v)).into_owned()
+                    })
+                    .unwrap_or_else(|| "unset".into());
+                let text = serde_json::to_string(&group).expect("json");
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{text}",
+                    text.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    port
+}
+
+fn config(dir: &TempDir, conninfo: &str, spec: &str, port: u16) -> std::path::PathBuf {
     let bin = common::BIN;
     dir.write(
         "remuda.toml",
@@ -35,6 +77,9 @@ command = ["sh", "-c", "cat >/dev/null; printf '\"%s\"' \"$(printenv REMUDA_JOB_
 
 [tasks.fan_out]
 command = ["sh", "-c", "cat >/dev/null; {bin} --database-url '{conninfo}' enqueue leaf --queue leaves --json >/dev/null && {bin} --database-url '{conninfo}' workflow start '{spec}' --json"]
+
+[tasks.http_group]
+url = "http://127.0.0.1:{port}/"
 "#
         ),
     )
@@ -61,12 +106,20 @@ async fn a_command_task_is_told_its_group_and_what_it_enqueues_or_starts_takes_i
     let dir = TempDir::new();
     let spec = dir.write("one.toml", ONE_NODE);
     let spec = spec.to_str().expect("path");
-    let config = config(&dir, db.conninfo(), spec);
+    let config = config(&dir, db.conninfo(), spec, group_echo().await);
     let worker = WorkerProcess::start(&db, &config);
     let told = enqueue(&db, &["env_group", "--group", "acme"]).await;
     let untold = enqueue(&db, &["env_group"]).await;
     let fan = enqueue(&db, &["fan_out", "--group", "acme"]).await;
-    for (id, group) in [(told, "acme"), (untold, "unset")] {
+    // (a group past ASCII reaches the endpoint byte for byte)
+    let http_told = enqueue(&db, &["http_group", "--group", "åcme"]).await;
+    let http_untold = enqueue(&db, &["http_group"]).await;
+    for (id, group) in [
+        (told, "acme"),
+        (untold, "unset"),
+        (http_told, "åcme"),
+        (http_untold, "unset"),
+    ] {
         let job = wait_for_state(&db, id, &["completed", "failed"], Duration::from_secs(30)).await;
         assert_eq!(job["result"]["ok"], group, "{job}");
     }

@@ -313,6 +313,40 @@ async fn a_workflow_is_started_from_a_spec_shown_and_cancelled() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workflow_started_with_a_group_gives_it_to_its_jobs_and_a_bad_one_is_refused() {
+    let s = serve(|d| d).await;
+    let spec = json!({"name": "etl", "nodes": {"extract": {"kind": "extract"}}});
+    let (status, started) = s
+        .post("/api/v1/workflows", json!({"spec": spec, "group": "acme"}))
+        .await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_i64().expect("id");
+    let conn = s.client.database().conn().await.expect("conn");
+    let groups: Vec<Option<String>> = conn
+        .query(
+            "SELECT group_key FROM remuda.jobs WHERE workflow_id = $1 UNION ALL
+             SELECT group_key FROM remuda.workflows WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .expect("groups")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(groups, [Some("acme".to_string()), Some("acme".to_string())]);
+    let (status, body) = s
+        .post("/api/v1/workflows", json!({"spec": spec, "group": "a\tb"}))
+        .await;
+    assert_eq!((status, code(&body)), (422, "invalid"), "{body}");
+    let runs: i64 = conn
+        .query_one("SELECT count(*) FROM remuda.workflows", &[])
+        .await
+        .expect("runs")
+        .get(0);
+    assert_eq!(runs, 1, "the refused start wrote nothing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_schedules_and_notifications_are_listed() {
     let s = serve(|d| d).await;
     for path in [

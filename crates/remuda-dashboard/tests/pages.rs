@@ -489,3 +489,25 @@ async fn a_schedules_next_run_is_shown_on_its_zones_clock_too_and_every_attempt_
     );
     assert!(timeline.contains("attempt 2 started on"), "{timeline}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_group_and_a_schedules_group_are_shown() {
+    let s = serve(|d| d).await;
+    let spec = json!({"name": "tenant", "nodes": {"a": {"kind": "nobody"}}});
+    let (_, run) = s
+        .post(
+            "/api/v1/workflows",
+            json!({"spec": spec, "group": "acme<1>"}),
+        )
+        .await;
+    let id = run["id"].as_i64().expect("run");
+    let schedule =
+        remuda::schedule::Schedule::new("nightly", "report", "0 3 * * *".parse().expect("cron"))
+            .group("globex");
+    s.client.set_schedule(&schedule).await.expect("declared");
+    let session = log_in(&s).await;
+    let (_, html) = page(&s, &session.cookie, &format!("/workflows/{id}")).await;
+    assert!(html.contains(" · group acme&lt;1&gt; · "), "{html}");
+    let (_, html) = page(&s, &session.cookie, "/schedules").await;
+    assert!(html.contains("· group globex</span>"), "{html}");
+}

@@ -54,6 +54,17 @@ impl HttpTask {
         for (name, value) in &self.headers {
             request = request.header(name, value);
         }
+        // the job's fair-share group, as a command task's REMUDA_JOB_GROUP: what the endpoint
+        // enqueues for it can stay in the tenant's group
+        // (its UTF-8 bytes as they are: a header value may hold bytes past ASCII, and a group
+        // holds no control character)
+        if let Some(value) = ctx
+            .group
+            .as_ref()
+            .and_then(|g| reqwest::header::HeaderValue::from_bytes(g.as_bytes()).ok())
+        {
+            request = request.header("x-remuda-job-group", value);
+        }
         if let Some(trace) = &ctx.trace {
             request = request.header("traceparent", &trace.traceparent);
             if let Some(state) = &trace.tracestate {

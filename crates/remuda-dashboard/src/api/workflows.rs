@@ -49,7 +49,7 @@ pub async fn get(S(state): S<State>, ApiPath(id): ApiPath<i64>) -> ApiResult<Jso
 }
 
 /// The body of `POST /api/v1/workflows`: a spec (the JSON form of a spec file, sub-workflows
-/// inline), the run's input, and an idempotency key.
+/// inline), the run's input, an idempotency key, and the fair-share group its jobs take.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Start {
@@ -57,6 +57,7 @@ pub struct Start {
     #[serde(default)]
     args: Value,
     key: Option<String>,
+    group: Option<String>,
 }
 
 /// `POST /api/v1/workflows`: `201 {"id", "existed"}`.
@@ -66,8 +67,12 @@ pub async fn start(
     ApiJson(body): ApiJson<Start>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let definition = Definition::Spec(Box::new(body.spec));
-    let started =
-        actions::start_workflow(&state, &who, definition, &body.args, body.key.as_deref()).await?;
+    // (a run started with a group: as `remuda workflow start --group`)
+    let started = remuda::group::scope(
+        body.group,
+        actions::start_workflow(&state, &who, definition, &body.args, body.key.as_deref()),
+    )
+    .await?;
     Ok((StatusCode::CREATED, Json(json!(started))))
 }
 

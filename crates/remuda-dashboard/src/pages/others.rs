@@ -93,9 +93,15 @@ pub async fn schedules(
             ),
             None => time(s.last_run_at),
         };
+        // (the fair-share group its jobs take, beside their queue)
+        let group = s
+            .group
+            .as_deref()
+            .map(|g| format!(" <span class=\"muted\">· group {}</span>", esc(g)))
+            .unwrap_or_default();
         let _ = write!(
             out,
-            "<tr data-schedule=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{} ({})</td><td>{}</td><td>{last}</td><td class=\"num\">{}</td><td>{}</td><td>{toggle} {trigger}</td></tr>",
+            "<tr data-schedule=\"{}\"><td>{}</td><td>{}</td><td>{}{group}</td><td>{} ({})</td><td>{}</td><td>{last}</td><td class=\"num\">{}</td><td>{}</td><td>{toggle} {trigger}</td></tr>",
             esc(&s.name),
             esc(&s.name),
             esc(&s.kind),

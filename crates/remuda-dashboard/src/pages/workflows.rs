@@ -169,9 +169,14 @@ pub async fn show(
             )
         })
         .unwrap_or_default();
+    let group = run
+        .group
+        .as_deref()
+        .map(|g| format!(" · group {}", esc(g)))
+        .unwrap_or_default();
     let _ = write!(
         out,
-        "<p>{} {} · started {} · ended {}{parent} · <a href=\"{}?workflow={id}\">its jobs</a></p><div class=\"actions\">",
+        "<p>{} {} · started {} · ended {}{parent}{group} · <a href=\"{}?workflow={id}\">its jobs</a></p><div class=\"actions\">",
         esc(&run.name),
         badge(run.state.as_str()),
         time(Some(run.created_at)),

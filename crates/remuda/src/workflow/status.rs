@@ -144,6 +144,8 @@ pub struct WorkflowStatus {
     pub error: Option<Value>,
     /// The run that started it, for a sub-workflow.
     pub parent_id: Option<i64>,
+    /// The fair-share group its jobs take (`None`: none).
+    pub group: Option<String>,
     /// When it was started.
     pub created_at: DateTime<Utc>,
     /// When it ended.

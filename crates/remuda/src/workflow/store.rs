@@ -264,6 +264,7 @@ impl Client {
             output: row.try_get("output")?,
             error: row.try_get("error")?,
             parent_id: row.try_get("parent_id")?,
+            group: row.try_get("group_key")?,
             created_at: row.try_get("created_at")?,
             finished_at: row.try_get("finished_at")?,
             nodes,
