@@ -5,8 +5,11 @@
 -- queue, or with rate_per 'kind' / 'key' one per kind or concurrency key of the queue). With a key_limit,
 -- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
 -- waiting job of every key comes before the second of any, walking the keys from the cursor
--- $8 (the last key this worker served) so no tenant starves another. The jobs claimed are
--- flagged `counted`, which is how the counts find them (jobs_counted_running_idx).
+-- $8 (the last key this worker served) so no tenant starves another. Under a cap or a key
+-- limit the jobs claimed are flagged `counted`, which is how the counts find them
+-- (jobs_counted_running_idx); a queue that only shares fairly or limits a rate per kind or
+-- key counts nothing (an index entry a job), so a cap or key limit set later counts the jobs
+-- started after it.
 -- Jobs without a key in a key-limited queue are not limited by key; they are found among the
 -- first 1 000 waiting jobs of the queue.
 -- With fair share (fairness 'group') the groups take the place of the keys' turns: start-time
@@ -25,7 +28,9 @@ WITH RECURSIVE cfg AS (
            coalesce(q.fairness = 'group', false) AS fair
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), counts AS (
-    SELECT (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted AND r.queue = $1) AS in_queue,
+    -- (each counted only when a cap reads it: a walk of the running jobs' index, ~1 ms a claim)
+    SELECT CASE WHEN (SELECT max_running FROM cfg) IS NULL THEN 0
+                ELSE (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted AND r.queue = $1) END AS in_queue,
            CASE WHEN (SELECT cluster_max FROM cfg) IS NULL THEN 0
                 ELSE (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted) END AS in_cluster
 ), bucket AS (
@@ -203,7 +208,7 @@ WITH RECURSIVE cfg AS (
     LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text, g.grp)::text
     WHERE q.rate_limit IS NOT NULL AND q.rate_per <> 'queue'
 ), picked AS (
-    SELECT g.id, g.grp, g.turn, g.fgroup, g.round, g.tag, g.priority FROM (
+    (SELECT g.id, g.grp, g.turn, g.fgroup, g.round, g.tag, g.priority FROM (
         -- without rates per kind or key, the candidates as they come
         SELECT c.* FROM candidates c
         WHERE (SELECT rate_limit IS NULL OR rate_per = 'queue' FROM quota)
@@ -214,14 +219,22 @@ WITH RECURSIVE cfg AS (
             FROM candidates c WHERE (SELECT rate_limit IS NOT NULL AND rate_per <> 'queue' FROM quota)) r
         LEFT JOIN group_tokens t ON t.grp = r.grp
         WHERE t.tokens IS NULL OR r.nth <= floor(t.tokens)) g
+    WHERE NOT (SELECT fair AND key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
     ORDER BY g.round, g.turn, g.priority, g.run_at, g.id
-    LIMIT (SELECT n FROM quota)
+    LIMIT (SELECT n FROM quota))
+    UNION ALL
+    -- fair share alone (no key limit, no rate per kind or key): the jobs as walked, whose
+    -- walk took n (the candidates' sorts and windows, a third of such a claim, pass by)
+    SELECT f.id, NULL, 0, f.fgroup, 0, f.tag, f.priority FROM fair_walk f
+    WHERE (SELECT fair AND key_limit IS NULL AND (rate_limit IS NULL OR rate_per = 'queue') FROM quota)
 ), claimed AS (
-    -- the one writer of a start (remuda.start_jobs), the jobs flagged counted; the picked
+    -- the one writer of a start (remuda.start_jobs), flagging them counted as above; the picked
     -- jobs, locked above, are passed by id and found in the function's own snapshot, which
     -- sees the versions locked here (this statement's may be older: one changed after it
     -- began would be passed over, yet charged to its group)
-    SELECT s.* FROM remuda.start_jobs(NULL, $5, $2::text[], $3::int[], true,
+    SELECT s.* FROM remuda.start_jobs(NULL, $5, $2::text[], $3::int[],
+                                      (SELECT max_running IS NOT NULL OR key_limit IS NOT NULL
+                                              OR cluster_max IS NOT NULL FROM cfg),
                                       ARRAY(SELECT id FROM picked)) s
 ), tick AS (
     INSERT INTO remuda.rate_buckets AS b (scope, tokens, refreshed_at)
