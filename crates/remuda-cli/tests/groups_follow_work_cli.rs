@@ -21,8 +21,8 @@ kind = "leaf"
 queue = "leaves"
 "#;
 
-/// An HTTP server answering every request with the `x-remuda-job-group` header it got, its
-/// bytes read as UTF-8, as a JSON string ("unset" without one).
+/// An HTTP server answering every request with the `x-remuda-job-group` header it got, as a
+/// JSON string ("unset" without one).
 async fn group_echo() -> u16 {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -111,13 +111,13 @@ async fn a_command_task_is_told_its_group_and_what_it_enqueues_or_starts_takes_i
     let told = enqueue(&db, &["env_group", "--group", "acme"]).await;
     let untold = enqueue(&db, &["env_group"]).await;
     let fan = enqueue(&db, &["fan_out", "--group", "acme"]).await;
-    // (a group past ASCII reaches the endpoint byte for byte)
-    let http_told = enqueue(&db, &["http_group", "--group", "åcme"]).await;
+    // (percent-encoded: a space or a byte past ASCII reaches the endpoint unchanged)
+    let http_told = enqueue(&db, &["http_group", "--group", " åcme"]).await;
     let http_untold = enqueue(&db, &["http_group"]).await;
     for (id, group) in [
         (told, "acme"),
         (untold, "unset"),
-        (http_told, "åcme"),
+        (http_told, "%20%C3%A5cme"),
         (http_untold, "unset"),
     ] {
         let job = wait_for_state(&db, id, &["completed", "failed"], Duration::from_secs(30)).await;

@@ -56,14 +56,8 @@ impl HttpTask {
         }
         // the job's fair-share group, as a command task's REMUDA_JOB_GROUP: what the endpoint
         // enqueues for it can stay in the tenant's group
-        // (its UTF-8 bytes as they are: a header value may hold bytes past ASCII, and a group
-        // holds no control character)
-        if let Some(value) = ctx
-            .group
-            .as_ref()
-            .and_then(|g| reqwest::header::HeaderValue::from_bytes(g.as_bytes()).ok())
-        {
-            request = request.header("x-remuda-job-group", value);
+        if let Some(group) = &ctx.group {
+            request = request.header("x-remuda-job-group", percent_encoded(group));
         }
         if let Some(trace) = &ctx.trace {
             request = request.header("traceparent", &trace.traceparent);
@@ -145,5 +139,29 @@ impl HttpTask {
         } else {
             TaskError::permanent(code, message).with_data(data)
         })
+    }
+}
+
+/// `text` percent-encoded (its UTF-8 bytes; letters, digits and `-._~` as they are): a header
+/// carries it unchanged through every server, which may trim spaces or read bytes past ASCII
+/// as Latin-1.
+fn percent_encoded(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_group_is_sent_percent_encoded_with_letters_digits_and_unreserved_marks_as_they_are() {
+        assert_eq!(super::percent_encoded("acme-1_b.c~"), "acme-1_b.c~");
+        assert_eq!(super::percent_encoded(" åcme/co"), "%20%C3%A5cme%2Fco");
     }
 }

@@ -49,7 +49,7 @@ BEGIN
     IF was_joined AND now_available THEN
         -- (a job of a queue with fair share waits with its start tag, once the function is
         -- there: an upgrade applies this one before the migration it needs)
-        IF to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+        IF to_regprocedure('remuda.fair_tag_jobs(bigint[])') IS NOT NULL THEN
             PERFORM remuda.fair_tag_jobs(ARRAY[new_id]);
         END IF;
         PERFORM pg_notify('remuda_insert', enqueue_batched.queue);

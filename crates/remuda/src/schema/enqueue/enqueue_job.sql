@@ -213,7 +213,7 @@ BEGIN
             WHERE j.id = formed.id;
             -- a start tag given as a job without a group is given again in its group (once the
             -- function is there: an upgrade applies this one before the migration it needs)
-            IF enqueue_job.group_key IS NOT NULL AND to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+            IF enqueue_job.group_key IS NOT NULL AND to_regprocedure('remuda.fair_tag_jobs(bigint[])') IS NOT NULL THEN
                 UPDATE remuda.jobs_live j SET fair_tag = NULL WHERE j.id = formed.id AND j.fair_tag IS NOT NULL;
                 PERFORM remuda.fair_tag_jobs(ARRAY[formed.id]);
             END IF;

@@ -6,20 +6,24 @@
 -- group's jobs at a priority are tagged in run_at, id order from the group's next tag there,
 -- the latest of the priority's clock (the tag it last started, remuda.fair_clocks: a group
 -- back from idle neither lost nor saved up a share), the group's virtual time (the tag
--- after its last start, at any priority: every start counts against its share) and the tag
--- after its last waiting job at that priority; each next job 1 / weight after. The jobs
+-- after its last start: one turn past the clock at most) and the tag after its last
+-- waiting job at that priority; each next job 1 / weight after. The jobs
 -- without a group are the group ''. A fair claim takes jobs by priority, then tag
 -- (sql/jobs/claim_limited.sql), so every group, the jobs without one included, gets its
 -- share of each priority's starts by weight whatever the others' backlogs.
 --
 -- A group's turns are taken under its lock (queue and group), held until the transaction
 -- ends, and read after it: two transactions enqueueing for one group at once would
--- otherwise both follow on from the same last tag and share its turns. With `wait` false
--- (the claims' sweep) a group whose lock another transaction holds is passed over, as are
--- jobs another transaction has locked. Jobs of other queues, no longer available or tagged
--- already are passed over. Returns how many it tagged.
-DROP FUNCTION IF EXISTS remuda.fair_tag_jobs(bigint[]);
-CREATE OR REPLACE FUNCTION remuda.fair_tag_jobs(ids bigint[], wait boolean DEFAULT true)
+-- otherwise both follow on from the same last tag and share its turns. The lock is never
+-- waited for (an enqueue that waited would hold back whatever ran in its transaction, the
+-- promotion and the completions included): jobs of a group whose lock another transaction
+-- holds are left without a tag, as are jobs another transaction has locked, and the next
+-- claim that looks through the whole queue (within a poll interval: fair_tag_queue.sql)
+-- tags them once it can. Jobs of other queues, no longer available or tagged already are
+-- passed over. Returns how many it tagged.
+-- (the form that could wait for the lock: replaced by this one)
+DROP FUNCTION IF EXISTS remuda.fair_tag_jobs(bigint[], boolean);
+CREATE OR REPLACE FUNCTION remuda.fair_tag_jobs(ids bigint[])
 RETURNS bigint LANGUAGE plpgsql SET enable_seqscan = off AS $$
 DECLARE
     pair record;
@@ -33,9 +37,7 @@ BEGIN
           AND j.queue IN (SELECT q.name FROM remuda.queues q WHERE q.fairness = 'group')
         ORDER BY 1, 2  -- one lock order for every caller
     LOOP
-        IF wait THEN
-            PERFORM pg_advisory_xact_lock(hashtextextended('remuda.fair:' || pair.queue || E'\n' || pair.grp, 0));
-        ELSIF NOT pg_try_advisory_xact_lock(hashtextextended('remuda.fair:' || pair.queue || E'\n' || pair.grp, 0)) THEN
+        IF NOT pg_try_advisory_xact_lock(hashtextextended('remuda.fair:' || pair.queue || E'\n' || pair.grp, 0)) THEN
             passed := passed || (pair.queue || E'\n' || pair.grp);
         END IF;
     END LOOP;
@@ -54,7 +56,11 @@ BEGIN
         FOR UPDATE OF j SKIP LOCKED
     ), bases AS MATERIALIZED (
         SELECT f.queue, f.grp, f.priority, w.weight,
-               greatest(coalesce(c.clock, 0), coalesce(g.vtime, 0), coalesce(last.tag + 1 / w.weight, 0)) AS base
+               -- (the virtual time counts one turn at most past the priority's clock: it moves
+               -- with starts at every priority, each of whose clocks runs at its own pace)
+               greatest(coalesce(c.clock, 0),
+                        least(coalesce(g.vtime, 0), coalesce(c.clock, 0) + 1 / w.weight),
+                        coalesce(last.tag + 1 / w.weight, 0)) AS base
         FROM (SELECT DISTINCT queue, grp, priority FROM fresh) f
         LEFT JOIN remuda.fair_clocks c ON c.queue = f.queue AND c.priority = f.priority
         LEFT JOIN remuda.queue_groups g ON g.queue = f.queue AND g.name = f.grp

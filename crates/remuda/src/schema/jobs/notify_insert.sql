@@ -46,7 +46,7 @@ BEGIN
     -- the new available jobs of queues with fair share wait with their start tags (once the
     -- function is there: an upgrade applies this one before the migration it needs); a
     -- revive's are given theirs by the seam, as every job that waits again
-    IF fair AND current_setting('remuda.reviving', true) IS DISTINCT FROM 'on' AND to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+    IF fair AND current_setting('remuda.reviving', true) IS DISTINCT FROM 'on' AND to_regprocedure('remuda.fair_tag_jobs(bigint[])') IS NOT NULL THEN
         PERFORM remuda.fair_tag_jobs(ARRAY(SELECT n.id FROM new_jobs n WHERE n.state = 'available'));
     END IF;
     PERFORM pg_notify('remuda_insert', w) FROM unnest(wake) AS w;

@@ -10,7 +10,7 @@
 -- attempts when it was enqueued without any (`defaults`, parallel to `kinds`). A job formed
 -- from many enqueues (debounced, throttled, batched) holds its key only until it starts: a
 -- retry or release of it never meets the next job of its key. With `count_them` (a claim
--- under a cap or a rate), the jobs are flagged `counted`, which is how the counts of running
+-- under a cap or a key limit), the jobs are flagged `counted`, which is how the counts of running
 -- jobs find them. A job's fair-share tag is cleared (a retry or release of it waits with a
 -- new one: remuda.fair_tag_jobs).
 -- The claim's time is when the claim's statement began (`statement_timestamp()`), never the

@@ -28,7 +28,7 @@ BEGIN
     -- function is there: an upgrade applies this one before the migration it needs)
     IF EXISTS (SELECT 1 FROM unnest(changed) c JOIN remuda.queues q ON q.name = c.queue
                WHERE c.new_state = 'available' AND q.fairness = 'group')
-       AND to_regprocedure('remuda.fair_tag_jobs(bigint[],boolean)') IS NOT NULL THEN
+       AND to_regprocedure('remuda.fair_tag_jobs(bigint[])') IS NOT NULL THEN
         waiting := ARRAY(SELECT c.id FROM unnest(changed) c WHERE c.new_state = 'available');
         UPDATE remuda.jobs_live j SET fair_tag = NULL WHERE j.id = ANY(waiting) AND j.fair_tag IS NOT NULL;
         PERFORM remuda.fair_tag_jobs(waiting);

@@ -7,9 +7,8 @@
 -- waiting job of every key comes before the second of any, walking the keys from the cursor
 -- $8 (the last key this worker served) so no tenant starves another. Under a cap or a key
 -- limit the jobs claimed are flagged `counted`, which is how the counts find them
--- (jobs_counted_running_idx); a queue that only shares fairly or limits a rate per kind or
--- key counts nothing (an index entry a job), so a cap or key limit set later counts the jobs
--- started after it.
+-- (jobs_counted_running_idx); a queue without either (fair share, rates) counts nothing
+-- (an index entry a job), so a cap or key limit set later counts the jobs started after it.
 -- Jobs without a key in a key-limited queue are not limited by key; they are found among the
 -- first 1 000 waiting jobs of the queue.
 -- With fair share (fairness 'group') the groups take the place of the keys' turns: start-time

@@ -17,6 +17,6 @@ WITH fair AS (
 SELECT CASE WHEN (SELECT is_on FROM fair)
             THEN remuda.fair_tag_jobs(ARRAY(SELECT j.id FROM remuda.jobs_live j
                                             WHERE j.state = 'available' AND j.queue = $1
-                                              AND j.fair_tag IS NULL), false)
+                                              AND j.fair_tag IS NULL))
             ELSE 0 END AS tagged,
        (SELECT count(*) FROM cleared) AS cleared
