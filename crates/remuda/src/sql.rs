@@ -7,6 +7,8 @@ use crate::db::Pinned;
 
 /// Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order, …
 pub(crate) const CLAIM: &str = include_str!("sql/jobs/claim.sql");
+/// How many of the first $3 jobs waiting in queue $1 (in the order the plain claim walks them) …
+pub(crate) const CLAIM_HEAD: &str = include_str!("sql/jobs/claim_head.sql");
 /// Claim from queue $1 within its limits, under the lock of claim_lock.sql, for worker $5 …
 pub(crate) const CLAIM_LIMITED: &str = include_str!("sql/jobs/claim_limited.sql");
 /// Claim from queue $1 within a cap on running jobs (the queue's max_running, the cluster's) …
@@ -272,6 +274,11 @@ pub(crate) const CLAIM_PINNED: Pinned = Pinned {
     text: CLAIM,
     plan: CLAIM_PLAN,
 };
+/// The look at the head of a queue, run under the claims' planner settings.
+pub(crate) const CLAIM_HEAD_PINNED: Pinned = Pinned {
+    text: CLAIM_HEAD,
+    plan: CLAIM_PLAN,
+};
 /// The lean completion, run under its planner settings.
 pub(crate) const COMPLETE_OK_PINNED: Pinned = Pinned {
     text: COMPLETE_OK,
@@ -318,6 +325,7 @@ pub(crate) const STEPS_READ_PINNED: Pinned = Pinned {
 /// by name, for the test of their plans.
 pub const PLANS: &[(&str, &str)] = &[
     ("claim", CLAIM_PLAN),
+    ("claim_head", CLAIM_PLAN),
     ("claim_capped", CLAIM_PLAN),
     ("claim_limited", CLAIM_PLAN),
     ("complete_ok", COMPLETE_OK_PLAN),
@@ -331,6 +339,7 @@ pub const PLANS: &[(&str, &str)] = &[
 /// Every statement with its name, for the test that prepares them all.
 pub const ALL: &[(&str, &str)] = &[
     ("claim", CLAIM),
+    ("claim_head", CLAIM_HEAD),
     ("claim_capped", CLAIM_CAPPED),
     ("claim_limited", CLAIM_LIMITED),
     ("claim_lock", CLAIM_LOCK),

@@ -124,7 +124,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0026_finished_storage",
             "0027_live_fillfactor",
             "0028_run_and_schedule_groups",
-            "0029_fair_tags"
+            "0029_fair_tags",
+            "0030_kind_walk"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

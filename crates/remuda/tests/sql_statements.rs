@@ -149,9 +149,15 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
     let cases = [
         (
             "claim",
-            "text, text[], int[], int, text, text, text[]",
-            "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'",
+            "text, text[], int[], int, text, text, text[], boolean",
+            "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}', false",
             "Tid Scan on jobs_live j",
+        ),
+        (
+            "claim_head",
+            "text, text[], bigint",
+            "'default', '{noop}', 4000",
+            "Index Scan using jobs_available_idx on jobs_live",
         ),
         (
             "complete_ok",
@@ -190,6 +196,11 @@ async fn hot_statements_keep_their_plans_whatever_the_statistics() {
         assert!(
             plan.contains(expected),
             "{name}: expected {expected}:\n{plan}"
+        );
+        // the claim's walk by kind goes through each kind's index in order
+        assert!(
+            name != "claim" || plan.contains("Index Scan using jobs_available_kind_idx"),
+            "claim: its walk by kind not by jobs_available_kind_idx:\n{plan}"
         );
     }
     // the promotion's update, in remuda.promote_jobs, under the function's own settings
@@ -253,7 +264,16 @@ async fn pinned_statements_never_scan_the_table_however_empty_it_was() {
     let claim_types = "text, text[], int[], bigint, text, text, text[]";
     let claim_args = "'default', '{noop}', '{25}', 4000, 'w', 'n', '{}'";
     let cases = [
-        ("claim", claim_types.to_string(), claim_args.to_string()),
+        (
+            "claim",
+            format!("{claim_types}, boolean"),
+            format!("{claim_args}, true"),
+        ),
+        (
+            "claim_head",
+            "text, text[], bigint".to_string(),
+            "'default', '{noop}', 4000".to_string(),
+        ),
         (
             "claim_capped",
             claim_types.to_string(),
@@ -753,4 +773,66 @@ async fn the_plain_claim_starts_jobs_as_the_one_writer_does() {
         assigned.len() >= 6 && returned.len() >= 13,
         "{assigned:?} {returned:?}"
     );
+}
+
+/// The claim's walk by kind (claim.sql's $8) takes the jobs its walk in the queue's order
+/// takes, in that order: each kind's by priority, time and id, merged, behind jobs of a kind
+/// the worker does not run, with priorities and kinds interleaved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_by_kind_takes_what_the_claim_in_the_queues_order_takes() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let mut conn = pool.conn().await.expect("connection");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind, priority) SELECT 'elsewhere', 0 FROM generate_series(1, 3000);
+         INSERT INTO remuda.jobs (kind, priority, run_at)
+             SELECT (ARRAY['a', 'b', 'elsewhere'])[1 + i % 3], i % 4,
+                    now() - make_interval(secs => i % 7)
+             FROM generate_series(1, 900) i;
+         ANALYZE remuda.jobs",
+    )
+    .await
+    .expect("jobs");
+    // the first 250 of the worker's kinds in the queue's order, by id
+    let expected: Vec<i64> = conn
+        .query(
+            "SELECT id FROM (SELECT id FROM remuda.jobs WHERE state = 'available' AND kind IN ('a', 'b')
+             ORDER BY priority, run_at, id LIMIT 250) first ORDER BY id",
+            &[],
+        )
+        .await
+        .expect("expected")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(expected.len(), 250);
+    let kinds = vec!["a".to_string(), "b".to_string()];
+    let defaults = vec![25i32, 25];
+    let capabilities: Vec<String> = Vec::new();
+    for by_kind in [false, true] {
+        let tx = conn.transaction().await.expect("begin");
+        tx.batch_execute(remuda::sql::CLAIM_PLAN)
+            .await
+            .expect("settings");
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+            &"default",
+            &kinds,
+            &defaults,
+            &250i64,
+            &"w",
+            &"n",
+            &capabilities,
+            &by_kind,
+        ];
+        let mut claimed: Vec<i64> = tx
+            .query(statement_text("claim"), &params)
+            .await
+            .expect("claim")
+            .iter()
+            .map(|r| r.get("id"))
+            .collect();
+        claimed.sort();
+        assert_eq!(claimed, expected, "by kind: {by_kind}");
+        tx.rollback().await.expect("rollback");
+    }
 }

@@ -66,7 +66,18 @@ enum Statistics {
     /// Analysed while the table was empty, the worker started and one job run before the
     /// backlog came.
     PlannedEmpty,
+    /// Analysed with the backlog behind `OTHER_KINDS` jobs of a kind no worker runs.
+    BehindOtherKinds,
 }
+
+/// Jobs of a kind no worker runs ahead of the backlog (`Statistics::BehindOtherKinds`).
+const OTHER_KINDS: i64 = 100_000;
+
+/// Rows read by plan nodes per job, behind `OTHER_KINDS` jobs of another kind: the claims
+/// walk each kind of the worker's in its order (claim.sql's walk by kind) rather than the
+/// queue's, which passed over every job of the other kind in each claim. Measured (debug
+/// build, 20 000 jobs): 22.2 by kind, 112.5 in the queue's order.
+const BEHIND_OTHER_KINDS_EXAMINED: f64 = 30.0;
 
 struct Noop;
 
@@ -98,8 +109,9 @@ struct Work {
 /// Statements of the test itself carry this comment and are not counted.
 const OWN: &str = "/* work budget test */";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() {
+/// A private cluster that counts every statement and logs every plan with its row counts,
+/// and an administrator's connection to it.
+async fn counting_cluster() -> (PrivateCluster, remuda::db::Conn) {
     let options = ClusterOptions {
         extra_settings: "shared_preload_libraries = 'pg_stat_statements, auto_explain'\n\
              pg_stat_statements.track = top\npg_stat_statements.track_utility = off\n\
@@ -122,6 +134,12 @@ async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() 
         .batch_execute("CREATE EXTENSION pg_stat_statements")
         .await
         .expect("pg_stat_statements");
+    (cluster, admin)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() {
+    let (cluster, admin) = counting_cluster().await;
     let mut failures = Vec::new();
     for (i, statistics) in [
         Statistics::None,
@@ -158,6 +176,27 @@ async fn the_plain_drain_stays_within_its_work_budget_whatever_the_statistics() 
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// A worker whose queue's head is jobs of a kind it does not run claims its own jobs without
+/// reading the others in every claim (the drain behind them ran at a third of its speed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_behind_jobs_of_other_kinds_reads_its_own_jobs() {
+    let (cluster, admin) = counting_cluster().await;
+    let work = drain(
+        &cluster,
+        &admin,
+        "drain_behind",
+        Statistics::BehindOtherKinds,
+    )
+    .await;
+    eprintln!("behind other kinds: {work:?}");
+    assert!(work.claims > 0, "no claim seen: {work:?}");
+    assert!(
+        work.examined <= BEHIND_OTHER_KINDS_EXAMINED,
+        "rows read by plan nodes {:.1} per job, budget {BEHIND_OTHER_KINDS_EXAMINED}",
+        work.examined
+    );
+}
+
 /// Drains `JOBS` jobs in a new database `dbname` with its statistics in state `statistics`,
 /// and returns what the server counted.
 async fn drain(
@@ -192,6 +231,13 @@ async fn drain(
             .batch_execute(&format!("{OWN} ANALYZE remuda.jobs"))
             .await
             .expect("analyze empty"),
+        Statistics::BehindOtherKinds => conn
+            .batch_execute(&format!(
+                "{OWN} INSERT INTO remuda.jobs (kind, args) SELECT 'elsewhere', '{{}}' \
+                 FROM generate_series(1, {OTHER_KINDS}); {enqueue}; {OWN} ANALYZE remuda.jobs"
+            ))
+            .await
+            .expect("enqueue behind other kinds and analyze"),
     }
     // from here every plan of this database's new sessions is logged, and counted
     admin

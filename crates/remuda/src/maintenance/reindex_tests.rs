@@ -80,6 +80,47 @@ async fn a_mostly_empty_index_is_rebuilt_and_leftovers_of_a_rebuild_are_dropped(
     );
 }
 
+/// An index that filled since it was last counted (a backlog enqueued into a table analysed
+/// while empty) is full, not bloated: a leader started into the backlog left it alone, where
+/// it rebuilt every index of the live part in the middle of the drain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_that_filled_since_it_was_counted_is_not_rebuilt() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute("ANALYZE remuda.jobs")
+        .await
+        .expect("counted empty");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind) SELECT 'x' FROM generate_series(1, 50000);
+         SELECT pg_stat_force_next_flush();",
+    )
+    .await
+    .expect("a backlog");
+    conn.batch_execute("SELECT 1").await.expect("stats flushed");
+    let counted: f64 = conn
+        .query_one(
+            "SELECT reltuples::float8 FROM pg_class WHERE oid = 'remuda.jobs_available_idx'::regclass",
+            &[],
+        )
+        .await
+        .expect("reltuples")
+        .get(0);
+    assert!(counted < 1000.0, "the index was counted since: {counted}");
+    let (_, current) = super::test_leases::stale_and_current(&db).await;
+    let low = Thresholds {
+        min_bytes: 64 << 10,
+        max_bytes_per_entry: 200.0,
+    };
+    let done = reindex(&db, &current, low).await.expect("reindex");
+    assert!(
+        !done
+            .rebuilt
+            .contains(&"remuda.jobs_available_idx".to_string()),
+        "a full index was rebuilt: {done:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_one() {
     let test = TestDatabase::new().await.expect("test database");

@@ -211,10 +211,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Outside,
         sql: include_str!("0029_fair_tags.sql"),
     },
+    Migration {
+        version: 30,
+        name: "kind_walk",
+        mode: Mode::Outside,
+        sql: include_str!("0030_kind_walk.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 29;
+pub const LATEST: i32 = 30;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

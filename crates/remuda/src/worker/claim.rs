@@ -157,30 +157,75 @@ fn claimed(row: &tokio_postgres::Row, queue: &Arc<str>) -> Result<Claimed> {
     })
 }
 
+/// The plain claim (`claim.sql`): the queue's waiting jobs in order, or `by_kind`, each of
+/// `kinds`' in that order (see [`walk_by_kind`]).
 pub(crate) async fn claim(
     shared: &Shared,
     queue: &str,
     kinds: &[String],
     defaults: &[i32],
     limit: i64,
+    by_kind: bool,
 ) -> Result<Vec<Claimed>> {
     let conn = shared.db.conn().await?;
     let id: &str = &shared.worker_id;
+    let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
     let rows = conn
-        .query_pinned(
-            sql::CLAIM_PINNED,
-            &common(shared, &id, &queue, &kinds, &defaults, &limit),
-        )
+        .query_pinned(sql::CLAIM_PINNED, &[&params[..], &[&by_kind]].concat())
         .await?;
     let queue: Arc<str> = queue.into();
     rows.iter().map(|row| claimed(row, &queue)).collect()
 }
 
+/// Whether a plain claim of `limit` jobs from `queue` should walk each of `kinds` on its own
+/// (`claim_head.sql`): when fewer of the first `limit` jobs waiting than one in `kinds + 1`
+/// are of them, the walk in the queue's order reads more rows than the walks by kind, which
+/// read at most `limit` rows each and the `limit` they keep once more. A queue with fewer
+/// than `limit` jobs waiting is walked in order: that walk reads them all at most.
+pub(crate) async fn walk_by_kind(
+    shared: &Shared,
+    queue: &str,
+    kinds: &[String],
+    limit: i64,
+) -> Result<bool> {
+    let conn = shared.db.conn().await?;
+    let rows = conn
+        .query_pinned(sql::CLAIM_HEAD_PINNED, &[&queue, &kinds, &limit])
+        .await?;
+    let Some(row) = rows.first() else {
+        return Ok(false);
+    };
+    let ours: i64 = row.try_get("ours")?;
+    let looked: i64 = row.try_get("looked")?;
+    Ok(by_kind_pays(ours, looked, limit, kinds.len()))
+}
+
+/// See [`walk_by_kind`]: `ours` of the `looked` first waiting jobs are of the worker's
+/// `kinds` kinds, and a claim takes `limit`.
+fn by_kind_pays(ours: i64, looked: i64, limit: i64, kinds: usize) -> bool {
+    let walks = i64::try_from(kinds).unwrap_or(i64::MAX).saturating_add(1);
+    looked >= limit && ours.saturating_mul(walks) < looked
+}
+
 #[cfg(test)]
 mod tests {
-    use super::CLAIMED_COLUMNS;
+    use super::{by_kind_pays, CLAIMED_COLUMNS};
     use crate::sql;
     use crate::testing::TestDatabase;
+
+    /// The walk by kind is taken only where the head of the queue is mostly of other kinds,
+    /// by more the more kinds the worker runs, and never on a queue shorter than a claim.
+    #[test]
+    fn the_walk_by_kind_is_taken_only_behind_a_head_of_other_kinds() {
+        assert!(by_kind_pays(0, 2000, 2000, 1));
+        assert!(by_kind_pays(999, 2000, 2000, 1));
+        assert!(!by_kind_pays(1000, 2000, 2000, 1));
+        assert!(!by_kind_pays(2000, 2000, 2000, 1));
+        assert!(by_kind_pays(0, 2000, 2000, 20));
+        assert!(!by_kind_pays(100, 2000, 2000, 20));
+        assert!(!by_kind_pays(0, 1999, 2000, 1));
+        assert!(!by_kind_pays(0, 0, 2000, 1));
+    }
 
     /// Every claim returns the columns `claimed` reads by position, first and in its order.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@
 //! reconnect of the listener, or the poll interval. It claims nothing while the worker is
 //! fenced, and after a failed claim it first releases jobs claimed without an answer.
 
-use super::claim::{claim, claim_limited, release_orphans};
+use super::claim::{claim, claim_limited, release_orphans, walk_by_kind};
 use super::executor::{self, Claimed};
 use super::{Running, Shared};
 use crate::runtime::lock;
@@ -60,6 +60,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut cursors: std::collections::HashMap<String, String> = Default::default();
     // per key-limited queue: when its last deep claim was (see claim_limited.sql)
     let mut deep_claims: std::collections::HashMap<String, std::time::Instant> = Default::default();
+    // per plain queue: whether its claims walk by kind, and since when (see walk_by_kind)
+    let mut walks: std::collections::HashMap<String, (std::time::Instant, bool)> =
+        Default::default();
     // a claim failed: its statement may have committed with the answer lost
     let mut uncertain = false;
     loop {
@@ -170,8 +173,19 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
                             .await?;
                     Ok::<_, crate::Error>((jobs, last_key))
                 } else {
+                    let by_kind = match walks.get(queue) {
+                        Some((at, by_kind)) if at.elapsed() < shared.config.poll_interval => {
+                            *by_kind
+                        }
+                        _ => {
+                            let limit = shared.config.claim_batch as i64;
+                            let by_kind = walk_by_kind(&shared, queue, &kinds, limit).await?;
+                            walks.insert(queue.clone(), (std::time::Instant::now(), by_kind));
+                            by_kind
+                        }
+                    };
                     Ok((
-                        claim(&shared, queue, &kinds, &defaults, free as i64).await?,
+                        claim(&shared, queue, &kinds, &defaults, free as i64, by_kind).await?,
                         None,
                     ))
                 }

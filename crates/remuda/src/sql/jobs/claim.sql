@@ -1,5 +1,7 @@
 -- Claim up to $4 available jobs of queue $1 whose kind this worker runs ($2), in priority order,
--- and start them for worker $5 (named $6, with capabilities $7), in one round trip.
+-- and start them for worker $5 (named $6, with capabilities $7), in one round trip; found by
+-- the queue's order, or ($8) by each kind's (the two walks are InitPlans: only the one the
+-- CASE takes runs).
 -- The start is remuda.start_jobs's (schema/jobs/start_jobs.sql), which the limited claims
 -- call; this, the hot path, writes its own copy of it inline: through the function every
 -- row passed through its result store, 1 µs a job more (a drain of 300 000 jobs, three runs
@@ -31,7 +33,7 @@ SET state = 'running',
     unique_key = CASE WHEN j.formed IS NULL THEN j.unique_key END,
     fair_tag = NULL,
     max_attempts = COALESCE(j.max_attempts, ($3::int[])[array_position($2::text[], j.kind)])
-WHERE j.ctid = ANY(ARRAY(
+WHERE j.ctid = ANY(CASE WHEN NOT $8::boolean THEN ARRAY(
     SELECT ctid
     FROM remuda.jobs_live
     WHERE state = 'available'
@@ -52,6 +54,40 @@ WHERE j.ctid = ANY(ARRAY(
     ORDER BY priority, run_at, id
     LIMIT $4
     FOR UPDATE SKIP LOCKED
-))
+) ELSE ARRAY(
+    -- $8, the walk by kind: the head of the queue is mostly of kinds this worker does not
+    -- run (see claim_head.sql), which the walk above reads and passes over in every claim.
+    -- Each kind's first $4 jobs by jobs_available_kind_idx, in the same order, the first $4
+    -- of them all, then locked where they are (a TID scan) in that order. Only the walk in
+    -- the inner ARRAY is by kind: with FOR UPDATE there, each kind's jobs beyond the $4 taken
+    -- would be locked too, and passed over by other workers until this statement ends.
+    SELECT c.ctid
+    FROM remuda.jobs_live c
+    WHERE c.ctid = ANY(ARRAY(
+        SELECT w.ctid
+        FROM unnest($2::text[]) AS k(kind)
+        CROSS JOIN LATERAL (
+            SELECT ctid, priority, run_at, id
+            FROM remuda.jobs_live
+            WHERE state = 'available'
+              AND queue = $1
+              AND kind = k.kind
+              AND (target_worker IS NULL OR target_worker = $6)
+              AND (requires IS NULL OR requires <@ $7::text[])
+              AND (expires_at IS NULL OR expires_at > statement_timestamp() OR started_at IS NOT NULL)
+            ORDER BY priority, run_at, id
+            LIMIT $4
+        ) w
+        ORDER BY w.priority, w.run_at, w.id
+        LIMIT $4
+    ))
+      AND c.state = 'available'
+      AND NOT EXISTS (SELECT 1 FROM remuda.queues q WHERE q.name = $1
+                      AND (q.paused OR q.max_running IS NOT NULL OR q.key_limit IS NOT NULL
+                           OR q.rate_limit IS NOT NULL OR q.fairness IS NOT NULL))
+      AND (SELECT cl.max_running FROM remuda.cluster cl) IS NULL
+    ORDER BY c.priority, c.run_at, c.id
+    FOR UPDATE SKIP LOCKED
+) END)
 RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at,
           j.traceparent, j.tracestate, j.group_key
