@@ -48,30 +48,23 @@ pub(crate) async fn claim_limited(
     keyed: Option<(&str, bool)>,
 ) -> Result<(Vec<Claimed>, Option<String>)> {
     let mut conn = shared.db.conn().await?;
-    let tx = conn.transaction().await?;
-    // the claims' planner settings for the transaction, pipelined with the lock (see sql::CLAIM_PLAN)
-    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&queue];
-    let (planned, locked) = tokio::join!(
-        tx.batch_execute(sql::CLAIM_PLAN),
-        tx.query(sql::CLAIM_LOCK, &lock_params)
-    );
-    planned?;
-    locked?;
     let id: &str = &shared.worker_id;
     let params = common(shared, &id, &queue, &kinds, &defaults, &limit);
-    let rows = match &keyed {
-        Some((cursor, deep)) => {
-            if *deep {
-                // jobs waiting without a fair-share tag are tagged first (a no-op unless
-                // the queue has fair share), so the claim's walk finds them
-                tx.execute(sql::FAIR_TAG_QUEUE, &[&queue]).await?;
-            }
-            tx.query(sql::CLAIM_LIMITED, &[&params[..], &[cursor, deep]].concat())
-                .await?
-        }
-        None => tx.query(sql::CLAIM_CAPPED, &params).await?,
+    let (text, tag) = match &keyed {
+        // a deep claim tags first the jobs waiting without a fair-share tag (a no-op unless
+        // the queue has fair share), so that its walk finds them
+        Some((_, deep)) => (sql::CLAIM_LIMITED, *deep),
+        None => (sql::CLAIM_CAPPED, false),
     };
-    tx.commit().await?;
+    let keyed_params: Vec<Param> = match &keyed {
+        Some((cursor, deep)) => [&params[..], &[cursor, deep]].concat(),
+        None => params.to_vec(),
+    };
+    let rows = if conn.pooled() {
+        limited_by_steps(&mut conn, queue, tag, text, &keyed_params).await?
+    } else {
+        limited_in_one_trip(&conn, queue, tag, text, &keyed_params).await?
+    };
     // the cursor moves to the key served last in turn (turns count from the old cursor)
     let mut last: Option<(i64, String)> = None;
     let mut jobs = Vec::with_capacity(rows.len());
@@ -89,6 +82,76 @@ pub(crate) async fn claim_limited(
 }
 
 type Param<'a> = &'a (dyn tokio_postgres::types::ToSql + Sync);
+
+/// A limited claim's statements in one transaction, sent together (one round trip, where one
+/// each cost a claim four, and a capped queue claims after every completion that frees room):
+/// BEGIN with the claims' planner settings, the queue's lock (`claim_lock.sql`), the tagging
+/// of a deep fair claim (`fair_tag_queue.sql`), the claim `text`, COMMIT. The server runs
+/// them in turn, so the claim's snapshot is still taken after the lock is held. Every
+/// statement is prepared first: each is sent when first polled, in this order (`biased`), so
+/// COMMIT never goes before the claim.
+async fn limited_in_one_trip(
+    conn: &crate::db::Conn,
+    queue: &str,
+    tag: bool,
+    text: &str,
+    params: &[Param<'_>],
+) -> Result<Vec<tokio_postgres::Row>> {
+    let client: &deadpool_postgres::Object = conn;
+    let lock = client.prepare_cached(sql::CLAIM_LOCK).await?;
+    let tagging = match tag {
+        true => Some(client.prepare_cached(sql::FAIR_TAG_QUEUE).await?),
+        false => None,
+    };
+    let claim = client.prepare_cached(text).await?;
+    let begin = format!("BEGIN; {}", sql::CLAIM_PLAN);
+    let queue: [Param; 1] = [&queue];
+    let (begun, locked, tagged, rows, committed) = tokio::join!(
+        biased;
+        client.batch_execute(&begin),
+        client.query(&lock, &queue),
+        async {
+            match &tagging {
+                Some(tagging) => client.execute(tagging, &queue).await.map(|_| ()),
+                None => Ok(()),
+            }
+        },
+        client.query(&claim, params),
+        client.batch_execute("COMMIT")
+    );
+    begun?;
+    locked?;
+    tagged?;
+    let rows = rows?;
+    committed?;
+    Ok(rows)
+}
+
+/// [`limited_in_one_trip`] behind a transaction-mode pooler, where statements go unnamed:
+/// one round trip each, in a transaction with remuda's settings (see `Conn::transaction`).
+async fn limited_by_steps(
+    conn: &mut crate::db::Conn,
+    queue: &str,
+    tag: bool,
+    text: &str,
+    params: &[Param<'_>],
+) -> Result<Vec<tokio_postgres::Row>> {
+    let tx = conn.transaction().await?;
+    // the claims' planner settings for the transaction, pipelined with the lock
+    let lock_params: [Param; 1] = [&queue];
+    let (planned, locked) = tokio::join!(
+        tx.batch_execute(sql::CLAIM_PLAN),
+        tx.query(sql::CLAIM_LOCK, &lock_params)
+    );
+    planned?;
+    locked?;
+    if tag {
+        tx.execute(sql::FAIR_TAG_QUEUE, &lock_params).await?;
+    }
+    let rows = tx.query(text, params).await?;
+    tx.commit().await?;
+    Ok(rows)
+}
 
 /// The parameters both claims start with ($1 … $7): queue, kinds, their default attempts,
 /// how many, and the worker's id, name and capabilities.

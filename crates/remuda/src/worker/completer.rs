@@ -84,6 +84,10 @@ pub(crate) async fn run(
     let mut batch = Batch::default();
     loop {
         let Some(first) = rx.recv().await else { return };
+        // the attempts ready to end beside this one end first (a claim's jobs start together
+        // and a no-op ends at its first poll): one write for them all, not one for the first
+        // and one for the rest, and under a cap one claim of the room they free, not two
+        tokio::task::yield_now().await;
         let stop = batch.gather(first, || rx.try_recv().ok());
         count_attempts(&counts, &batch.outcomes);
         let (lean, rest): (Vec<_>, Vec<_>) = batch.outcomes.drain(..).partition(Outcome::is_lean);
