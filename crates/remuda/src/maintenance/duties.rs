@@ -192,11 +192,15 @@ pub(crate) async fn vacuum_due(db: &Database, lease: &Lease) -> Result<Vec<Strin
         let vacuum: bool = row.try_get("vacuum")?;
         // stale statistics are mostly a stale row count: a sample of 3 000 rows tells it (a
         // live part of 300 000 jobs: 15 ms, against 130 ms for the default 30 000)
+        // SKIP_LOCKED: a table another session holds (a rebuild of its index, `REINDEX
+        // CONCURRENTLY`, holds it between its steps and waits for older transactions, this
+        // one included) is passed over until the next run, never waited for: waiting, the
+        // two deadlocked and the server cancelled one
         let statement = if vacuum {
-            format!("VACUUM (ANALYZE) {name}")
+            format!("VACUUM (SKIP_LOCKED, ANALYZE) {name}")
         } else {
             // (one query string: one transaction, the setting its own)
-            format!("SET LOCAL default_statistics_target = 10; ANALYZE {name}")
+            format!("SET LOCAL default_statistics_target = 10; ANALYZE (SKIP_LOCKED) {name}")
         };
         match conn.batch_execute(&statement).await {
             Ok(()) => done.push(name),

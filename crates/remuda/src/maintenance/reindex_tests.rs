@@ -121,6 +121,40 @@ async fn an_index_that_filled_since_it_was_counted_is_not_rebuilt() {
     );
 }
 
+/// A table another session holds as a rebuild of its index does (`REINDEX CONCURRENTLY`
+/// keeps a SHARE UPDATE EXCLUSIVE lock between its steps, and waits for older transactions)
+/// is passed over by the vacuum duty, not waited for: the two deadlocked, and the server
+/// cancelled the vacuum.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_held_by_a_rebuild_is_passed_over_by_the_vacuum_not_waited_for() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let (_, current) = super::test_leases::stale_and_current(&db).await;
+    let conn = db.conn().await.expect("conn");
+    // statistics that no longer tell the table's size: due for an analysis
+    conn.batch_execute(
+        "ANALYZE remuda.jobs_live;
+         INSERT INTO remuda.jobs (kind) SELECT 'x' FROM generate_series(1, 5000);
+         SELECT pg_stat_force_next_flush();",
+    )
+    .await
+    .expect("rows past the statistics");
+    conn.batch_execute("SELECT 1").await.expect("stats flushed");
+    let mut holder = db.conn().await.expect("holder");
+    let held = holder.transaction().await.expect("begin");
+    held.batch_execute("LOCK TABLE remuda.jobs_live IN SHARE UPDATE EXCLUSIVE MODE")
+        .await
+        .expect("held as a rebuild holds it");
+    let done = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        super::duties::vacuum_due(&db, &current),
+    )
+    .await
+    .expect("the vacuum duty waited for the table's holder");
+    done.expect("the vacuum duty");
+    held.rollback().await.expect("release");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_full_of_dead_rows_is_vacuumed_by_the_leader_and_not_by_a_stale_one() {
     let test = TestDatabase::new().await.expect("test database");
