@@ -806,33 +806,79 @@ async fn the_claim_by_kind_takes_what_the_claim_in_the_queues_order_takes() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(expected.len(), 250);
-    let kinds = vec!["a".to_string(), "b".to_string()];
-    let defaults = vec![25i32, 25];
-    let capabilities: Vec<String> = Vec::new();
     for by_kind in [false, true] {
         let tx = conn.transaction().await.expect("begin");
-        tx.batch_execute(remuda::sql::CLAIM_PLAN)
-            .await
-            .expect("settings");
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
-            &"default",
-            &kinds,
-            &defaults,
-            &250i64,
-            &"w",
-            &"n",
-            &capabilities,
-            &by_kind,
-        ];
-        let mut claimed: Vec<i64> = tx
-            .query(statement_text("claim"), &params)
-            .await
-            .expect("claim")
-            .iter()
-            .map(|r| r.get("id"))
-            .collect();
+        let mut claimed = claim_ids(&tx, &["a", "b"], 250, by_kind).await;
         claimed.sort();
         assert_eq!(claimed, expected, "by kind: {by_kind}");
         tx.rollback().await.expect("rollback");
     }
+}
+
+/// The claim's walk by kind passes over the jobs another worker holds and takes the next
+/// ones, as the walk in the queue's order does: two workers of one kind behind jobs of
+/// another both claim, where taking each kind's first jobs before locking them left the
+/// second with nothing (and idle until the next poll).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_claim_by_kind_passes_over_jobs_another_worker_holds() {
+    let (db, _client) = common::setup().await;
+    let pool = db.database().expect("pool");
+    let mut holder = pool.conn().await.expect("holder");
+    let mut conn = pool.conn().await.expect("claimer");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (kind) SELECT 'elsewhere' FROM generate_series(1, 500);
+         INSERT INTO remuda.jobs (kind) SELECT 'a' FROM generate_series(1, 300);
+         ANALYZE remuda.jobs",
+    )
+    .await
+    .expect("jobs");
+    let held = holder.transaction().await.expect("begin");
+    let held_ids: Vec<i64> = held
+        .query(
+            "SELECT id FROM remuda.jobs_live WHERE kind = 'a' AND state = 'available'
+             ORDER BY priority, run_at, id LIMIT 100 FOR UPDATE",
+            &[],
+        )
+        .await
+        .expect("another worker's claim holds the first jobs")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(held_ids.len(), 100);
+    let tx = conn.transaction().await.expect("begin");
+    let claimed = claim_ids(&tx, &["a"], 50, true).await;
+    assert_eq!(claimed.len(), 50, "the next jobs taken: {claimed:?}");
+    assert!(
+        claimed.iter().all(|id| !held_ids.contains(id)),
+        "a held job taken: {claimed:?}"
+    );
+    tx.rollback().await.expect("rollback");
+    held.rollback().await.expect("release");
+}
+
+/// The ids of the jobs claim.sql takes in `tx`: up to `n` of `kinds` from the default queue,
+/// for worker "w", walked `by_kind` or in the queue's order.
+async fn claim_ids(tx: &remuda::db::Tx<'_>, kinds: &[&str], n: i64, by_kind: bool) -> Vec<i64> {
+    let kinds: Vec<String> = kinds.iter().map(|k| k.to_string()).collect();
+    let defaults = vec![25i32; kinds.len()];
+    let capabilities: Vec<String> = Vec::new();
+    tx.batch_execute(remuda::sql::CLAIM_PLAN)
+        .await
+        .expect("settings");
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &"default",
+        &kinds,
+        &defaults,
+        &n,
+        &"w",
+        &"n",
+        &capabilities,
+        &by_kind,
+    ];
+    tx.query(statement_text("claim"), &params)
+        .await
+        .expect("claim")
+        .iter()
+        .map(|r| r.get("id"))
+        .collect()
 }

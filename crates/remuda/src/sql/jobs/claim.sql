@@ -57,37 +57,32 @@ WHERE j.ctid = ANY(CASE WHEN NOT $8::boolean THEN ARRAY(
 ) ELSE ARRAY(
     -- $8, the walk by kind: the head of the queue is mostly of kinds this worker does not
     -- run (see claim_head.sql), which the walk above reads and passes over in every claim.
-    -- Each kind's first $4 jobs by jobs_available_kind_idx, in the same order, the first $4
-    -- of them all, then locked where they are (a TID scan) in that order. Only the walk in
-    -- the inner ARRAY is by kind: with FOR UPDATE there, each kind's jobs beyond the $4 taken
-    -- would be locked too, and passed over by other workers until this statement ends.
-    SELECT c.ctid
-    FROM remuda.jobs_live c
-    WHERE c.ctid = ANY(ARRAY(
-        SELECT w.ctid
-        FROM unnest($2::text[]) AS k(kind)
-        CROSS JOIN LATERAL (
-            SELECT ctid, priority, run_at, id
-            FROM remuda.jobs_live
-            WHERE state = 'available'
-              AND queue = $1
-              AND kind = k.kind
-              AND (target_worker IS NULL OR target_worker = $6)
-              AND (requires IS NULL OR requires <@ $7::text[])
-              AND (expires_at IS NULL OR expires_at > statement_timestamp() OR started_at IS NOT NULL)
-            ORDER BY priority, run_at, id
-            LIMIT $4
-        ) w
-        ORDER BY w.priority, w.run_at, w.id
+    -- Each kind's first $4 jobs by jobs_available_kind_idx, in the same order, locked as they
+    -- are walked (so that jobs another worker holds are passed over for the next ones, as
+    -- above), and the first $4 of them all. A worker of one kind locks what it takes; with
+    -- more kinds, the jobs locked beyond the $4 taken are passed over by other workers until
+    -- this statement ends.
+    SELECT w.ctid
+    FROM unnest($2::text[]) AS k(kind)
+    CROSS JOIN LATERAL (
+        SELECT ctid, priority, run_at, id
+        FROM remuda.jobs_live
+        WHERE state = 'available'
+          AND queue = $1
+          AND kind = k.kind
+          AND (target_worker IS NULL OR target_worker = $6)
+          AND (requires IS NULL OR requires <@ $7::text[])
+          AND NOT EXISTS (SELECT 1 FROM remuda.queues q WHERE q.name = $1
+                          AND (q.paused OR q.max_running IS NOT NULL OR q.key_limit IS NOT NULL
+                               OR q.rate_limit IS NOT NULL OR q.fairness IS NOT NULL))
+          AND (SELECT c.max_running FROM remuda.cluster c) IS NULL
+          AND (expires_at IS NULL OR expires_at > statement_timestamp() OR started_at IS NOT NULL)
+        ORDER BY priority, run_at, id
         LIMIT $4
-    ))
-      AND c.state = 'available'
-      AND NOT EXISTS (SELECT 1 FROM remuda.queues q WHERE q.name = $1
-                      AND (q.paused OR q.max_running IS NOT NULL OR q.key_limit IS NOT NULL
-                           OR q.rate_limit IS NOT NULL OR q.fairness IS NOT NULL))
-      AND (SELECT cl.max_running FROM remuda.cluster cl) IS NULL
-    ORDER BY c.priority, c.run_at, c.id
-    FOR UPDATE SKIP LOCKED
+        FOR UPDATE SKIP LOCKED
+    ) w
+    ORDER BY w.priority, w.run_at, w.id
+    LIMIT $4
 ) END)
 RETURNING j.id, j.ctid AS tid, j.kind, j.attempt, j.max_attempts, j.timeout_ms, j.args, j.started_at, j.flags, j.workflow, j.run_at,
           j.traceparent, j.tracestate, j.group_key
