@@ -517,10 +517,141 @@ max_attempts = 3
     assert!(worker.stop().await.success());
 }
 
+/// A restart of the database that outlasts `rescue_after` runs no job twice that a live worker
+/// finished meanwhile: the rescuer counts silence from the server's start, so a worker that
+/// cannot heartbeat because the server was down is not declared dead the moment it returns.
+/// Forced: worker A is stopped (SIGSTOP) across the restart while worker B, which runs none
+/// of A's jobs, leads the maintenance for longer than a round, so B's rescuer looks before A
+/// can heartbeat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_past_rescue_after_runs_no_finished_job_again() {
+    let cluster = PrivateCluster::start().await.expect("private cluster");
+    let conninfo = cluster.conninfo();
+    let dir = TempDir::new();
+    let log = dir.path().join("executions.log");
+    let config_a = common::recording_config(&dir, &log, "0.3", 4, "100ms", "3s");
+    let other = TempDir::new();
+    let config_b = other.write(
+        "remuda.toml",
+        r#"
+[worker]
+heartbeat_interval = "250ms"
+rescue_after = "3s"
+maintenance_interval = "250ms"
+
+[tasks.other]
+command = ["true"]
+"#,
+    );
+    let a = WorkerProcess::start_at(&conninfo, &config_a, None);
+    let b = WorkerProcess::start_at(&conninfo, &config_b, None);
+    let client = sql(&conninfo).await;
+    let jobs: Vec<remuda::NewJob> = (0..4)
+        .map(|i| remuda::NewJob::new("record", &serde_json::json!({ "i": i })).expect("job"))
+        .collect();
+    client.insert_many(&jobs).await.expect("enqueue");
+    common::until(
+        "the four jobs to start",
+        Duration::from_secs(20),
+        async || common::executions_per_job(&log).len() == 4,
+    )
+    .await;
+    cluster.crash().await.expect("crash the database");
+    // the jobs end (0.3 s) and their outcomes wait; the server stays away past rescue_after
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    a.signal(nix::sys::signal::Signal::SIGSTOP);
+    cluster.restart().await.expect("restart the database");
+    // B elects itself (A's lease lapsed while the server was down) and its rescuer runs rounds
+    common::until("B to lead", Duration::from_secs(10), async || {
+        scalar(
+            &client,
+            "SELECT count(*) FROM remuda.leader l JOIN remuda.workers w ON w.id = l.leader_id
+             WHERE l.expires_at > now() AND w.pid = $1",
+            &[&b.pid()],
+        )
+        .await
+            == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    a.signal(nix::sys::signal::Signal::SIGCONT);
+    common::until(
+        "the four jobs to complete",
+        Duration::from_secs(30),
+        async || count_in(&client, &["completed"]).await == 4,
+    )
+    .await;
+    let per_job = common::executions_per_job(&log);
+    assert!(per_job.values().all(|&n| n == 1), "ran again: {per_job:?}");
+    let rescued = scalar(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE attempt > 1 OR errors <> '[]'",
+        &[],
+    )
+    .await;
+    assert_eq!(
+        rescued, 0,
+        "jobs rescued from a worker that was only waiting for the server"
+    );
+    assert!(a.stop().await.success());
+    assert!(b.stop().await.success());
+}
+
+/// A worker whose start-up loses the database (a restart begins while it registers) waits for
+/// the server and runs jobs when it is back, instead of exiting. Forced: the test holds the
+/// workers table locked until the worker's registration waits on it, then crashes the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_starting_as_the_database_restarts_waits_for_it() {
+    let cluster = PrivateCluster::start().await.expect("private cluster");
+    let conninfo = cluster.conninfo();
+    let dir = TempDir::new();
+    let log = dir.path().join("executions.log");
+    let config = common::recording_config(&dir, &log, "0", 2, "100ms", "3s");
+    let client = sql(&conninfo).await;
+    let (locker, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    locker
+        .batch_execute("BEGIN; LOCK TABLE remuda.workers IN EXCLUSIVE MODE")
+        .await
+        .expect("lock the workers");
+    let mut worker = WorkerProcess::start_at(&conninfo, &config, None);
+    common::until(
+        "the registration to wait",
+        Duration::from_secs(20),
+        async || {
+            scalar(
+                &client,
+                "SELECT count(*) FROM pg_stat_activity
+             WHERE wait_event_type = 'Lock' AND query ILIKE '%remuda.workers%'",
+                &[],
+            )
+            .await
+                == 1
+        },
+    )
+    .await;
+    cluster.crash().await.expect("crash the database");
+    drop(locker);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.restart().await.expect("restart the database");
+    let job = remuda::NewJob::new("record", &serde_json::json!({})).expect("job");
+    client.insert_many(&[job]).await.expect("enqueue");
+    common::until("the job to complete", Duration::from_secs(30), async || {
+        let exited = worker.child.try_wait().expect("worker status");
+        assert!(exited.is_none(), "the worker exited: {exited:?}");
+        count_in(&client, &["completed"]).await == 1
+    })
+    .await;
+    assert!(worker.stop().await.success());
+}
+
 /// Fault 8: the soak. Mixed jobs (quick, slow, failing once) are fed for the whole run while
 /// worker processes are SIGKILLed at random and the database crashes once. At the end every
 /// job is completed: lost and stuck must be 0; duplicates (executions beyond what the
-/// outcomes account for) are bounded by the jobs the killed workers held.
+/// outcomes account for) are bounded by the jobs the killed workers held, and those of any
+/// worker that fenced itself because the database stayed away past its deadline.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn soak() {
     let secs: u64 = std::env::var("REMUDA_SOAK_SECS")
@@ -558,6 +689,7 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
     let run_for = Duration::from_secs(secs);
     let crash_at = run_for / 2;
     let mut crashed = false;
+    let mut outage = Duration::ZERO;
     let (mut kills, mut held_at_kills) = (0, 0i64);
     let mut next_kill = Instant::now() + Duration::from_millis(1000 + fastrand::u64(..2000));
     while started.elapsed() < run_for {
@@ -594,9 +726,11 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
         }
         if !crashed && started.elapsed() >= crash_at {
             crashed = true;
+            let down = Instant::now();
             cluster.crash().await.expect("crash the database");
             tokio::time::sleep(Duration::from_secs(5)).await;
             cluster.restart().await.expect("restart the database");
+            outage = down.elapsed();
         }
         if Instant::now() >= next_kill {
             let victim = workers.remove(fastrand::usize(..workers.len()));
@@ -604,7 +738,25 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
             victim.kill().await;
             kills += 1;
             held_at_kills += held_by(&client, pid).await;
-            workers.push(start_worker());
+            let replacement = start_worker();
+            // registered before the run goes on, so the crash never meets a start-up's
+            // first contact, which fails at once (see the start-up test above)
+            let pid = replacement.pid();
+            common::until(
+                "the replacement to register",
+                Duration::from_secs(30),
+                async || {
+                    scalar(
+                        &client,
+                        "SELECT count(*) FROM remuda.workers WHERE pid = $1",
+                        &[&pid],
+                    )
+                    .await
+                        > 0
+                },
+            )
+            .await;
+            workers.push(replacement);
             next_kill = Instant::now() + Duration::from_millis(1000 + fastrand::u64(..3000));
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -617,7 +769,12 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     for w in workers {
-        assert!(w.stop().await.success());
+        let status = w.stop().await;
+        assert!(
+            status.success(),
+            "a worker stopped with {status}: {}",
+            std::fs::read_to_string(&stderr_log).unwrap_or_default()
+        );
     }
     let jobs = count_in(
         &client,
@@ -647,8 +804,8 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
     .await;
     let runs = executions(&log).len() as i64;
     let duplicates = runs - accounted;
-    let rejected: i64 = std::fs::read_to_string(&stderr_log)
-        .unwrap_or_default()
+    let workers_log = std::fs::read_to_string(&stderr_log).unwrap_or_default();
+    let rejected: i64 = workers_log
         .lines()
         .filter_map(|l| {
             let (before, _) = l.split_once(" outcomes rejected as stale")?;
@@ -656,8 +813,9 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
             count.rsplit(' ').next()?.parse::<i64>().ok()
         })
         .sum();
+    let held_at_fences = stopped_by_fences(&workers_log);
     println!(
-        "soak {secs} s: jobs {jobs}, executions {runs}, duplicates {duplicates}, lost {lost}, stuck {stuck}, rejected stale writes {rejected}, worker kills {kills} (holding {held_at_kills} jobs), database crashes 1"
+        "soak {secs} s: jobs {jobs}, executions {runs}, duplicates {duplicates}, lost {lost}, stuck {stuck}, rejected stale writes {rejected}, worker kills {kills} (holding {held_at_kills} jobs), database crashes 1 (down {outage:?}; workers fenced holding {held_at_fences} jobs)"
     );
     if lost > 0 {
         let conn = client.database().conn().await.expect("conn");
@@ -685,7 +843,23 @@ backoff = {{ kind = "fixed", delay = "200ms" }}
     assert_eq!(lost, 0, "lost jobs");
     assert_eq!(stuck, 0, "stuck jobs");
     assert!(
-        duplicates <= held_at_kills,
-        "{duplicates} duplicate executions, more than the {held_at_kills} jobs the killed workers held"
+        duplicates <= held_at_kills + held_at_fences,
+        "{duplicates} duplicate executions, more than the {held_at_kills} jobs the killed workers held and the {held_at_fences} the fenced ones stopped"
     );
+}
+
+/// Jobs that workers stopped on fencing themselves, as their log says: a worker whose
+/// heartbeats found no database for longer than `rescue_after` less an interval (a restart
+/// slowed by a loaded machine) stops its jobs before anyone may rescue them, and those run
+/// again. Like a killed worker's, each may have run once already.
+fn stopped_by_fences(workers_log: &str) -> i64 {
+    workers_log
+        .lines()
+        .filter_map(|l| {
+            let (_, after) = l
+                .split_once("; stopping its ")
+                .or_else(|| l.split_once("; aborting its "))?;
+            after.split(' ').next()?.parse::<i64>().ok()
+        })
+        .sum()
 }

@@ -39,6 +39,7 @@ mod outcome;
 mod producer;
 mod settings;
 mod signals;
+mod startup;
 pub use signals::ShutdownSignals;
 mod usage;
 
@@ -363,9 +364,14 @@ impl Worker {
         for schedule in &self.schedules {
             schedule.validate()?;
         }
-        self.client.check_once().await?;
+        // start-up rides out a restart that begins while it runs (see `startup`)
+        let mut reached = false;
+        let patience = startup::PATIENCE;
+        let client = &self.client;
+        startup::ride_out_restart(&mut reached, patience, || client.check_once()).await?;
         for schedule in &self.schedules {
-            self.client.set_schedule(schedule).await?;
+            startup::ride_out_restart(&mut reached, patience, || client.set_schedule(schedule))
+                .await?;
         }
         let mut defaults: Vec<(String, Option<crate::notify::NotifyTarget>)> = self
             .tasks
@@ -373,7 +379,10 @@ impl Worker {
             .map(|(kind, r)| (kind.clone(), r.options.notify.clone()))
             .collect();
         defaults.sort_by(|a, b| a.0.cmp(&b.0));
-        crate::notify::store_defaults(self.client.database(), &defaults).await?;
+        startup::ride_out_restart(&mut reached, patience, || {
+            crate::notify::store_defaults(client.database(), &defaults)
+        })
+        .await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
         let maintenance_connections = if config.maintenance {
@@ -418,8 +427,13 @@ impl Worker {
             tracing::info!("remuda worker {worker_id}: no webhook secret and no SMTP server: this worker sends no notifications");
         }
         let dispatcher = (config.notifications.enabled && can_send).then_some(dispatcher);
-        let registered = std::time::Instant::now();
-        heartbeat::register(&db, &registration).await?;
+        // the clock of self-fencing starts when the registration that got through was sent
+        let mut registered = std::time::Instant::now();
+        startup::ride_out_restart(&mut reached, patience, || {
+            registered = std::time::Instant::now();
+            heartbeat::register(&db, &registration)
+        })
+        .await?;
 
         let background = CancellationToken::new();
         let (completer_tx, completer_rx) =
