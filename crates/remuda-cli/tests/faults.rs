@@ -522,21 +522,21 @@ max_attempts = 3
 /// cannot heartbeat because the server was down is not declared dead the moment it returns.
 /// Forced: worker A is stopped (SIGSTOP) across the restart while worker B, which runs none
 /// of A's jobs, leads the maintenance for longer than a round, so B's rescuer looks before A
-/// can heartbeat.
+/// can heartbeat (A then has the rest of its 5 s from the restart).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_past_rescue_after_runs_no_finished_job_again() {
     let cluster = PrivateCluster::start().await.expect("private cluster");
     let conninfo = cluster.conninfo();
     let dir = TempDir::new();
     let log = dir.path().join("executions.log");
-    let config_a = common::recording_config(&dir, &log, "0.3", 4, "100ms", "3s");
+    let config_a = common::recording_config(&dir, &log, "1", 4, "100ms", "5s");
     let other = TempDir::new();
     let config_b = other.write(
         "remuda.toml",
         r#"
 [worker]
 heartbeat_interval = "250ms"
-rescue_after = "3s"
+rescue_after = "5s"
 maintenance_interval = "250ms"
 
 [tasks.other]
@@ -557,10 +557,15 @@ command = ["true"]
     )
     .await;
     cluster.crash().await.expect("crash the database");
-    // the jobs end (0.3 s) and their outcomes wait; the server stays away past rescue_after
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // the jobs end (1 s) and their outcomes wait; the server stays away past rescue_after
+    tokio::time::sleep(Duration::from_secs(6)).await;
     a.signal(nix::sys::signal::Signal::SIGSTOP);
     cluster.restart().await.expect("restart the database");
+    assert_eq!(
+        count_in(&client, &["completed"]).await,
+        0,
+        "the jobs ended before the crash: nothing tested"
+    );
     // B elects itself (A's lease lapsed while the server was down) and its rescuer runs rounds
     common::until("B to lead", Duration::from_secs(10), async || {
         scalar(
@@ -597,17 +602,14 @@ command = ["true"]
     assert!(b.stop().await.success());
 }
 
-/// A worker whose start-up loses the database (a restart begins while it registers) waits for
-/// the server and runs jobs when it is back, instead of exiting. Forced: the test holds the
-/// workers table locked until the worker's registration waits on it, then crashes the server.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_starting_as_the_database_restarts_waits_for_it() {
-    let cluster = PrivateCluster::start().await.expect("private cluster");
+/// A worker started on `cluster` whose registration waits on a lock the test holds on the
+/// workers table, until the server crashes under it (the crash ends the lock too).
+async fn crashed_while_registering(
+    cluster: &PrivateCluster,
+    config: &Path,
+    client: &remuda::Client,
+) -> WorkerProcess {
     let conninfo = cluster.conninfo();
-    let dir = TempDir::new();
-    let log = dir.path().join("executions.log");
-    let config = common::recording_config(&dir, &log, "0", 2, "100ms", "3s");
-    let client = sql(&conninfo).await;
     let (locker, connection) = tokio_postgres::connect(&conninfo, tokio_postgres::NoTls)
         .await
         .expect("connect");
@@ -616,13 +618,13 @@ async fn a_worker_starting_as_the_database_restarts_waits_for_it() {
         .batch_execute("BEGIN; LOCK TABLE remuda.workers IN EXCLUSIVE MODE")
         .await
         .expect("lock the workers");
-    let mut worker = WorkerProcess::start_at(&conninfo, &config, None);
+    let worker = WorkerProcess::start_at(&conninfo, config, None);
     common::until(
         "the registration to wait",
         Duration::from_secs(20),
         async || {
             scalar(
-                &client,
+                client,
                 "SELECT count(*) FROM pg_stat_activity
              WHERE wait_event_type = 'Lock' AND query ILIKE '%remuda.workers%'",
                 &[],
@@ -634,6 +636,21 @@ async fn a_worker_starting_as_the_database_restarts_waits_for_it() {
     .await;
     cluster.crash().await.expect("crash the database");
     drop(locker);
+    worker
+}
+
+/// A worker whose start-up loses the database (a restart begins while it registers) waits for
+/// the server and runs jobs when it is back, instead of exiting. Forced: the test holds the
+/// workers table locked until the worker's registration waits on it, then crashes the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_starting_as_the_database_restarts_waits_for_it() {
+    let cluster = PrivateCluster::start().await.expect("private cluster");
+    let conninfo = cluster.conninfo();
+    let dir = TempDir::new();
+    let log = dir.path().join("executions.log");
+    let config = common::recording_config(&dir, &log, "0", 2, "100ms", "3s");
+    let client = sql(&conninfo).await;
+    let mut worker = crashed_while_registering(&cluster, &config, &client).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     cluster.restart().await.expect("restart the database");
     let job = remuda::NewJob::new("record", &serde_json::json!({})).expect("job");

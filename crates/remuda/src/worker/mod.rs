@@ -365,24 +365,21 @@ impl Worker {
             schedule.validate()?;
         }
         // start-up rides out a restart that begins while it runs (see `startup`)
-        let mut reached = false;
-        let patience = startup::PATIENCE;
-        let client = &self.client;
-        startup::ride_out_restart(&mut reached, patience, || client.check_once()).await?;
-        for schedule in &self.schedules {
-            startup::ride_out_restart(&mut reached, patience, || client.set_schedule(schedule))
-                .await?;
-        }
+        let mut start = startup::Start::new();
         let mut defaults: Vec<(String, Option<crate::notify::NotifyTarget>)> = self
             .tasks
             .iter()
             .map(|(kind, r)| (kind.clone(), r.options.notify.clone()))
             .collect();
         defaults.sort_by(|a, b| a.0.cmp(&b.0));
-        startup::ride_out_restart(&mut reached, patience, || {
-            crate::notify::store_defaults(client.database(), &defaults)
-        })
-        .await?;
+        let client = &self.client;
+        start.step(|| client.check_once()).await?;
+        for schedule in &self.schedules {
+            start.step(|| client.set_schedule(schedule)).await?;
+        }
+        start
+            .step(|| crate::notify::store_defaults(client.database(), &defaults))
+            .await?;
         // The worker's own small pool: tasks that share the client's pool can never starve
         // the heartbeat, the claims or the completions.
         let maintenance_connections = if config.maintenance {
@@ -429,11 +426,12 @@ impl Worker {
         let dispatcher = (config.notifications.enabled && can_send).then_some(dispatcher);
         // the clock of self-fencing starts when the registration that got through was sent
         let mut registered = std::time::Instant::now();
-        startup::ride_out_restart(&mut reached, patience, || {
-            registered = std::time::Instant::now();
-            heartbeat::register(&db, &registration)
-        })
-        .await?;
+        start
+            .step(|| {
+                registered = std::time::Instant::now();
+                heartbeat::register(&db, &registration)
+            })
+            .await?;
 
         let background = CancellationToken::new();
         let (completer_tx, completer_rx) =
