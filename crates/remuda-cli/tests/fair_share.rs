@@ -14,13 +14,16 @@ use std::time::Duration;
 
 const QUEUE: &str = "tenants";
 
+/// The task `work` as a command that sleeps 20 ms.
+const SLEEPS: &str = r#"command = ["sh", "-c", "cat >/dev/null; sleep 0.02"]"#;
+
 /// A worker config whose one task (`work`, in the fair queue) sleeps 20 ms.
 fn config(dir: &TempDir, concurrency: u32) -> std::path::PathBuf {
-    config_polling(dir, concurrency, "100ms")
+    config_polling(dir, concurrency, "100ms", SLEEPS)
 }
 
-/// The same with a poll interval of `poll`.
-fn config_polling(dir: &TempDir, concurrency: u32, poll: &str) -> std::path::PathBuf {
+/// The same with a poll interval of `poll`, the task run as `task` says.
+fn config_polling(dir: &TempDir, concurrency: u32, poll: &str, task: &str) -> std::path::PathBuf {
     dir.write(
         "remuda.toml",
         &format!(
@@ -33,7 +36,7 @@ shutdown_timeout = "5s"
 
 [tasks.work]
 queue = "{QUEUE}"
-command = ["sh", "-c", "cat >/dev/null; sleep 0.02"]
+{task}
 "#
         ),
     )
@@ -379,6 +382,13 @@ async fn groups_refuse_what_would_break_their_list_and_the_list_says_what_it_sho
 /// job every 100 ms each, on two worker processes with the default poll interval. The small
 /// tenants' jobs start at once, and the jobs without a group take half of what the small
 /// tenants leave (they are one group of weight 1, as the noisy tenant is).
+///
+/// The jobs are the built-in no-op, so that the workers start far more jobs a second than
+/// the small tenants' 20: a small tenant is one whose jobs come slower than its share of the
+/// starts (a quarter of them here). Jobs that spawn a process each started 41 a second on a
+/// loaded machine, a tenant's share fell to its 10 jobs a second, and its jobs queued behind
+/// each other as any at its share would, fairness or not. Both backlogs are checked to
+/// outlast the small tenants' jobs, without which the test would prove nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_without_a_group() {
     let db = migrated().await;
@@ -388,7 +398,7 @@ async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_with
         .insert_bulk(&jobs("noisy", 30_000, None))
         .await
         .expect("the noisy tenant's backlog");
-    let ungrouped: Vec<NewJob> = (0..5000)
+    let ungrouped: Vec<NewJob> = (0..30_000)
         .map(|_| NewJob::from_json("work", remuda::Jsonb("{}".into())).queue(QUEUE))
         .collect();
     client
@@ -398,7 +408,7 @@ async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_with
 
     let dir = TempDir::new();
     // (the default poll interval: a claim that looks through the whole queue once a second)
-    let config = config_polling(&dir, 10, "1s");
+    let config = config_polling(&dir, 10, "1s", r#"builtin = "noop""#);
     let workers: Vec<WorkerProcess> = (0..2).map(|_| WorkerProcess::start(&db, &config)).collect();
     let mut ticker = tokio::time::interval(Duration::from_millis(100));
     for _ in 0..40 {
@@ -423,6 +433,16 @@ async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_with
         },
     )
     .await;
+    let left = common::count(
+        &client,
+        "SELECT least(count(*) FILTER (WHERE group_key = 'noisy'), count(*) FILTER (WHERE group_key IS NULL))
+         FROM remuda.jobs WHERE state = 'available'",
+    )
+    .await;
+    assert!(
+        left > 0,
+        "a backlog drained before the small tenants' last job started: nothing was left to starve them"
+    );
     for w in workers {
         assert!(w.stop().await.success());
     }
