@@ -15,6 +15,7 @@ import tasks
 from conftest import StartWorker, job_info
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_a_debounced_send_joins_the_waiting_job_with_the_latest_args(app: remuda.App) -> None:
     add = app.tasks["add"]
     first = add.send(a=1, b=1, unique_key="sum", debounce=3600)

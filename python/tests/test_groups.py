@@ -7,11 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 
 import remuda
 from conftest import job_info
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_a_group_reaches_the_job_however_it_is_sent(app: remuda.App, db: psycopg.Connection[Any]) -> None:
     add = app.tasks["add"]
     sent = add.send(a=1, b=1, group="acme")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 
 import remuda
 from conftest import StartWorker, job_info, wait_state
@@ -20,6 +21,7 @@ def run_groups(db: psycopg.Connection[Any], run: int) -> list[Any]:
     return sorted({tuple(r) for r in rows})
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_a_task_reads_its_group_and_what_it_sends_or_starts_takes_it(
     app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
 ) -> None:

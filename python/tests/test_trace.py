@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import psycopg
+import pytest
 
 import remuda
 from conftest import StartWorker, job_info, wait_state
@@ -14,6 +15,7 @@ from conftest import StartWorker, job_info, wait_state
 TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_a_task_sees_its_attempts_trace_and_its_sends_continue_it(app: remuda.App, start_worker: StartWorker) -> None:
     handle = app.tasks["relay"].send(traceparent=TP, tracestate="vendor=abc")
     assert job_info(handle)["trace"] == {"traceparent": TP, "tracestate": "vendor=abc"}
@@ -43,6 +45,7 @@ def test_send_in_keeps_the_trace_and_a_malformed_one_is_refused(app: remuda.App,
             raise AssertionError(f"{bad!r} was sent")
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_a_send_inside_an_opentelemetry_span_continues_it(app: remuda.App) -> None:
     from opentelemetry.sdk.trace import TracerProvider
 
