@@ -323,18 +323,25 @@ async fn sample_running(
     samples: Arc<AtomicI64>,
     stop: CancellationToken,
 ) -> CliResult<()> {
-    let conn = db.conn().await?;
+    let mut conn = db.conn().await?;
     while !stop.is_cancelled() {
-        let running: i64 = conn
+        // every job of the queue is counted (claimed under its cap): read from
+        // jobs_counted_running_idx, never a scan of the live jobs. The statement is planned
+        // once, when the queue may still be empty (statistics of an empty table): without
+        // the setting that plan was a sequential scan, 11 ms of every 25 beside the drain
+        let tx = conn.transaction().await.map_err(remuda::Error::from)?;
+        tx.batch_execute("SET LOCAL enable_seqscan = off")
+            .await
+            .map_err(remuda::Error::from)?;
+        let running: i64 = tx
             .query_one(
-                // every job of the queue is counted (claimed under its cap): read from
-                // jobs_counted_running_idx, no scan of the table
-                "SELECT count(*) FROM remuda.jobs WHERE state = 'running' AND counted AND queue = $1",
+                "SELECT count(*) FROM remuda.jobs_live WHERE state = 'running' AND counted AND queue = $1",
                 &[&queue],
             )
             .await
             .map_err(remuda::Error::from)?
             .get(0);
+        tx.commit().await.map_err(remuda::Error::from)?;
         seen.fetch_max(running, Ordering::Relaxed);
         samples.fetch_add(1, Ordering::Relaxed);
         // (every 5 ms, its count took a third of a core from the drain it watched)
