@@ -95,10 +95,12 @@ def _check(name: str) -> None:
         size = len(name.encode()) if isinstance(name, str) else 0
     except UnicodeEncodeError:
         size = 0
-    if not 1 <= size <= 200 or "\0" in name or name.startswith("sleep-"):
+    # (control characters as Rust counts them, Unicode's Cc: the worker checks the same)
+    control = size > 0 and any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in name)
+    if not 1 <= size <= 200 or control or name.startswith("sleep-"):
         raise StepError(
             "INVALID_STEP",
-            f"a step's name must be a string of 1 to 200 bytes of UTF-8, without NUL, not starting with 'sleep-' (the durable sleeps'), not {name!r}",
+            f"a step's name must be a string of 1 to 200 bytes of UTF-8, without control characters (tabs, newlines), not starting with 'sleep-' (the durable sleeps'), not {name!r}",
         )
 
 

@@ -65,3 +65,11 @@ def test_a_step_outside_a_task_says_so() -> None:
         remuda.step("charge", lambda: 1)
     assert raised.value.code == "INVALID_STEP"
     assert "inside a task" in raised.value.message
+
+
+def test_a_step_name_with_a_control_character_or_the_sleeps_prefix_is_refused() -> None:
+    for bad in ("a\tb", "a\nb", "nul\0", "c1\x85", "sleep-1", "", "x" * 201):
+        with pytest.raises(remuda.StepError) as raised:
+            remuda.step(bad, lambda: 1)
+        assert raised.value.code == "INVALID_STEP", bad
+        assert "control characters" in raised.value.message, raised.value.message

@@ -136,14 +136,16 @@ pub enum Command {
     /// stdout is recorded with the job and printed; a later attempt of the job prints the
     /// recorded stdout without running it again. Exits with the command's code (a failed
     /// command is not recorded); 75 when the step ran but could not be recorded (the job
-    /// is no longer this run's), 2 outside a job.
+    /// is no longer this run's), 69 when it did not run because the step could not be
+    /// looked up (the job's worker or its database away), 2 outside a job or for a bad name.
     Step(StepArgs),
 }
 
 /// `remuda step NAME -- CMD ARGS…`.
 #[derive(Debug, Args)]
 pub struct StepArgs {
-    /// The step's name, unique within the job (1 to 200 bytes).
+    /// The step's name, unique within the job (1 to 200 bytes, no control characters, not
+    /// starting with `sleep-`).
     pub name: String,
     /// The command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]

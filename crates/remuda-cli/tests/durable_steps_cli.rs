@@ -206,3 +206,60 @@ async fn remuda_step_outside_a_job_says_so_and_runs_nothing() {
         .expect("run");
     assert_eq!(code(&missing), 2, "the command is required");
 }
+
+/// A step the worker could not be asked about never ran its command, and says so with a
+/// code of its own (69), apart from a step that ran and could not be recorded (75): a
+/// script may run the first again, not the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_whose_worker_is_gone_did_not_run_and_exits_69() {
+    let dir = TempDir::new();
+    let marker = dir.path().join("ran");
+    let output = tokio::process::Command::new(BIN)
+        .args(["step", "charge", "--", "touch"])
+        .arg(&marker)
+        .env("REMUDA_STEP_SOCKET", dir.path().join("gone.sock"))
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(code(&output), 69, "{}", stderr(&output));
+    assert!(stderr(&output).contains("charge"), "{}", stderr(&output));
+    assert!(!marker.exists(), "the command did not run");
+}
+
+/// Names with a tab, a newline or the durable sleeps' prefix are refused inside a real job
+/// (exit 2) and their commands never run; a good name beside them runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn step_names_with_control_characters_or_the_sleep_prefix_are_refused() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let ran = dir.path().join("ran");
+    let script = format!(
+        r#"cat >/dev/null
+{BIN} step "$(printf 'a\tb')" -- sh -c 'echo tab >> {ran}'; tab=$?
+{BIN} step "$(printf 'a\nb')" -- sh -c 'echo newline >> {ran}'; newline=$?
+{BIN} step sleep-1 -- sh -c 'echo sleep >> {ran}'; sleep=$?
+{BIN} step fine -- sh -c 'echo fine >> {ran}' >/dev/null; fine=$?
+echo "[$tab, $newline, $sleep, $fine]""#,
+        ran = ran.display()
+    );
+    let config = config(&dir, "names", &script);
+    let id = enqueue(&db, &["names", "--args", "{}"]).await;
+    let worker = WorkerProcess::start(&db, &config);
+    let done = until_state(&db, id, "completed").await;
+    worker.stop().await;
+
+    assert_eq!(
+        done["result"]["ok"],
+        serde_json::json!([2, 2, 2, 0]),
+        "{done}"
+    );
+    let ran = std::fs::read_to_string(&ran).expect("ran");
+    assert_eq!(ran, "fine\n", "only the good name's command ran");
+    let steps: Vec<&str> = done["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(steps, ["fine"], "{done}");
+}

@@ -11,9 +11,13 @@ use std::io::Write;
 use std::process::Stdio;
 use tokio::io::AsyncReadExt;
 
-/// Exit code when the step ran but could not be recorded, or the worker cannot be reached
-/// (EX_TEMPFAIL): the job's attempt is no longer this run's, or the database is away.
+/// Exit code when the command ran but its step could not be recorded (EX_TEMPFAIL): the
+/// job's attempt is no longer this run's, or the database is away. Its side effect happened.
 const NOT_RECORDED: u8 = 75;
+/// Exit code when the command did not run because the step could not be looked up
+/// (EX_UNAVAILABLE): the worker's step socket is gone (the job ended, the worker stopped) or
+/// it could not read the job's steps. Nothing happened: running the step again is safe.
+const DID_NOT_RUN: u8 = 69;
 
 pub async fn run(args: StepArgs) -> CliResult<u8> {
     let path = std::env::var_os(ENV).ok_or_else(|| {
@@ -23,12 +27,12 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
     })?;
     let mut client = match StepClient::connect(std::path::Path::new(&path)).await {
         Ok(client) => client,
-        Err(e) => return Ok(refused(&args.name, &e)),
+        Err(e) => return Ok(refused(&args.name, &e, DID_NOT_RUN)),
     };
     match client.recorded(&args.name).await {
         Ok(Some(stored)) => return print(&stored).map(|_| 0),
         Ok(None) => {}
-        Err(e) => return Ok(refused(&args.name, &e)),
+        Err(e) => return Ok(refused(&args.name, &e, DID_NOT_RUN)),
     }
     let (status, stdout) = match execute(&args.command).await {
         Ok(ran) => ran,
@@ -46,7 +50,7 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
         Ok(stored) => print(&stored).map(|_| 0),
         Err(e) => {
             write_stdout(&stdout)?;
-            Ok(refused(&args.name, &e))
+            Ok(refused(&args.name, &e, NOT_RECORDED))
         }
     }
 }
@@ -134,11 +138,12 @@ fn write_stdout(bytes: &[u8]) -> CliResult<()> {
         .map_err(|e| CliError::Usage(format!("cannot write the step's output: {e}")))
 }
 
-/// Says why the step was not recorded (or read) and gives the exit code for it.
-fn refused(name: &str, e: &StepClientError) -> u8 {
+/// Says why the step was not recorded (or read) and gives the exit code for it: 2 for a
+/// name no step may take, else `otherwise` (whether the command ran says which).
+fn refused(name: &str, e: &StepClientError, otherwise: u8) -> u8 {
     eprintln!("remuda step {name}: {e}");
     match e {
         StepClientError::Refused { code, .. } if code == remuda::step::INVALID_STEP => 2,
-        _ => NOT_RECORDED,
+        _ => otherwise,
     }
 }

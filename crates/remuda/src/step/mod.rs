@@ -39,7 +39,8 @@ pub const STEP_STORE: &str = "STEP_STORE";
 pub const FENCED: &str = "FENCED";
 /// The names of durable sleeps: `sleep-1`, `sleep-2`, … (a step may not take them).
 pub const SLEEP_PREFIX: &str = "sleep-";
-/// Error code of a step name that is empty or too long.
+/// Error code of a step name that is empty, too long, has a control character or is a
+/// durable sleep's.
 pub const INVALID_STEP: &str = "INVALID_STEP";
 
 /// The steps of one run of a job: what earlier attempts recorded (read once, at the first
@@ -111,9 +112,14 @@ impl Steps {
         }))
     }
 
-    /// The output recorded under `name` (JSON text), if an attempt recorded it.
+    /// The output recorded under step `name` (JSON text), if an attempt recorded it.
     pub async fn recorded(&self, name: &str) -> Result<Option<String>, TaskError> {
         check_name(name)?;
+        self.recorded_as(name).await
+    }
+
+    /// The output recorded under `name`, a step's or a durable sleep's.
+    async fn recorded_as(&self, name: &str) -> Result<Option<String>, TaskError> {
         let mut recorded = self.0.recorded.lock().await;
         if recorded.is_none() {
             *recorded = Some(self.read().await?);
@@ -126,6 +132,11 @@ impl Steps {
     /// Refused with [`FENCED`] when the run no longer holds its job.
     pub async fn record(&self, name: &str, output: String) -> Result<String, TaskError> {
         check_name(name)?;
+        self.record_as(name, output).await
+    }
+
+    /// Records `output` under `name`, a step's or a durable sleep's.
+    async fn record_as(&self, name: &str, output: String) -> Result<String, TaskError> {
         // parsed whole, as PostgreSQL's json input will (a lone surrogate escape is refused)
         if serde_json::from_str::<serde_json::Value>(&output).is_err() {
             return Err(TaskError::permanent(
@@ -204,11 +215,30 @@ fn store_error(what: &str, e: impl std::fmt::Display) -> TaskError {
     TaskError::new(STEP_STORE, format!("cannot {what}: {e}"))
 }
 
+/// A step's name: 1 to [`MAX_NAME`] bytes, no control characters (a tab or newline would
+/// break `remuda job`'s list of steps, as they would a queue's name), and not a durable
+/// sleep's (`sleep-…`). Every door checks it here: Rust's `step`, the step socket of command
+/// tasks (`remuda step`) and Python's.
 fn check_name(name: &str) -> Result<(), TaskError> {
-    if name.is_empty() || name.len() > MAX_NAME || name.contains('\0') {
+    if name.is_empty() || name.len() > MAX_NAME {
         return Err(TaskError::permanent(
             INVALID_STEP,
-            format!("a step's name must be 1 to {MAX_NAME} bytes without NUL, not {name:?}"),
+            format!(
+                "a step's name must be 1 to {MAX_NAME} bytes, not {} ({name:?})",
+                name.len()
+            ),
+        ));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(TaskError::permanent(
+            INVALID_STEP,
+            format!("the step name {name:?} contains the control character {c:?}: step names may not contain tabs, newlines or other control characters"),
+        ));
+    }
+    if name.starts_with(SLEEP_PREFIX) {
+        return Err(TaskError::permanent(
+            INVALID_STEP,
+            format!("step names starting with {SLEEP_PREFIX:?} are the durable sleeps': rename step {name:?}"),
         ));
     }
     Ok(())
@@ -228,12 +258,6 @@ impl JobContext {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, TaskError>>,
     {
-        if name.starts_with(SLEEP_PREFIX) {
-            return Err(TaskError::permanent(
-                INVALID_STEP,
-                format!("step names starting with {SLEEP_PREFIX:?} are the durable sleeps': rename step {name:?}"),
-            ));
-        }
         if let Some(stored) = self.steps.recorded(name).await? {
             return decode(name, &stored);
         }
@@ -270,11 +294,11 @@ impl JobContext {
 
     async fn sleep_step(&self, until: DateTime<Utc>) -> Result<(), TaskError> {
         let name = self.steps.next_sleep();
-        let until = match self.steps.recorded(&name).await? {
+        let until = match self.steps.recorded_as(&name).await? {
             Some(stored) => decode::<Sleep>(&name, &stored)?.until,
             None => {
                 let text = serde_json::json!({ "until": until }).to_string();
-                let stored = self.steps.record(&name, text).await?;
+                let stored = self.steps.record_as(&name, text).await?;
                 decode::<Sleep>(&name, &stored)?.until
             }
         };
@@ -300,4 +324,33 @@ fn decode<T: DeserializeOwned>(name: &str, stored: &str) -> Result<T, TaskError>
             ),
         )
     })
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::{Steps, INVALID_STEP};
+
+    #[tokio::test]
+    async fn a_step_name_with_a_control_character_or_a_sleeps_prefix_is_refused_at_every_door() {
+        let steps = Steps::default();
+        let long = "x".repeat(201);
+        for bad in [
+            "",
+            "a\tb",
+            "a\nb",
+            "nul\0",
+            "bell\u{7}",
+            "c1\u{85}",
+            "sleep-1",
+            &long,
+        ] {
+            let read = steps.recorded(bad).await.expect_err(bad);
+            assert_eq!(read.code, INVALID_STEP, "{bad:?}: {read:?}");
+            let written = steps.record(bad, "1".into()).await.expect_err(bad);
+            assert_eq!(written.code, INVALID_STEP, "{bad:?}: {written:?}");
+        }
+        for good in ["charge", "sleepy", "é", &"x".repeat(200)] {
+            assert_eq!(steps.record(good, "1".into()).await.expect(good), "1");
+        }
+    }
 }
