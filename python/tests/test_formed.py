@@ -48,6 +48,22 @@ def test_a_debounce_without_a_unique_key_is_refused_saying_why(app: remuda.App) 
         raise AssertionError("a debounce without a key was sent")
 
 
+def test_options_that_go_with_another_formation_are_refused_not_dropped(app: remuda.App) -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"unique_key": "k", "debounce": 10, "throttle_latest": True}, "throttle_latest is for a throttle"),
+        ({"unique_key": "k", "debounce": 10, "debounce_max": 5}, "shorter than the debounce"),
+        ({"unique_key": "k", "throttle": 10, "debounce_max": 5}, "debounce_max caps a debounce"),
+    ]
+    for options, says in cases:
+        try:
+            app.tasks["add"].options(**options).send(a=1, b=1)
+        except remuda.RemudaError as e:
+            assert e.code == "BAD_INPUT", e
+            assert says in e.message, e
+        else:
+            raise AssertionError(f"{options} was sent")
+
+
 def test_a_batch_task_gets_the_list_of_its_batchs_items_typed(app: remuda.App, start_worker: StartWorker) -> None:
     digest = app.tasks["digest"]
     now = dt.datetime.now(dt.timezone.utc)

@@ -88,8 +88,59 @@ async fn batch_enqueues_take_their_size_and_wait_from_the_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn formations_that_do_not_fit_exit_2_saying_what_to_give() {
     let db = migrated().await;
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["reindex", "--debounce", "1m"], "--unique-key"),
+        // flags that each go with another formation: refused, never dropped
+        (
+            &[
+                "reindex",
+                "--unique-key",
+                "a",
+                "--debounce",
+                "1m",
+                "--throttle-latest",
+            ],
+            "throttle_latest is for a throttle",
+        ),
+        (
+            &[
+                "digest",
+                "--batch-key",
+                "k",
+                "--batch-size",
+                "2",
+                "--batch-wait",
+                "1s",
+                "--throttle-latest",
+            ],
+            "throttle_latest is for a throttle",
+        ),
+        (
+            &[
+                "digest",
+                "--batch-key",
+                "k",
+                "--batch-size",
+                "2",
+                "--batch-wait",
+                "1s",
+                "--debounce-max",
+                "5s",
+            ],
+            "debounce_max caps a debounce",
+        ),
+        (
+            &[
+                "reindex",
+                "--unique-key",
+                "a",
+                "--debounce",
+                "10s",
+                "--debounce-max",
+                "5s",
+            ],
+            "shorter than the debounce",
+        ),
         (
             &[
                 "reindex",

@@ -100,19 +100,17 @@ impl SendOptions {
         job.target_worker = self.target_worker;
         job.requires = self.requires;
         job.notify = self.notify;
-        if let Some(delay) = self.debounce {
-            job = job.debounce(seconds("debounce", delay)?);
-        }
-        if let Some(max) = self.debounce_max {
-            job = job.debounce_max(seconds("debounce_max", max)?);
-        }
-        if let Some(period) = self.throttle {
-            job = job.throttle(seconds("throttle", period)?, self.throttle_latest);
-        }
-        if let Some(key) = self.batch_key {
-            let wait = seconds("batch_wait", self.batch_wait.unwrap_or(0.0))?;
-            job = job.batch(key, self.batch_size.unwrap_or(0), wait);
-        }
+        let duration = |what: &str, s: Option<f64>| s.map(|s| seconds(what, s)).transpose();
+        let parts = remuda::FormationParts {
+            debounce: duration("debounce", self.debounce)?,
+            debounce_max: duration("debounce_max", self.debounce_max)?,
+            throttle: duration("throttle", self.throttle)?,
+            throttle_latest: self.throttle_latest,
+            batch_key: self.batch_key,
+            batch_size: self.batch_size,
+            batch_wait: duration("batch_wait", self.batch_wait)?,
+        };
+        job.formation = parts.formation(kind).map_err(crate::convert::from_remuda)?;
         Ok(job)
     }
 }

@@ -61,10 +61,10 @@ pub mod worker;
 pub mod workflow;
 
 pub use client::{
-    BulkAction, BulkOutcome, Client, ClusterSettings, Fairness, Formation, GroupShare, Inserted,
-    JobFilter, JobPage, MinuteActivity, NewJob, QueueActivity, QueueChange, QueueRetention,
-    QueueSettings, QueueStats, RatePer, RetryOptions, Throughput, Unique, WorkerInfo, COUNT_CAP,
-    DEFAULT_PAGE, MAX_PAGE,
+    BulkAction, BulkOutcome, Client, ClusterSettings, Fairness, Formation, FormationParts,
+    GroupShare, Inserted, JobFilter, JobPage, MinuteActivity, NewJob, QueueActivity, QueueChange,
+    QueueRetention, QueueSettings, QueueStats, RatePer, RetryOptions, Throughput, Unique,
+    WorkerInfo, COUNT_CAP, DEFAULT_PAGE, MAX_PAGE,
 };
 pub use db::{Database, Jsonb};
 pub use error::{error_chain, Error, Result};

@@ -73,13 +73,16 @@ async fn debounce_under_eight_parallel_enqueuers_gives_one_job_with_the_last_arg
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_debounce_moves_the_start_and_its_max_caps_how_far() {
     let (_db, client) = setup().await;
-    let first = enqueue(&client, debounced("a", json!(1), Duration::from_secs(600))).await;
+    // (a cap no shorter than the debounce: a shorter one is refused, as it would leave
+    // nothing to debounce)
+    let job = |args| {
+        debounced("a", args, Duration::from_millis(1500)).debounce_max(Duration::from_secs(2))
+    };
+    let first = enqueue(&client, job(json!(1))).await;
     let created = client.job(first.id).await.expect("job").expect("exists");
-    let again = enqueue(
-        &client,
-        debounced("a", json!(2), Duration::from_secs(600)).debounce_max(Duration::from_secs(2)),
-    )
-    .await;
+    // the next enqueue would move the start to 2.2 s or more after the first
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let again = enqueue(&client, job(json!(2))).await;
     assert_eq!((again.id, again.joined), (first.id, true));
     let job = client.job(first.id).await.expect("job").expect("exists");
     assert_eq!(job.args, json!(2), "the latest args");
@@ -308,6 +311,10 @@ async fn a_formation_that_does_not_fit_is_refused_saying_why() {
             "batch_size must be at least 1",
         ),
         (debounced("d", json!(1), Duration::ZERO), "more than zero"),
+        (
+            debounced("d", json!(1), Duration::from_secs(10)).debounce_max(Duration::from_secs(5)),
+            "shorter than the debounce",
+        ),
     ];
     for (job, says) in cases {
         let error = client.insert_each(&[job]).await.expect_err("refused");

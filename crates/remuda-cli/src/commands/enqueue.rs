@@ -130,33 +130,35 @@ fn apply(
 }
 
 /// `--debounce`, `--throttle` or `--batch-key` (the batch's size and wait from the flags, else
-/// the kind's in --config).
+/// the kind's in --config); flags that do not go together are refused as the library refuses
+/// them for every client (`FormationParts`).
 fn formation(
     options: &JobOptions,
     kind: &str,
     defaults: Option<&Config>,
     mut job: NewJob,
 ) -> CliResult<NewJob> {
-    if let Some(delay) = options.debounce {
-        job = job.debounce(delay);
-        if let Some(max) = options.debounce_max {
-            job = job.debounce_max(max);
-        }
-    }
-    if let Some(period) = options.throttle {
-        job = job.throttle(period, options.throttle_latest);
-    }
+    let (mut batch_size, mut batch_wait) = (options.batch_size, options.batch_wait);
     if let Some(key) = &options.batch_key {
         let task = defaults.and_then(|c| c.tasks.get(kind));
-        let size = options.batch_size.or(task.and_then(|t| t.batch_size));
-        let wait = options.batch_wait.or(task.and_then(|t| t.batch_wait));
-        let (Some(size), Some(wait)) = (size, wait) else {
+        batch_size = batch_size.or(task.and_then(|t| t.batch_size));
+        batch_wait = batch_wait.or(task.and_then(|t| t.batch_wait));
+        if batch_size.is_none() || batch_wait.is_none() {
             return Err(CliError::Usage(format!(
-                "--batch-key needs the batch's size and wait: set batch_size and batch_wait in [tasks.{kind}] of --config, or give --batch-size and --batch-wait"
+                "--batch-key {key} needs the batch's size and wait: set batch_size and batch_wait in [tasks.{kind}] of --config, or give --batch-size and --batch-wait"
             )));
-        };
-        job = job.batch(key.clone(), size, wait);
+        }
     }
+    let parts = remuda::FormationParts {
+        debounce: options.debounce,
+        debounce_max: options.debounce_max,
+        throttle: options.throttle,
+        throttle_latest: options.throttle_latest,
+        batch_key: options.batch_key.clone(),
+        batch_size,
+        batch_wait,
+    };
+    job.formation = parts.formation(kind)?;
     Ok(job)
 }
 

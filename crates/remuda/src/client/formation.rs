@@ -55,6 +55,78 @@ impl Formation {
     }
 }
 
+/// A formation as flags and keyword arguments name it (`remuda enqueue --debounce …`,
+/// Python's `options(debounce=…)`), each part possibly given: [`FormationParts::formation`]
+/// refuses the parts that do not go together, which a [`Formation`] cannot even hold (a
+/// debounce with `throttle_latest` would drop the latter without a word), with the messages
+/// the database's own check gives (`schema/enqueue/check_formation.sql`, which SQL callers
+/// meet).
+#[derive(Clone, Debug, Default)]
+pub struct FormationParts {
+    /// `debounce`.
+    pub debounce: Option<Duration>,
+    /// `debounce_max`.
+    pub debounce_max: Option<Duration>,
+    /// `throttle`.
+    pub throttle: Option<Duration>,
+    /// `throttle_latest`.
+    pub throttle_latest: bool,
+    /// `batch_key`.
+    pub batch_key: Option<String>,
+    /// `batch_size` (a batch without it is refused when enqueued).
+    pub batch_size: Option<i32>,
+    /// `batch_wait` (a batch without it is refused when enqueued).
+    pub batch_wait: Option<Duration>,
+}
+
+impl FormationParts {
+    /// The formation the parts make for a job of `kind`, if any, or why they make none.
+    pub fn formation(self, kind: &str) -> Result<Option<Formation>> {
+        let bad = |why: String| Err(crate::Error::InvalidInput(format!("job {kind}: {why}")));
+        let ways = [
+            self.debounce.is_some(),
+            self.throttle.is_some(),
+            self.batch_key.is_some(),
+        ];
+        if ways.iter().filter(|&&w| w).count() > 1 {
+            return bad("debounce, throttle and batch_key are ways to form one job from many enqueues: give one of them".into());
+        }
+        if self.debounce_max.is_some() && self.debounce.is_none() {
+            return bad("debounce_max caps a debounce: give debounce too".into());
+        }
+        if self.throttle_latest && self.throttle.is_none() {
+            return bad("throttle_latest is for a throttle: give throttle too".into());
+        }
+        if (self.batch_size.is_some() || self.batch_wait.is_some()) && self.batch_key.is_none() {
+            return bad("batch_size and batch_wait are for a batch: give batch_key too".into());
+        }
+        if let (Some(delay), Some(max)) = (self.debounce, self.debounce_max) {
+            if max < delay {
+                return bad(format!(
+                    "debounce_max ({max:?}) is shorter than the debounce ({delay:?}): every job would run debounce_max after its first enqueue, never debounced; give a debounce_max of at least the debounce"
+                ));
+            }
+        }
+        Ok(if let Some(delay) = self.debounce {
+            Some(Formation::Debounce {
+                delay,
+                max: self.debounce_max,
+            })
+        } else if let Some(period) = self.throttle {
+            Some(Formation::Throttle {
+                period,
+                latest: self.throttle_latest,
+            })
+        } else {
+            self.batch_key.map(|key| Formation::Batch {
+                key,
+                size: self.batch_size.unwrap_or(0),
+                wait: self.batch_wait.unwrap_or_default(),
+            })
+        })
+    }
+}
+
 /// A refusal of the job by the database's checks (SQLSTATE 22023: what was wrong, and its
 /// hint) as the client's own bad input, without the PL/pgSQL call stack; any other error as
 /// it is.

@@ -25,7 +25,7 @@ pub(crate) mod wait;
 pub use crate::names::{check_name, MAX_NAME};
 pub use activity::{MinuteActivity, QueueActivity, MAX_ACTIVITY_MINUTES};
 pub use bulk::{BulkAction, BulkOutcome};
-pub use formation::Formation;
+pub use formation::{Formation, FormationParts};
 pub use groups::{GroupShare, MAX_WEIGHT, MIN_WEIGHT};
 pub use insert::{Inserted, NewJob, Unique, MAX_UNIQUE_KEY};
 pub use list::{cursor_after, is_held, listed_at, JobPage, DEFAULT_PAGE, MAX_PAGE};

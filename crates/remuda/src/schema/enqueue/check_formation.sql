@@ -1,9 +1,10 @@
 -- Checks how a job asks to be formed from many enqueues (see enqueue_job.sql), with errors
 -- that say what was wrong and what to give instead: one formation at most; debounce and
 -- throttle need a unique key (or uniqueness by args) and set the unique states and the start
--- themselves; a batch needs batch_size and batch_wait and takes no unique options or start;
--- a debounced or batched job's start moves with the enqueues that join it, so it takes no
--- deadline (a throttled one may: its start is known when it is enqueued).
+-- themselves; a debounce's cap is no shorter than the debounce; a batch needs batch_size and
+-- batch_wait and takes no unique options or start; a debounced or batched job's start moves
+-- with the enqueues that join it, so it takes no deadline (a throttled one may: its start is
+-- known when it is enqueued).
 DROP FUNCTION IF EXISTS remuda.check_formation(text, interval, interval, interval, boolean, text, integer, interval,
                                                 boolean, boolean, boolean);
 CREATE OR REPLACE FUNCTION remuda.check_formation(
@@ -51,6 +52,10 @@ BEGIN
     END IF;
     IF debounce <= interval '0' OR debounce_max <= interval '0' OR throttle <= interval '0' THEN
         RAISE EXCEPTION 'job %: debounce, debounce_max and throttle must be more than zero', job USING ERRCODE = bad;
+    END IF;
+    IF debounce_max < debounce THEN
+        RAISE EXCEPTION 'job %: debounce_max (%) is shorter than the debounce (%): every job would run debounce_max after its first enqueue, never debounced; give a debounce_max of at least the debounce',
+            job, debounce_max, debounce USING ERRCODE = bad;
     END IF;
     IF batch_key IS NOT NULL THEN
         IF octet_length(batch_key) NOT BETWEEN 1 AND 1000 THEN
