@@ -467,3 +467,69 @@ async fn a_bulk_load_of_batch_enqueues_forms_the_batch() {
     assert_eq!(formed.len(), 1);
     assert_eq!(formed[0].2, json!([{"i": 0}, {"i": 1}, {"i": 2}]));
 }
+
+/// A batch's args stay within the args limit: the item that would take them past it closes
+/// the batch, which becomes available at once with what it holds, and starts the next one;
+/// no item is lost or repeated, and an item over the limit by itself is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_closes_when_its_next_item_would_pass_the_args_limit() {
+    const ADD: &str = "SELECT remuda.enqueue('digest', $1::jsonb, batch_key => 'b', batch_size => 100, batch_wait => '1 hour')";
+    let (_db, client) = setup().await;
+    let mut conn = client.database().conn().await.expect("conn");
+    // five items of 42 bytes under a limit of 100: two make 88 bytes of args, three 132
+    let five = async |tx: &remuda::db::Tx<'_>| {
+        tx.batch_execute("SET LOCAL remuda.max_payload = 100")
+            .await
+            .expect("limit");
+        for i in 0..5 {
+            let item = json!(format!("{i}{}", "x".repeat(39)));
+            tx.query_one(ADD, &[&item]).await.expect("enqueue");
+        }
+    };
+    let tx = conn.transaction().await.expect("begin");
+    five(&tx).await;
+    let too_big = json!("y".repeat(120));
+    let refused = tx.query_one(ADD, &[&too_big]).await.expect_err("too big");
+    let why = refused.as_db_error().map(|e| e.message().to_string());
+    assert!(
+        why.as_deref().is_some_and(|m| m.contains("over the limit")),
+        "{refused:?}"
+    );
+    drop(tx);
+    let tx = conn.transaction().await.expect("begin");
+    five(&tx).await;
+    tx.commit().await.expect("commit");
+
+    let rows = conn
+        .query(
+            "SELECT state::text, args, octet_length(args::text)::int FROM remuda.jobs WHERE kind = 'digest' ORDER BY id",
+            &[],
+        )
+        .await
+        .expect("batches");
+    let states: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        states,
+        ["available", "available", "scheduled"],
+        "two closed, one collecting"
+    );
+    for row in &rows {
+        assert!(row.get::<_, i32>(2) <= 100, "within the limit: {row:?}");
+    }
+    let items: Vec<String> = rows
+        .iter()
+        .flat_map(|r| {
+            let args: Value = r.get(1);
+            args.as_array()
+                .expect("a list")
+                .iter()
+                .map(|v| v.as_str().expect("an item")[..1].to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        items,
+        ["0", "1", "2", "3", "4"],
+        "every item once, in order"
+    );
+}

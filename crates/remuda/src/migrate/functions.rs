@@ -115,6 +115,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("enqueue", "check_formation", 22),
     function!("enqueue", "enqueue_debounced", 26),
     function!("enqueue", "enqueue_throttled", 26),
+    function!("enqueue", "batch_ready", 26),
     function!("enqueue", "enqueue_batched", 26),
     function!("enqueue", "check_trace", 24),
     function!("enqueue", "check_group", 23),
