@@ -173,3 +173,69 @@ async fn formations_that_do_not_fit_exit_2_saying_what_to_give() {
     let listed = json(&remuda(&db, &["jobs", "--json"]).await);
     assert_eq!(listed, serde_json::json!([]), "nothing enqueued");
 }
+
+/// `enqueue-batch` of lines that form one job says so: one job made, the other lines joined
+/// it (their line numbers, and the id of the job they joined), in JSON and in words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_batch_says_how_many_jobs_it_made_and_how_many_lines_joined_one() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let file = dir.write("lines.jsonl", "{\"v\":1}\n{\"v\":2}\n{\"v\":3}\n");
+    let path = file.to_str().expect("path");
+    let ways: [&[&str]; 2] = [
+        &["reindex", "--unique-key", "doc", "--debounce", "1h"],
+        &[
+            "digest",
+            "--batch-key",
+            "k",
+            "--batch-size",
+            "10",
+            "--batch-wait",
+            "1h",
+        ],
+    ];
+    for way in ways {
+        let mut all = vec!["enqueue-batch", "--file", path, "--json"];
+        all.extend_from_slice(way);
+        let output = remuda(&db, &all).await;
+        assert_eq!(code(&output), 0, "{way:?}: {}", stderr(&output));
+        let out = json(&output);
+        assert_eq!(
+            (
+                &out["count"],
+                &out["inserted"],
+                &out["joined"],
+                &out["duplicates"]
+            ),
+            (&1.into(), &1.into(), &2.into(), &0.into()),
+            "{way:?}: {out}"
+        );
+        assert_eq!(out["joined_lines"], serde_json::json!([2, 3]), "{out}");
+        let ids = out["ids"].as_array().expect("ids");
+        assert!(
+            ids.len() == 3 && ids.iter().all(|id| *id == ids[0]),
+            "{out}"
+        );
+    }
+    let output = remuda(
+        &db,
+        &[
+            "enqueue-batch",
+            "--file",
+            path,
+            "reindex",
+            "--unique-key",
+            "text",
+            "--debounce",
+            "1h",
+        ],
+    )
+    .await;
+    assert_eq!(code(&output), 0, "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("enqueued 1 job ")
+            && stdout(&output).contains("2 lines joined waiting jobs"),
+        "{}",
+        stdout(&output)
+    );
+}

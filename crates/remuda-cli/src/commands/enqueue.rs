@@ -396,7 +396,11 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
     let duplicates = inserted
         .as_ref()
         .map_or(0, |all| all.iter().filter(|i| i.duplicate).count());
-    let count = jobs.len() - duplicates;
+    // lines that joined a waiting job (debounced, throttled, batched) made none of their own
+    let joined = inserted.as_ref().map_or(0, |all| {
+        all.iter().filter(|i| i.joined && !i.duplicate).count()
+    });
+    let count = jobs.len() - duplicates - joined;
     if jobs.is_empty() {
         eprintln!(
             "warning: {} has no lines: nothing enqueued",
@@ -414,19 +418,33 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
             .filter(|(i, _)| i.duplicate)
             .map(|(_, line)| *line)
             .collect();
+        let joined_lines: Vec<usize> = inserted
+            .iter()
+            .flatten()
+            .zip(&lines)
+            .filter(|(i, _)| i.joined && !i.duplicate)
+            .map(|(_, line)| *line)
+            .collect();
         print_json(&serde_json::json!({
             "count": count,
             "inserted": count,
+            "joined": joined,
             "duplicates": duplicates,
             "ids": ids,
             "duplicate_lines": duplicate_lines,
+            "joined_lines": joined_lines,
             "seconds": seconds,
         }));
     } else {
         let jobs_word = if count == 1 { "job" } else { "jobs" };
         crate::out!(
-            "enqueued {count} {jobs_word} in {:.0} ms{}",
+            "enqueued {count} {jobs_word} in {:.0} ms{}{}",
             seconds * 1000.0,
+            match joined {
+                0 => String::new(),
+                1 => ", 1 line joined a waiting job".to_string(),
+                n => format!(", {n} lines joined waiting jobs"),
+            },
             match duplicates {
                 0 => String::new(),
                 1 => ", 1 duplicate of an existing job skipped".to_string(),
