@@ -345,3 +345,58 @@ async fn a_join_decided_early_is_a_workflow_mismatch() {
     );
     assert!(quorum_after_failures(false).await.is_empty());
 }
+
+/// A draining worker (`worker --once`) runs a retry that became available after the claim
+/// that found nothing and before it looked for what is left: that look finds it available
+/// and the worker claims once more, where it called its queues drained and left the retry
+/// waiting. The worker is held between the two until the retry is promoted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_promoted_between_a_draining_workers_last_claim_and_its_last_look_is_run() {
+    let _serial = SERIAL.lock().await;
+    let (_db, client) = common::setup().await;
+    let check = remuda::testing::fault::hold("drain check");
+    let id = client
+        .enqueue::<Add>(&common::AddArgs { a: 2, b: 3 })
+        .await
+        .expect("enqueue");
+    let conn = client.database().conn().await.expect("conn");
+    // a retry waiting for its time, far ahead (tried once before)
+    conn.execute(
+        "UPDATE remuda.jobs_live SET state = 'scheduled', attempt = 1, run_at = now() + interval '1 hour' WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("a waiting retry");
+    let worker = Worker::new(client.clone())
+        .config(remuda::WorkerConfig {
+            exit_when_drained: true,
+            drain_wait: Duration::from_secs(1),
+            maintenance: false,
+            ..fast_config()
+        })
+        .register(Add);
+    let run = tokio::spawn(worker.run(std::future::pending()));
+    check.reached().await;
+    // its time comes, and it is promoted, while the worker is between its claim and its look
+    conn.execute(
+        "UPDATE remuda.jobs_live SET run_at = now() WHERE id = $1",
+        &[&id],
+    )
+    .await
+    .expect("due");
+    conn.query_one("SELECT remuda.promote_jobs(ARRAY[$1::bigint])", &[&id])
+        .await
+        .expect("promoted");
+    check.release();
+    let report = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the worker drained")
+        .expect("joined")
+        .expect("ran");
+    let job = client.job(id).await.expect("job").expect("exists");
+    assert_eq!(
+        job.state,
+        remuda::JobState::Completed,
+        "the retry promoted before the last look was left waiting: {report:?}"
+    );
+}

@@ -56,6 +56,8 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
     let mut drain_confirmed = false;
     // draining: since when this worker waits for retries to fall due
     let mut retry_wait_since: Option<std::time::Instant> = None;
+    // draining: whether it claimed again for a retry found available after a claim
+    let mut looked_again = false;
     // per key-limited queue: the last concurrency key served (keys take turns from there)
     let mut cursors: std::collections::HashMap<String, String> = Default::default();
     // per key-limited queue: when its last deep claim was (see claim_limited.sql)
@@ -272,10 +274,21 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             // promote it (every worker with maintenance off)
             let patience = shared.config.drain_wait + shared.config.promote_interval * 2;
             let since = *retry_wait_since.get_or_insert_with(std::time::Instant::now);
-            let due = match since.elapsed() < patience {
-                true => next_retry(&shared, &kinds).await,
-                false => None,
+            #[cfg(feature = "testing")]
+            crate::testing::fault::pass("drain check").await;
+            let Left {
+                next_retry: due,
+                available_retry,
+            } = match since.elapsed() < patience {
+                true => left(&shared, &kinds).await,
+                false => Left::default(),
             };
+            // a retry promoted after the claim that found nothing: one more look takes it
+            // (a second that finds it still there cannot: another worker's, or held back)
+            if available_retry && !looked_again {
+                looked_again = true;
+                continue;
+            }
             if let Some(due) = due {
                 drain_confirmed = false;
                 let wait = (due - chrono::Utc::now())
@@ -295,6 +308,7 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
         if claimed > 0 {
             drain_confirmed = false;
             retry_wait_since = None;
+            looked_again = false;
         }
         if claimed > 0 {
             rechecks = 0;
@@ -388,18 +402,33 @@ fn give_back(shared: &Arc<Shared>, job: Claimed) {
     });
 }
 
-/// When the first retry of this worker's queues and kinds that falls due within
-/// `drain_wait` does (a draining worker waits for it). A failed lookup counts as none: the
-/// worker then stops as drained, and the job stays scheduled for the next run.
-async fn next_retry(shared: &Shared, kinds: &[String]) -> Option<chrono::DateTime<chrono::Utc>> {
+/// What a draining worker may still have to run: when the first retry of its queues and
+/// kinds that falls due within `drain_wait` does, and whether one is available now.
+#[derive(Default)]
+struct Left {
+    next_retry: Option<chrono::DateTime<chrono::Utc>>,
+    available_retry: bool,
+}
+
+/// [`Left`] for this worker's queues and kinds (a draining worker waits for such retries). A
+/// failed lookup counts as none: the worker then stops as drained, and the job stays
+/// scheduled for the next run.
+async fn left(shared: &Shared, kinds: &[String]) -> Left {
     let window = i64::try_from(shared.config.drain_wait.as_millis()).unwrap_or(i64::MAX);
-    let conn = shared.db.conn().await.ok()?;
-    let row = conn
+    let Ok(conn) = shared.db.conn().await else {
+        return Left::default();
+    };
+    let Ok(row) = conn
         .query_one(
             crate::sql::SCHEDULED_LEFT,
             &[&shared.config.queues, &kinds, &window],
         )
         .await
-        .ok()?;
-    row.try_get("next_retry").ok().flatten()
+    else {
+        return Left::default();
+    };
+    Left {
+        next_retry: row.try_get("next_retry").ok().flatten(),
+        available_retry: row.try_get("available_retry").unwrap_or(false),
+    }
 }
