@@ -533,3 +533,62 @@ async fn a_batch_closes_when_its_next_item_would_pass_the_args_limit() {
         "every item once, in order"
     );
 }
+
+/// A batch closed by an item that names another queue wakes the workers of the batch's
+/// queue (where it waits), not of the item's: the notification names the batch's queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_closed_by_an_item_of_another_queue_wakes_the_batchs_workers() {
+    const ADD: &str = "SELECT remuda.enqueue('digest', $1::jsonb, queue => $2, batch_key => 'b', batch_size => 100, batch_wait => '1 hour')";
+    let db = remuda::testing::TestDatabase::new()
+        .await
+        .expect("database");
+    let client = db.client().await.expect("client");
+    let (listener, mut connection) = tokio_postgres::connect(db.conninfo(), tokio_postgres::NoTls)
+        .await
+        .expect("listener");
+    let (heard, mut hear) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = futures_util::StreamExt::next(&mut messages).await {
+            if let tokio_postgres::AsyncMessage::Notification(n) = message {
+                let _ = heard.send(n.payload().to_string());
+            }
+        }
+    });
+    listener
+        .batch_execute("LISTEN remuda_insert")
+        .await
+        .expect("listen");
+
+    let mut conn = client.database().conn().await.expect("conn");
+    let tx = conn.transaction().await.expect("begin");
+    tx.batch_execute("SET LOCAL remuda.max_payload = 30")
+        .await
+        .expect("limit");
+    let first: i64 = tx
+        .query_one(ADD, &[&json!({"i": 1}), &"home"])
+        .await
+        .expect("the batch, in its queue")
+        .get(0);
+    // {"i": 2} takes the batch's args to 20 bytes; {"i": 30000000} would take them past 30
+    tx.query_one(ADD, &[&json!({"i": 2}), &"elsewhere"])
+        .await
+        .expect("joins");
+    let next: i64 = tx
+        .query_one(ADD, &[&json!({"i": 30_000_000}), &"elsewhere"])
+        .await
+        .expect("closes the batch and starts the next")
+        .get(0);
+    tx.commit().await.expect("commit");
+    assert_ne!(first, next);
+    let closed = client.job(first).await.expect("job").expect("exists");
+    assert_eq!(
+        (closed.queue.as_str(), closed.state),
+        ("home", JobState::Available)
+    );
+    let payload = tokio::time::timeout(Duration::from_secs(10), hear.recv())
+        .await
+        .expect("a notification")
+        .expect("the listener");
+    assert_eq!(payload, "home", "the batch's queue is woken");
+}

@@ -291,6 +291,9 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
             }
             if let Some(due) = due {
                 drain_confirmed = false;
+                // (each wait for a retry gets its own extra look: one taken earlier by a
+                // retry this worker cannot claim must not cost the next its run)
+                looked_again = false;
                 let wait = (due - chrono::Utc::now())
                     .to_std()
                     .unwrap_or_default()

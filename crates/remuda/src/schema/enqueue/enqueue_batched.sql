@@ -5,11 +5,11 @@
 -- available at once. One INSERT … ON CONFLICT DO UPDATE, which concurrent enqueues of the key
 -- take in turn: none is lost, none counted twice. A job holds its batch key only while it
 -- collects (scheduled): once full or due, the next enqueue starts a new batch. The key is
--- stored as `batch:KEY`, apart from unique keys. A batch's args stay within the args limit
--- (remuda.max_payload, as each item's): an item that would take them past it closes the
--- batch, which runs at once with what it holds, and starts the next one (the append is
--- refused by the upsert's condition, which still locks the waiting batch, so no other
--- enqueue of the key comes between).
+-- stored as `batch:KEY`, apart from unique keys. An item joins a batch only while the
+-- batch's args stay within the args limit (remuda.max_payload, as each item's): one that
+-- would take them past it closes the batch, which runs at once with what it holds, and
+-- starts the next one (the append is refused by the upsert's condition, which still locks
+-- the waiting batch, so no other enqueue of the key comes between).
 CREATE OR REPLACE FUNCTION remuda.enqueue_batched(
     kind text, args jsonb, queue text, priority integer, max_attempts integer, deadline timestamptz,
     timeout_ms bigint, concurrency_key text, target_worker text, requires text[], target jsonb,
@@ -24,6 +24,9 @@ DECLARE
     was_joined boolean;
     now_available boolean;
     closed bigint;
+    -- the queue of the batch the item joined or closed (a batch is the kind's and key's, in
+    -- the queue its first item named): its workers are the ones to wake
+    batch_queue text;
 BEGIN
     -- (twice at most: a batch the item does not fit in is closed, and the item starts the next)
     FOR attempt IN 1..2 LOOP
@@ -50,7 +53,8 @@ BEGIN
                           THEN now() ELSE j.run_at END
         WHERE j.formed ? 'batched'
           AND octet_length((j.args || EXCLUDED.args)::text) <= max_payload
-        RETURNING j.id, j.xmax::text <> '0', j.state = 'available' INTO new_id, was_joined, now_available;
+        RETURNING j.id, j.xmax::text <> '0', j.state = 'available', j.queue
+            INTO new_id, was_joined, now_available, batch_queue;
         EXIT WHEN new_id IS NOT NULL;
         -- the key's waiting job, locked by the conflict: a batch this item does not fit in
         -- closes and runs now with what it holds (as a full one does); anything else holds
@@ -59,16 +63,16 @@ BEGIN
         WHERE j.kind = enqueue_batched.kind AND j.unique_queue IS NULL
           AND j.unique_key = 'batch:' || enqueue_batched.batch_key
           AND j.state = 'scheduled' AND j.formed ? 'batched'
-        RETURNING j.id INTO closed;
+        RETURNING j.id, j.queue INTO closed, batch_queue;
         EXIT WHEN closed IS NULL;
-        PERFORM remuda.batch_ready(closed, enqueue_batched.queue);
+        PERFORM remuda.batch_ready(closed, batch_queue);
     END LOOP;
     IF new_id IS NULL THEN
         RAISE EXCEPTION 'job %: batch key % is held by a job that is not a batch', enqueue_batched.kind, enqueue_batched.batch_key
             USING ERRCODE = 'invalid_parameter_value', HINT = 'use another batch key';
     END IF;
     IF was_joined AND now_available THEN
-        PERFORM remuda.batch_ready(new_id, enqueue_batched.queue);
+        PERFORM remuda.batch_ready(new_id, batch_queue);
     END IF;
     RETURN QUERY SELECT new_id, was_joined, false;
 END
