@@ -67,7 +67,10 @@ pub fn main() -> ExitCode {
         }
     };
     let worker = matches!(cli.command, args::Command::Worker(_));
-    if let Err(e) = init_logging(cli.verbose, worker, cli.log_format) {
+    // verify's stderr is for its findings: the pool's warnings about the connections its own
+    // faults cut ("Connection could not be recycled") are not
+    let quiet_pool = matches!(cli.command, args::Command::Verify(_));
+    if let Err(e) = init_logging(cli.verbose, worker, quiet_pool, cli.log_format) {
         if json {
             output::print_error_json("BAD_INPUT", &e);
         } else {
@@ -102,13 +105,19 @@ pub fn main() -> ExitCode {
 /// count), for a worker run by another program (the Python package's `python -m remuda
 /// worker`). A second call changes nothing.
 pub fn log_worker_to_stderr(verbose: u8) -> Result<(), String> {
-    init_logging(verbose, true, args::LogFormat::Text)
+    init_logging(verbose, true, false, args::LogFormat::Text)
 }
 
 /// Logs go to stderr: warnings, and for a worker what it is doing (leadership, shutdown);
 /// `-v` shows info lines (for a worker, one line per job start and end with its outcome and
-/// duration), `-vv` debug ones. Colours only when stderr is a terminal.
-fn init_logging(verbose: u8, worker: bool, format: args::LogFormat) -> Result<(), String> {
+/// duration), `-vv` debug ones. Colours only when stderr is a terminal. With `quiet_pool`,
+/// the connection pool's warnings are left out unless asked for (`-v`, `RUST_LOG`).
+fn init_logging(
+    verbose: u8,
+    worker: bool,
+    quiet_pool: bool,
+    format: args::LogFormat,
+) -> Result<(), String> {
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
@@ -125,6 +134,9 @@ fn init_logging(verbose: u8, worker: bool, format: args::LogFormat) -> Result<()
         None if worker && verbose == 0 => tracing_subscriber::filter::Targets::new()
             .with_default(level)
             .with_target(remuda::worker::JOB_LOG, tracing::Level::WARN),
+        None if quiet_pool && verbose == 0 => tracing_subscriber::filter::Targets::new()
+            .with_default(level)
+            .with_target("deadpool.postgres", tracing::Level::ERROR),
         None => tracing_subscriber::filter::Targets::new().with_default(level),
     };
     let registry = tracing_subscriber::registry().with(filter);

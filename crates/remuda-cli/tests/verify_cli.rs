@@ -46,6 +46,13 @@ fn a_short_run_with_a_failover_survives_every_fault_and_reports_clean() {
         );
     }
     assert!(report["jobs"].as_u64() > Some(500), "{report:#}");
+    // stderr is for findings: not the pool's warnings about connections the faults cut
+    assert!(
+        !stderr(&output).contains("could not be recycled")
+            && !stderr(&output).contains("Connection error"),
+        "{}",
+        stderr(&output)
+    );
     assert!(report["workflows"].as_u64() > Some(10), "{report:#}");
     assert_eq!(report["failovers"], 1, "{report:#}");
     assert_eq!(report["db_restarts"], 1, "{report:#}");
