@@ -64,10 +64,22 @@ echo "{{\"charge\": \"$out\"}}""#,
         async || ready.exists(),
     )
     .await;
+    let killed = doomed.pid();
     doomed.kill().await;
     let rescuer = WorkerProcess::start(&db, &config);
     let done = until_state(&db, id, "completed").await;
     rescuer.stop().await;
+    // the killed worker's step socket directory, swept by the next worker's first step
+    let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+        .expect("temp dir")
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("remuda-steps-{killed}-"))
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 
     let charges = std::fs::read_to_string(&log).expect("log");
     assert_eq!(charges.lines().count(), 1, "charged once: {charges:?}");

@@ -49,8 +49,11 @@ impl StepServer {
         if base.as_os_str().len() > 60 {
             base = PathBuf::from("/tmp");
         }
+        // (once per process: the directories of workers killed before they could remove theirs)
+        static SWEPT: std::sync::Once = std::sync::Once::new();
+        SWEPT.call_once(|| sweep_abandoned(&base));
         let dir = base.join(format!(
-            "remuda-steps-{}-{:016x}",
+            "{DIR_PREFIX}{}-{:016x}",
             std::process::id(),
             fastrand::u64(..)
         ));
@@ -74,6 +77,35 @@ impl StepServer {
     /// The socket's path, for [`ENV`].
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+/// How a step socket's directory is named: the prefix, the worker's process id, a random part.
+const DIR_PREFIX: &str = "remuda-steps-";
+
+/// Removes the step-socket directories under `base` whose worker process is gone (killed, so
+/// it never removed them). Where no `/proc` tells which processes live, it removes nothing; a
+/// directory whose process id was taken by another process since is left for later.
+fn sweep_abandoned(base: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(DIR_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 
@@ -192,5 +224,38 @@ impl StepClient {
             Response::Output(output) => Ok(output),
             Response::Error { code, message } => Err(StepClientError::Refused { code, message }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{sweep_abandoned, DIR_PREFIX};
+
+    #[test]
+    fn a_killed_workers_socket_directory_is_swept_and_a_living_ones_kept() {
+        let base = std::env::temp_dir().join(format!("remuda-sweep-test-{}", fastrand::u64(..)));
+        std::fs::create_dir(&base).expect("base");
+        // a process that has ended: its id names no process now
+        let mut ended = std::process::Command::new("true").spawn().expect("spawn");
+        let gone = ended.id();
+        ended.wait().expect("ended");
+        let abandoned = base.join(format!("{DIR_PREFIX}{gone}-00000000000000ab"));
+        let living = base.join(format!(
+            "{DIR_PREFIX}{}-00000000000000cd",
+            std::process::id()
+        ));
+        let other = base.join("something-else");
+        for dir in [&abandoned, &living, &other] {
+            std::fs::create_dir(dir).expect("dir");
+            std::fs::write(dir.join("s"), b"").expect("file");
+        }
+        sweep_abandoned(&base);
+        assert!(
+            !abandoned.exists(),
+            "the ended process's directory is swept"
+        );
+        assert!(living.exists(), "a living worker's directory is kept");
+        assert!(other.exists(), "what is not a step directory is left alone");
+        std::fs::remove_dir_all(&base).expect("clean up");
     }
 }
