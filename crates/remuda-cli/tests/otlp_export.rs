@@ -1,8 +1,10 @@
 //! Spans of attempts exported over OTLP (HTTP/protobuf) by `remuda worker` to a real receiver
 //! on 127.0.0.1 that decodes them with the protocol's own definitions: a job that failed twice
 //! and then completed gives three spans under the enqueuer's span, and a three-node workflow
-//! one span per node under the run's; a job outside any trace gets a root span, and one whose
-//! enqueuer did not sample its trace none.
+//! one span per node under the run's; a job outside any trace gets a root span (one trace for
+//! all its attempts), and one whose enqueuer did not sample its trace none; the sampler, gzip,
+//! retries of 503 and 429, a refusal, a slow collector and a silent one at the worker's stop,
+//! and the counts of `/metrics`.
 
 mod common;
 
@@ -11,6 +13,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
+use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -18,20 +21,59 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const ENQUEUER: &str = "00f067aa0ba902b7";
 
-/// What the receiver got: each span with the `service.name` of its resource.
+/// What the receiver took (answered with a success): each span with the `service.name` of
+/// its resource.
 type Received = Arc<Mutex<Vec<(String, Span)>>>;
 
-/// An OTLP/HTTP receiver: decodes every `POST /v1/traces` body and answers 200.
+/// How the receiver answers its `n`th request (from 0): a status, after a delay, with a
+/// `Retry-After` of so many seconds.
+#[derive(Clone, Copy)]
+struct Reply {
+    status: u16,
+    delay: Duration,
+    retry_after: Option<u64>,
+}
+
+const OK: Reply = Reply {
+    status: 200,
+    delay: Duration::ZERO,
+    retry_after: None,
+};
+
+/// A request as it came: its `content-encoding`, and the answer it got.
+#[derive(Clone, Debug)]
+struct Request {
+    encoding: Option<String>,
+    status: u16,
+}
+
+struct Receiver {
+    port: u16,
+    received: Received,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+/// An OTLP/HTTP receiver answering 200 at once.
 async fn receiver() -> (u16, Received) {
+    let r = receiver_with(|_| OK).await;
+    (r.port, r.received)
+}
+
+/// An OTLP/HTTP receiver: decodes every `POST /v1/traces` body (gunzipped when it says it is
+/// gzipped) and answers as `reply` says; the spans of a request count as received once a
+/// success answer was written.
+async fn receiver_with(reply: impl Fn(usize) -> Reply + Send + Sync + 'static) -> Receiver {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let received: Received = Arc::default();
-    let store = received.clone();
+    let requests: Arc<Mutex<Vec<Request>>> = Arc::default();
+    let (store, log) = (received.clone(), requests.clone());
+    let reply = Arc::new(reply);
     tokio::spawn(async move {
         while let Ok((mut socket, _)) = listener.accept().await {
-            let store = store.clone();
+            let (store, log, reply) = (store.clone(), log.clone(), reply.clone());
             tokio::spawn(async move {
                 // one connection may carry several requests (keep-alive)
                 let mut data: Vec<u8> = Vec::new();
@@ -45,50 +87,104 @@ async fn receiver() -> (u16, Received) {
                         continue;
                     };
                     let head = String::from_utf8_lossy(&data[..end]).to_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| {
-                            l.strip_prefix("content-length:")
-                                .map(|v| v.trim().parse().unwrap_or(0))
-                        })
+                    let header = |name: &str| {
+                        head.lines()
+                            .find_map(|l| l.strip_prefix(name).map(|v| v.trim().to_string()))
+                    };
+                    let length: usize = header("content-length:")
+                        .and_then(|v| v.parse().ok())
                         .unwrap_or(0);
+                    let encoding = header("content-encoding:");
                     while data.len() < end + 4 + length {
                         match socket.read(&mut buf).await {
                             Ok(0) | Err(_) => return,
                             Ok(n) => data.extend_from_slice(&buf[..n]),
                         }
                     }
-                    let body: Vec<u8> = data.drain(..end + 4 + length).skip(end + 4).collect();
-                    if head.starts_with("post /v1/traces") {
-                        let request = ExportTraceServiceRequest::decode(body.as_slice())
-                            .expect("an OTLP export request");
-                        let mut spans = store.lock().expect("lock");
-                        for resource in request.resource_spans {
-                            let service = resource
-                                .resource
-                                .iter()
-                                .flat_map(|r| r.attributes.iter())
-                                .find(|a| a.key == "service.name")
-                                .and_then(|a| a.value.as_ref()?.value.clone())
-                                .map(|v| match v {
-                                    Any::StringValue(s) => s,
-                                    other => format!("{other:?}"),
-                                })
-                                .unwrap_or_default();
-                            for scope in resource.scope_spans {
-                                spans.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
-                            }
-                        }
-                    }
-                    let answer = b"HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-                    if socket.write_all(answer).await.is_err() {
+                    let mut body: Vec<u8> = data.drain(..end + 4 + length).skip(end + 4).collect();
+                    if !head.starts_with("post /v1/traces") {
                         return;
+                    }
+                    let answer = {
+                        let mut log = log.lock().expect("lock");
+                        let answer = reply(log.len());
+                        log.push(Request {
+                            encoding: encoding.clone(),
+                            status: answer.status,
+                        });
+                        answer
+                    };
+                    if encoding.as_deref() == Some("gzip") {
+                        let mut plain = Vec::new();
+                        flate2::read::GzDecoder::new(body.as_slice())
+                            .read_to_end(&mut plain)
+                            .expect("a gzip body");
+                        body = plain;
+                    }
+                    let request = ExportTraceServiceRequest::decode(body.as_slice())
+                        .expect("an OTLP export request");
+                    tokio::time::sleep(answer.delay).await;
+                    let retry = answer
+                        .retry_after
+                        .map(|s| format!("retry-after: {s}\r\n"))
+                        .unwrap_or_default();
+                    let head = format!(
+                        "HTTP/1.1 {} X\r\ncontent-type: application/x-protobuf\r\n{retry}content-length: 0\r\n\r\n",
+                        answer.status
+                    );
+                    if socket.write_all(head.as_bytes()).await.is_err() {
+                        return;
+                    }
+                    if answer.status != 200 {
+                        continue;
+                    }
+                    let mut spans = store.lock().expect("lock");
+                    for resource in request.resource_spans {
+                        let service = resource
+                            .resource
+                            .iter()
+                            .flat_map(|r| r.attributes.iter())
+                            .find(|a| a.key == "service.name")
+                            .and_then(|a| a.value.as_ref()?.value.clone())
+                            .map(|v| match v {
+                                Any::StringValue(s) => s,
+                                other => format!("{other:?}"),
+                            })
+                            .unwrap_or_default();
+                        for scope in resource.scope_spans {
+                            spans.extend(scope.spans.into_iter().map(|s| (service.clone(), s)));
+                        }
                     }
                 }
             });
         }
     });
-    (port, received)
+    Receiver {
+        port,
+        received,
+        requests,
+    }
+}
+
+/// A worker exporting to `port` with `env` set, its stderr in `dir/worker.log`.
+fn exporting_worker(
+    db: &common::TestDatabase,
+    dir: &TempDir,
+    port: u16,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> WorkerProcess {
+    let config = config(dir);
+    let mut command = tokio::process::Command::new(common::BIN);
+    command.env(
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        format!("http://127.0.0.1:{port}"),
+    );
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let log = dir.path().join("worker.log");
+    WorkerProcess::spawn(command, &config, args, db.conninfo(), &log)
 }
 
 fn config(dir: &TempDir) -> std::path::PathBuf {
@@ -112,6 +208,9 @@ command = ["sh", "-c", "cat"]
 
 [tasks.env_trace]
 command = ["sh", "-c", "cat >/dev/null; printf '\"%s\"' \"$TRACEPARENT\""]
+
+[tasks.noop]
+builtin = "noop"
 "#,
     )
 }
@@ -290,10 +389,7 @@ async fn a_job_outside_any_trace_gets_a_root_span_its_task_is_handed_and_an_unsa
     assert_eq!(spans.len(), 1, "{spans:?}");
     assert!(spans[0].parent_span_id.is_empty(), "a root span");
     // the task was handed the root's context: its spans (and jobs) join that trace
-    let handed = seen["result"]["ok"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let handed = handed_trace(&seen);
     assert_eq!(
         handed,
         format!(
@@ -314,4 +410,307 @@ async fn a_job_outside_any_trace_gets_a_root_span_its_task_is_handed_and_an_unsa
         .map(|(s, _)| s.clone())
         .collect();
     assert_eq!(services, ["remuda"], "the default service name");
+}
+
+/// The value of a counter in a worker's `/metrics`, once it is there.
+async fn counter(port: u16, name: &str) -> Option<u64> {
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let text = http
+        .get(format!("http://127.0.0.1:{port}/metrics"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name} ")))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// What an `env_trace` job's task was handed (its result).
+fn handed_trace(seen: &serde_json::Value) -> String {
+    seen["result"]["ok"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn log_of(dir: &TempDir) -> String {
+    std::fs::read_to_string(dir.path().join("worker.log")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spans_are_sent_gzipped_when_asked_and_plain_when_compression_is_none() {
+    let db = migrated().await;
+    for (compression, encoding) in [
+        ("gzip", Some("gzip")),
+        ("none", None),
+        ("GZIP", Some("gzip")),
+    ] {
+        let r = receiver_with(|_| OK).await;
+        let dir = TempDir::new();
+        let worker = exporting_worker(
+            &db,
+            &dir,
+            r.port,
+            &[("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", compression)],
+            &[],
+        );
+        let job = enqueue(&db, &["step"]).await;
+        wait_for_state(&db, job, &["completed"], Duration::from_secs(30)).await;
+        assert!(worker.stop().await.success());
+        assert_eq!(
+            spans_of(&r.received, job).len(),
+            1,
+            "{compression}: {}",
+            log_of(&dir)
+        );
+        let requests = r.requests.lock().expect("lock").clone();
+        assert!(!requests.is_empty());
+        for request in requests {
+            assert_eq!(request.encoding.as_deref(), encoding, "{compression}");
+        }
+        assert!(
+            !log_of(&dir).contains("telemetry"),
+            "{compression}: nothing to say: {}",
+            log_of(&dir)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_collector_answering_503_then_429_then_200_gets_the_span_and_the_counts_say_what_became_of_each(
+) {
+    let db = migrated().await;
+    let r = receiver_with(|n| match n {
+        0 => Reply { status: 503, ..OK },
+        1 => Reply {
+            status: 429,
+            retry_after: Some(1),
+            ..OK
+        },
+        _ => OK,
+    })
+    .await;
+    let dir = TempDir::new();
+    let metrics = free_port();
+    let bind = format!("127.0.0.1:{metrics}");
+    let worker = exporting_worker(&db, &dir, r.port, &[], &["--metrics-bind", &bind]);
+    let job = enqueue(&db, &["step"]).await;
+    common::until(
+        "the span taken on the third try",
+        Duration::from_secs(20),
+        async || spans_of(&r.received, job).len() == 1,
+    )
+    .await;
+    let statuses: Vec<u16> = r
+        .requests
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|q| q.status)
+        .collect();
+    assert_eq!(statuses, [503, 429, 200]);
+    common::until("the export counted", Duration::from_secs(10), async || {
+        counter(metrics, "remuda_spans_exported_total").await == Some(1)
+    })
+    .await;
+    assert_eq!(counter(metrics, "remuda_spans_failed_total").await, Some(0));
+    assert_eq!(
+        counter(metrics, "remuda_spans_dropped_total").await,
+        Some(0)
+    );
+    assert!(worker.stop().await.success());
+
+    // a collector that refuses the request (400) is not asked again: a failure, counted
+    let r = receiver_with(|_| Reply { status: 400, ..OK }).await;
+    let dir = TempDir::new();
+    let metrics = free_port();
+    let bind = format!("127.0.0.1:{metrics}");
+    let worker = exporting_worker(&db, &dir, r.port, &[], &["--metrics-bind", &bind]);
+    let job = enqueue(&db, &["step"]).await;
+    wait_for_state(&db, job, &["completed"], Duration::from_secs(30)).await;
+    common::until("the refusal counted", Duration::from_secs(10), async || {
+        counter(metrics, "remuda_spans_failed_total").await == Some(1)
+    })
+    .await;
+    assert_eq!(
+        counter(metrics, "remuda_spans_exported_total").await,
+        Some(0)
+    );
+    assert!(worker.stop().await.success());
+    assert_eq!(r.requests.lock().expect("lock").len(), 1, "asked once");
+    assert!(log_of(&dir).contains("answered 400"), "{}", log_of(&dir));
+}
+
+/// Enqueues `n` no-op jobs and waits for all to complete.
+async fn run_noops(db: &common::TestDatabase, n: usize) {
+    let client = db.client().await.expect("client");
+    let jobs: Vec<remuda::NewJob> = (0..n)
+        .map(|_| remuda::NewJob::from_json("noop", remuda::Jsonb("{}".into())))
+        .collect();
+    client.insert_many(&jobs).await.expect("enqueue");
+    common::until("every job completed", Duration::from_secs(60), async || {
+        common::count(
+            &client,
+            "SELECT count(*) FROM remuda.jobs WHERE state = 'completed' AND kind = 'noop'",
+        )
+        .await
+            == n as i64
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_collector_gets_every_span_at_the_stop_and_one_that_never_answers_is_said_with_its_count(
+) {
+    let db = migrated().await;
+    // each answer 3 s late: a request in flight at the stop and the rest go out side by side
+    let r = receiver_with(|_| Reply {
+        delay: Duration::from_secs(3),
+        ..OK
+    })
+    .await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(&db, &dir, r.port, &[], &[]);
+    run_noops(&db, 300).await;
+    assert!(worker.stop().await.success());
+    let ids: std::collections::HashSet<i64> = r
+        .received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, s)| int(s, "remuda.job.id"))
+        .collect();
+    assert_eq!(ids.len(), 300, "every span taken: {}", log_of(&dir));
+    assert!(!log_of(&dir).contains("not exported"), "{}", log_of(&dir));
+
+    // a collector that takes the requests and never answers: the stop waits for it until its
+    // deadline, then says how many spans did not go
+    let db = migrated().await;
+    let r = receiver_with(|_| Reply {
+        delay: Duration::from_secs(3600),
+        ..OK
+    })
+    .await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(&db, &dir, r.port, &[], &[]);
+    run_noops(&db, 40).await;
+    let stopping = std::time::Instant::now();
+    assert!(worker.stop().await.success());
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        stopping.elapsed()
+    );
+    assert!(
+        log_of(&dir).contains("40 spans not exported"),
+        "{}",
+        log_of(&dir)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untraced_jobs_attempts_share_one_trace_and_the_sampler_decides_what_is_exported() {
+    let db = migrated().await;
+    let (port, received) = receiver().await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(&db, &dir, port, &[], &[]);
+    let flaky = enqueue(&db, &["flaky"]).await;
+    wait_for_state(&db, flaky, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    let spans = spans_of(&received, flaky);
+    assert_eq!(spans.len(), 3, "{spans:?}");
+    for span in &spans {
+        assert_eq!(
+            span.trace_id, spans[0].trace_id,
+            "one trace for every attempt"
+        );
+        assert!(span.parent_span_id.is_empty(), "each attempt a root");
+    }
+
+    // the enqueuer's decision, and a ratio of 0 for the jobs outside any trace
+    let sampled = format!("00-{TRACE}-{ENQUEUER}-01");
+    let (port, received) = receiver().await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(
+        &db,
+        &dir,
+        port,
+        &[
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0"),
+        ],
+        &[],
+    );
+    let parented = enqueue(&db, &["env_trace", "--traceparent", &sampled]).await;
+    let root = enqueue(&db, &["env_trace"]).await;
+    wait_for_state(&db, parented, &["completed"], Duration::from_secs(30)).await;
+    let seen = wait_for_state(&db, root, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    assert_eq!(
+        spans_of(&received, parented).len(),
+        1,
+        "the enqueuer sampled it"
+    );
+    assert!(
+        spans_of(&received, root).is_empty(),
+        "the ratio 0 took none"
+    );
+    let handed = handed_trace(&seen);
+    assert!(
+        handed.ends_with("-00"),
+        "the task is told it is not sampled: {handed}"
+    );
+
+    // always_off: nothing, whatever the enqueuer decided; the task is told
+    let (port, received) = receiver().await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(
+        &db,
+        &dir,
+        port,
+        &[("OTEL_TRACES_SAMPLER", "always_off")],
+        &[],
+    );
+    let parented = enqueue(&db, &["env_trace", "--traceparent", &sampled]).await;
+    let seen = wait_for_state(&db, parented, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    assert!(received.lock().expect("lock").is_empty());
+    let handed = handed_trace(&seen);
+    assert!(
+        handed.starts_with(&format!("00-{TRACE}-")) && handed.ends_with("-00"),
+        "{handed}"
+    );
+
+    // a sampler nobody knows is said, and the default used
+    let (port, received) = receiver().await;
+    let dir = TempDir::new();
+    let worker = exporting_worker(
+        &db,
+        &dir,
+        port,
+        &[("OTEL_TRACES_SAMPLER", "sometimes")],
+        &[],
+    );
+    let job = enqueue(&db, &["step"]).await;
+    wait_for_state(&db, job, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    assert_eq!(spans_of(&received, job).len(), 1);
+    assert!(
+        log_of(&dir).contains("\"sometimes\" is not a sampler"),
+        "{}",
+        log_of(&dir)
+    );
 }

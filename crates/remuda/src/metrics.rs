@@ -48,6 +48,18 @@ struct Inner {
     wait: Histograms,
     run: Histograms,
     lag: Histogram,
+    spans: SpanCounts,
+}
+
+/// What became of the spans of attempts this process exported ([`crate::telemetry`]).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SpanCounts {
+    /// Taken by the collector.
+    pub exported: Counter,
+    /// Dropped before they were sent: the queue was full.
+    pub dropped: Counter,
+    /// Sent and refused, or never taken: tries used up, the stop's deadline passed.
+    pub failed: Counter,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -125,6 +137,26 @@ impl Metrics {
             "From an attempt's end to its outcome being written",
             lag.clone(),
         );
+        let spans = SpanCounts::default();
+        for (name, help, counter) in [
+            (
+                "remuda_spans_exported",
+                "Spans of attempts the OTLP collector took",
+                &spans.exported,
+            ),
+            (
+                "remuda_spans_dropped",
+                "Spans of attempts dropped unsent: the export queue was full",
+                &spans.dropped,
+            ),
+            (
+                "remuda_spans_failed",
+                "Spans of attempts the collector refused or never took",
+                &spans.failed,
+            ),
+        ] {
+            registry.register(name, help, counter.clone());
+        }
         Metrics {
             inner: Arc::new(Inner {
                 registry: Mutex::new(registry),
@@ -136,6 +168,7 @@ impl Metrics {
                 wait,
                 run,
                 lag,
+                spans,
             }),
         }
     }
@@ -179,6 +212,11 @@ impl Metrics {
     /// The completion-lag histogram.
     pub(crate) fn lag(&self) -> &Histogram {
         &self.inner.lag
+    }
+
+    /// The counts of exported spans.
+    pub(crate) fn spans(&self) -> &SpanCounts {
+        &self.inner.spans
     }
 
     /// Adds metrics read at each scrape (a worker's gauges, its notification deliveries).

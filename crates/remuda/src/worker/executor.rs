@@ -170,16 +170,15 @@ fn start(
             .ok()
     });
     // the job's trace under the attempt's span; with spans exported, a job outside any
-    // trace gets one of its own, rooted at the attempt
-    let trace = job.attempt_trace().or_else(|| {
-        shared.spans.as_ref().map(|_| {
-            crate::telemetry::root_trace(&crate::trace::attempt_span_id(
-                job.id,
-                job.attempt,
-                job.started_at,
-            ))
-        })
-    });
+    // trace gets one of its own (one for all its attempts), and the sampler sets the flag
+    let trace = match &shared.spans {
+        None => job.attempt_trace(),
+        Some(spans) => Some(spans.attempt_context(
+            job.id,
+            job.trace.as_ref(),
+            &crate::trace::attempt_span_id(job.id, job.attempt, job.started_at),
+        )),
+    };
     let ctx = JobContext {
         id: job.id,
         kind: job.kind.clone(),

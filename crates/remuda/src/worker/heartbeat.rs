@@ -38,25 +38,28 @@ pub(crate) struct Registration {
     pub capabilities: Vec<String>,
 }
 
-pub(crate) async fn register(db: &Database, r: &Registration) -> Result<()> {
+/// Registers the worker; returns when the installation's schema was first made (microseconds,
+/// 0 if unknown), the seed of the trace ids of jobs outside any trace.
+pub(crate) async fn register(db: &Database, r: &Registration) -> Result<i64> {
     let conn = db.conn().await?;
-    conn.execute(
-        sql::WORKER_REGISTER,
-        &[
-            &r.id,
-            &r.name,
-            &r.host,
-            &r.pid,
-            &r.queues,
-            &r.kinds,
-            &r.concurrency,
-            &r.rescue_after_ms,
-            &r.crash_loop_limit,
-            &r.capabilities,
-        ],
-    )
-    .await?;
-    Ok(())
+    let row = conn
+        .query_one(
+            sql::WORKER_REGISTER,
+            &[
+                &r.id,
+                &r.name,
+                &r.host,
+                &r.pid,
+                &r.queues,
+                &r.kinds,
+                &r.concurrency,
+                &r.rescue_after_ms,
+                &r.crash_loop_limit,
+                &r.capabilities,
+            ],
+        )
+        .await?;
+    Ok(row.try_get::<_, Option<i64>>(0)?.unwrap_or(0))
 }
 
 pub(crate) async fn deregister(db: &Database, id: &str) -> Result<()> {
@@ -242,7 +245,7 @@ async fn beat_until(
                 );
                 fence(shared, Duration::ZERO);
                 match tokio::time::timeout(patience, register(&shared.db, registration)).await {
-                    Ok(Ok(())) => {
+                    Ok(Ok(_)) => {
                         last_ok = started;
                         shared.fenced.store(false, Ordering::SeqCst);
                         shared.wake.notify_one();

@@ -65,6 +65,8 @@ const WORKER_POOL_SIZE: usize = 9;
 
 /// Longest a stopping worker waits for its last spans to reach the collector.
 const SPANS_FLUSH: Duration = Duration::from_secs(5);
+/// How long past that deadline the exporter may take to count and say what it could not send.
+const SPANS_FLUSH_MARGIN: Duration = Duration::from_secs(1);
 
 /// Counts of what a worker did, readable while it runs.
 #[derive(Debug, Default)]
@@ -426,7 +428,7 @@ impl Worker {
         let dispatcher = (config.notifications.enabled && can_send).then_some(dispatcher);
         // the clock of self-fencing starts when the registration that got through was sent
         let mut registered = std::time::Instant::now();
-        start
+        let installation = start
             .step(|| {
                 registered = std::time::Instant::now();
                 heartbeat::register(&db, &registration)
@@ -452,12 +454,14 @@ impl Worker {
                 lag: self.client.metrics().lag().clone(),
             },
         ));
-        let spans_closing = CancellationToken::new();
-        let (spans, spans_task) =
-            match crate::telemetry::Spans::start(&config.telemetry, spans_closing.clone()) {
-                Some((spans, task)) => (Some(spans), Some(task)),
-                None => (None, None),
-            };
+        let (spans, spans_task, spans_close) = match crate::telemetry::Spans::start(
+            &config.telemetry,
+            installation,
+            self.client.metrics().spans().clone(),
+        ) {
+            Some((spans, task, close)) => (Some(spans), Some(task), Some(close)),
+            None => (None, None, None),
+        };
         let shared = Arc::new(Shared {
             spans,
             db: db.clone(),
@@ -699,13 +703,16 @@ impl Worker {
         }
         heartbeat::leave(&db, &worker_id, patience).await;
         // every attempt has ended: the last spans go out, once the worker has left (a collector
-        // that does not answer holds nothing else up, and gets at most a few seconds)
-        spans_closing.cancel();
-        if let Some(mut task) = spans_task {
-            if tokio::time::timeout(patience.min(SPANS_FLUSH), &mut task)
+        // that does not answer holds nothing else up, and gets at most a few seconds; the
+        // exporter says what it could not send by then)
+        if let (Some(close), Some(mut task)) = (spans_close, spans_task) {
+            let flush = patience.min(SPANS_FLUSH);
+            close.send_replace(Some(tokio::time::Instant::now() + flush));
+            if tokio::time::timeout(flush + SPANS_FLUSH_MARGIN, &mut task)
                 .await
                 .is_err()
             {
+                tracing::warn!("remuda worker {worker_id}: the span exporter did not end by its deadline; stopped");
                 task.abort();
             }
         }
