@@ -144,6 +144,111 @@ async fn a_job_cancelled_between_its_claim_and_its_start_never_calls_its_task() 
     assert!(findings(&db).await.is_clean());
 }
 
+/// Whether the run a task is in was asked to stop, once the task has started.
+type AskedToStop = Arc<std::sync::Mutex<Option<Box<dyn Fn() -> bool + Send>>>>;
+
+/// A gate that also lets the test read whether the run it is in was asked to stop (its
+/// `ctx.cancel`), so a stop is seen when it is given, not raced against the gate's opening.
+struct WatchedGate {
+    gate: Gate,
+    asked: AskedToStop,
+}
+
+impl remuda::Task for WatchedGate {
+    const KIND: &'static str = "gate";
+    type Args = i64;
+    type Output = i64;
+
+    async fn run(&self, ctx: remuda::JobContext, n: i64) -> Result<i64, remuda::TaskError> {
+        let token = ctx.cancel.clone();
+        *self.asked.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Box::new(move || token.is_cancelled()));
+        remuda::Task::run(&self.gate, ctx, n).await
+    }
+}
+
+/// The cancel of attempt 1 of a job reaches its worker late (the dispatcher is held before it
+/// acts on it): meanwhile attempt 1 ended (its outcome rejected: the job was cancelled), the
+/// job was retried, and the same worker claimed it again. `early`: the late cancel is acted
+/// on before attempt 2 is claimed (so it is remembered as a cancel of a job about to start),
+/// else while attempt 2 runs. Either way attempt 2 is never asked to stop, and runs to its
+/// end: the cancel named attempt 1.
+async fn a_late_cancel_of_an_earlier_run(early: bool) {
+    let (_db, client) = common::setup().await;
+    let heard = remuda::testing::fault::hold("cancel heard");
+    let seen = remuda::testing::fault::hold("cancel seen");
+    let id = client.enqueue::<Gate>(&7).await.expect("enqueue");
+    let (gate, started, open) = gate();
+    let asked: AskedToStop = Arc::default();
+    let task = WatchedGate {
+        gate,
+        asked: asked.clone(),
+    };
+    let worker = Worker::new(client.clone())
+        .config(remuda::WorkerConfig {
+            cancel_grace: Duration::from_secs(30),
+            ..fast_config()
+        })
+        .register(task);
+    let stats = worker.stats();
+    let running = start(worker);
+    started.notified().await;
+    client.cancel(id).await.expect("cancel");
+    heard.reached().await;
+    open.notify_one();
+    let rejected = async {
+        while stats.rejected.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), rejected)
+        .await
+        .expect("attempt 1's outcome rejected");
+    if early {
+        heard.release();
+        seen.reached().await;
+        seen.release();
+        client.retry(id).await.expect("retry");
+        started.notified().await;
+    } else {
+        client.retry(id).await.expect("retry");
+        started.notified().await;
+        heard.release();
+        seen.reached().await;
+        seen.release();
+    }
+    let asked_to_stop = asked
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .as_ref()
+        .map(|asked| asked());
+    assert_eq!(
+        asked_to_stop,
+        Some(false),
+        "attempt 2 was asked to stop by the cancel of attempt 1"
+    );
+    open.notify_one();
+    let job = client
+        .wait(id, Duration::from_secs(20))
+        .await
+        .expect("ended");
+    assert_eq!(job.state, remuda::JobState::Completed, "{job:?}");
+    assert_eq!(job.attempt, 2);
+    running.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_cancel_of_an_earlier_run_never_stops_the_next_run_on_the_same_worker() {
+    let _serial = SERIAL.lock().await;
+    a_late_cancel_of_an_earlier_run(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_cancel_remembered_before_the_next_run_is_claimed_never_stops_it() {
+    let _serial = SERIAL.lock().await;
+    a_late_cancel_of_an_earlier_run(true).await;
+}
+
 /// A task whose call itself (before its future exists) says so and blocks until `go`; its
 /// future, once polled, records that its body ran.
 struct CallBlocks {

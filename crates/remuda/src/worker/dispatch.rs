@@ -39,17 +39,17 @@ pub(crate) async fn run(
                     shared.settings.changed.notify_one();
                 }
                 "remuda_cancel" => {
-                    let Some((worker, id)) = payload.rsplit_once(':') else {
+                    let Some((worker, id, attempt)) = cancelled_run(&payload) else {
                         continue;
                     };
                     if worker != &*shared.worker_id {
                         continue;
                     }
-                    if let Ok(id) = id.parse::<i64>() {
-                        cancel(&shared, id);
-                        #[cfg(feature = "testing")]
-                        crate::testing::fault::pass("cancel seen").await;
-                    }
+                    #[cfg(feature = "testing")]
+                    crate::testing::fault::pass("cancel heard").await;
+                    cancel(&shared, id, attempt);
+                    #[cfg(feature = "testing")]
+                    crate::testing::fault::pass("cancel seen").await;
                 }
                 _ => {}
             },
@@ -62,15 +62,35 @@ pub(crate) async fn run(
     }
 }
 
-/// Stops a running job, or remembers the cancel for an executor about to start.
-fn cancel(shared: &Shared, id: i64) {
+/// The run a `remuda_cancel` payload names: its worker, job and attempt
+/// (`worker:job:attempt`; `worker:job` from a release before the attempt was carried, which
+/// stands for whatever run of the job the worker has).
+fn cancelled_run(payload: &str) -> Option<(&str, i64, Option<i32>)> {
+    let (rest, last) = payload.rsplit_once(':')?;
+    let last = last.parse::<i64>().ok()?;
+    // a worker's id ends in hex after a '-', never in ':' and digits
+    match rest.rsplit_once(':') {
+        Some((worker, id)) if !worker.is_empty() => match id.parse::<i64>() {
+            Ok(id) => Some((worker, id, i32::try_from(last).ok())),
+            Err(_) => Some((rest, last, None)),
+        },
+        _ => Some((rest, last, None)),
+    }
+}
+
+/// Stops the run `attempt` of job `id` (any run when `None`), or remembers the cancel for an
+/// executor about to start it: a cancel of an earlier run that arrives late never stops a
+/// later one (a retry of the cancelled job that this worker claimed again).
+fn cancel(shared: &Shared, id: i64, attempt: Option<i32>) {
     if let Some(running) = lock(&shared.running).get(&id) {
-        running.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+        if attempt.is_none_or(|a| a == running.run.0) {
+            running.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+        }
         return;
     }
     let mut early = lock(&shared.early_cancels);
-    early.retain(|_, at| at.elapsed() < std::time::Duration::from_secs(60));
-    early.insert(id, std::time::Instant::now());
+    early.retain(|_, (_, at)| at.elapsed() < std::time::Duration::from_secs(60));
+    early.insert(id, (attempt, std::time::Instant::now()));
 }
 
 /// Stops the runs that the database says are no longer this worker's: each by its attempt
@@ -129,5 +149,29 @@ fn stop_runs(shared: &Shared, lost: &[(i64, (i32, chrono::DateTime<chrono::Utc>)
         if let Some(entry) = running.get(id).filter(|e| e.run == *run) {
             entry.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cancelled_run;
+
+    #[test]
+    fn a_cancel_names_its_worker_job_and_attempt_and_an_older_release_any_run() {
+        assert_eq!(
+            cancelled_run("box:1-42-00ab12cd:7:3"),
+            Some(("box:1-42-00ab12cd", 7, Some(3)))
+        );
+        assert_eq!(
+            cancelled_run("box-42-00ab12cd:7"),
+            Some(("box-42-00ab12cd", 7, None))
+        );
+        assert_eq!(
+            cancelled_run("box:1-42-00ab12cd:7"),
+            Some(("box:1-42-00ab12cd", 7, None)),
+            "a worker's name may hold a colon"
+        );
+        assert_eq!(cancelled_run("nonsense"), None);
+        assert_eq!(cancelled_run("w:x"), None);
     }
 }

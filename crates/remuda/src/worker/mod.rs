@@ -199,8 +199,9 @@ pub(crate) struct Shared {
     /// `remuda_queue` notifications (see `settings.rs`).
     settings: settings::Cache,
     /// Cancels that arrived before their job's executor was registered (a cancel can commit
-    /// between the claim's commit and the claimed rows reaching this worker).
-    early_cancels: Mutex<HashMap<i64, std::time::Instant>>,
+    /// between the claim's commit and the claimed rows reaching this worker), each with the
+    /// attempt it cancelled.
+    early_cancels: Mutex<HashMap<i64, (Option<i32>, std::time::Instant)>>,
     completer: mpsc::Sender<completer::Outcome>,
     /// Set once every job was asked to stop (`stop_every_job`): a job registered after it is
     /// asked at once.

@@ -388,7 +388,9 @@ fn start_job(shared: &Arc<Shared>, job: Claimed, epoch: u64) {
             stop.soft.cancel();
         }
     }
-    if lock(&shared.early_cancels).remove(&job.id).is_some() {
+    // a cancel of this run heard before it was registered (not one of an earlier run)
+    let early = lock(&shared.early_cancels).remove(&job.id);
+    if early.is_some_and(|(attempt, _)| attempt.is_none_or(|a| a == job.attempt)) {
         stop.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
     }
     tokio::spawn(executor::execute(shared.clone(), job, stop, permit));

@@ -3,7 +3,9 @@
 -- stop. Each of the jobs `ids` is locked in id order (with `skip_locked`, one another
 -- transaction holds is passed over) and its state read under the lock, so a job a worker
 -- claimed a moment ago is seen running and its worker told (`remuda_cancel`,
--- "worker_id:job_id"); its completion is then rejected by the running guard. The result
+-- "worker_id:job_id:attempt": the run cancelled, so that a late notification never stops a
+-- later run of the job on the same worker); its completion is then rejected by the running
+-- guard. The result
 -- is `message` (CANCELLED), written through the finalization seam.
 --
 -- A workflow run's job belongs to its run: it is cancelled only when `of_run` is that run
@@ -38,7 +40,7 @@ BEGIN
     )
     SELECT array_agg(ROW(d.id, d.queue, d.kind, d.flags, d.counted, d.old_state, 'cancelled',
                          d.attempt)::remuda.transition ORDER BY d.id),
-           array_agg(d.old_worker || ':' || d.id)
+           array_agg(d.old_worker || ':' || d.id || ':' || d.attempt)
                FILTER (WHERE d.old_state = 'running' AND d.old_worker IS NOT NULL)
     INTO changed, told
     FROM done d;
