@@ -40,11 +40,12 @@ const OK: Reply = Reply {
     retry_after: None,
 };
 
-/// A request as it came: its `content-encoding`, and the answer it got.
+/// A request as it came: its `content-encoding`, the answer it got, and when.
 #[derive(Clone, Debug)]
 struct Request {
     encoding: Option<String>,
     status: u16,
+    at: std::time::Instant,
 }
 
 struct Receiver {
@@ -111,6 +112,7 @@ async fn receiver_with(reply: impl Fn(usize) -> Reply + Send + Sync + 'static) -
                         log.push(Request {
                             encoding: encoding.clone(),
                             status: answer.status,
+                            at: std::time::Instant::now(),
                         });
                         answer
                     };
@@ -497,7 +499,7 @@ async fn a_collector_answering_503_then_429_then_200_gets_the_span_and_the_count
         0 => Reply { status: 503, ..OK },
         1 => Reply {
             status: 429,
-            retry_after: Some(1),
+            retry_after: Some(4),
             ..OK
         },
         _ => OK,
@@ -514,14 +516,13 @@ async fn a_collector_answering_503_then_429_then_200_gets_the_span_and_the_count
         async || spans_of(&r.received, job).len() == 1,
     )
     .await;
-    let statuses: Vec<u16> = r
-        .requests
-        .lock()
-        .expect("lock")
-        .iter()
-        .map(|q| q.status)
-        .collect();
+    let requests = r.requests.lock().expect("lock").clone();
+    let statuses: Vec<u16> = requests.iter().map(|q| q.status).collect();
     assert_eq!(statuses, [503, 429, 200]);
+    // the 429's Retry-After (4 s) is waited, not the backoff's 1.5 s
+    let waited = requests[2].at - requests[1].at;
+    assert!(waited >= Duration::from_secs(4), "{waited:?}");
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
     common::until("the export counted", Duration::from_secs(10), async || {
         counter(metrics, "remuda_spans_exported_total").await == Some(1)
     })
@@ -576,14 +577,22 @@ async fn run_noops(db: &common::TestDatabase, n: usize) {
 async fn a_slow_collector_gets_every_span_at_the_stop_and_one_that_never_answers_is_said_with_its_count(
 ) {
     let db = migrated().await;
-    // each answer 3 s late: a request in flight at the stop and the rest go out side by side
+    // each answer 2 s late, batches of 20: the 15 batches of 300 spans would take half a
+    // minute one after another; a request in flight at the stop and the rest go out side by
+    // side, within the stop's 5 s
     let r = receiver_with(|_| Reply {
-        delay: Duration::from_secs(3),
+        delay: Duration::from_secs(2),
         ..OK
     })
     .await;
     let dir = TempDir::new();
-    let worker = exporting_worker(&db, &dir, r.port, &[], &[]);
+    let worker = exporting_worker(
+        &db,
+        &dir,
+        r.port,
+        &[("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "20")],
+        &[],
+    );
     run_noops(&db, 300).await;
     assert!(worker.stop().await.success());
     let ids: std::collections::HashSet<i64> = r

@@ -120,6 +120,8 @@ pub(crate) const ACTIVITY_ADD: &str = include_str!("sql/workers/activity_add.sql
 pub(crate) const ACTIVITY_READ: &str = include_str!("sql/workers/activity_read.sql");
 /// Delete minutes of activity past their age …
 pub(crate) const ACTIVITY_PRUNE: &str = include_str!("sql/workers/activity_prune.sql");
+/// Delete up to $2 failures set aside (remuda.failures) whose last occurrence is older than $1 …
+pub(crate) const FAILURES_PRUNE: &str = include_str!("sql/maintenance/failures_prune.sql");
 /// Delete audit entries past their age …
 pub(crate) const AUDIT_PRUNE: &str = include_str!("sql/maintenance/audit_prune.sql");
 /// The id of the current transaction (assigning one), kept by the completer to ask later …
@@ -369,6 +371,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("activity_add", ACTIVITY_ADD),
     ("activity_read", ACTIVITY_READ),
     ("activity_prune", ACTIVITY_PRUNE),
+    ("failures_prune", FAILURES_PRUNE),
     ("audit_prune", AUDIT_PRUNE),
     ("workflow_definition", WORKFLOW_DEFINITION),
     ("job_retry", JOB_RETRY),

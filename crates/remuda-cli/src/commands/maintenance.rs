@@ -21,7 +21,7 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
         print_json(&serde_json::json!({"deleted": pruned, "dry_run": args.dry_run}));
     } else {
         crate::out!(
-            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs; {} notifications; {} activity minutes; {} audit entries",
+            "{} {} jobs: {} completed, {} failed, {} cancelled, {} expired; {} workflow runs; {} notifications; {} activity minutes; {} audit entries; {} set-aside failures",
             if args.dry_run {
                 "would delete"
             } else {
@@ -35,7 +35,8 @@ pub async fn prune(db: &DbArgs, args: PruneArgs) -> CliResult<u8> {
             pruned.workflows,
             pruned.notifications,
             pruned.activity,
-            pruned.audit
+            pruned.audit,
+            pruned.failures
         );
     }
     Ok(0)

@@ -155,6 +155,9 @@ pub struct RetentionSection {
     /// Audit entries of the dashboard (default 90 days).
     #[serde(default, with = "opt_keep")]
     pub audit: Option<remuda::maintenance::Keep>,
+    /// Failures batched statements set aside, from their last occurrence (default 30 days).
+    #[serde(default, with = "opt_keep")]
+    pub failures: Option<remuda::maintenance::Keep>,
 }
 
 impl RetentionSection {
@@ -170,6 +173,7 @@ impl RetentionSection {
             notifications_dead: self.notifications_dead.unwrap_or(d.notifications_dead),
             activity: self.activity.unwrap_or(d.activity),
             audit: self.audit.unwrap_or(d.audit),
+            failures: self.failures.unwrap_or(d.failures),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! How long what has ended is kept: finished jobs per final state (a queue's own settings
-//! win), workflow runs with their jobs, notifications, activity minutes and audit entries.
+//! win), workflow runs with their jobs, notifications, activity minutes, audit entries and
+//! the failures batched statements set aside.
 
 use crate::{Error, JobState, Result};
 use std::fmt;
@@ -94,6 +95,9 @@ pub struct Retention {
     pub activity: Keep,
     /// Entries of the dashboard's audit log (default 90 days).
     pub audit: Keep,
+    /// Failures set aside by batched statements (`remuda.failures`), from their last
+    /// occurrence (default 30 days, as failed jobs).
+    pub failures: Keep,
 }
 
 impl Default for Retention {
@@ -108,6 +112,7 @@ impl Default for Retention {
             notifications_dead: days(30),
             activity: days(7),
             audit: days(90),
+            failures: days(30),
         }
     }
 }
@@ -122,6 +127,7 @@ impl Retention {
         self.notifications_dead.validate("dead notifications'")?;
         self.activity.validate("activity minutes'")?;
         self.audit.validate("audit entries'")?;
+        self.failures.validate("set-aside failures'")?;
         Ok(())
     }
 

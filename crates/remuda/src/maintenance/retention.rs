@@ -35,6 +35,8 @@ pub struct Pruned {
     pub activity: i64,
     /// Audit entries.
     pub audit: i64,
+    /// Failures set aside (`remuda.failures`).
+    pub failures: i64,
 }
 
 impl Pruned {
@@ -97,11 +99,16 @@ pub(crate) async fn prune(
             &mut pruned.activity,
         ),
         (sql::AUDIT_PRUNE, retention.audit, &mut pruned.audit),
+        (
+            sql::FAILURES_PRUNE,
+            retention.failures,
+            &mut pruned.failures,
+        ),
     ] {
         match prune_aged(db, table, keep, lease, dry_run).await {
             Ok(n) => *count = n,
             Err(e) => {
-                tracing::warn!("remuda retention: pruning activity or audit entries failed: {e}");
+                tracing::warn!("remuda retention: pruning activity minutes, audit entries or set-aside failures failed: {e}");
                 first_error.get_or_insert(e);
             }
         }
@@ -137,7 +144,8 @@ pub(crate) async fn prune(
                 && pruned.workflows == 0
                 && pruned.notifications == 0
                 && pruned.activity == 0
-                && pruned.audit == 0 =>
+                && pruned.audit == 0
+                && pruned.failures == 0 =>
         {
             Err(e)
         }
@@ -277,7 +285,8 @@ async fn prune_notifications(
     in_batches(db, sql::NOTIFICATION_PRUNE, &params, limit, dry_run).await
 }
 
-/// Deletes (or counts) the rows of a log past their age: minutes of activity, audit entries.
+/// Deletes (or counts) the rows of a log past their age: minutes of activity, audit entries,
+/// failures set aside.
 async fn prune_aged(
     db: &Database,
     statement: &str,

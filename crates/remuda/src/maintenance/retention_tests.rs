@@ -93,7 +93,8 @@ async fn retention_deletes_exactly_what_is_past_its_age_per_state_and_per_queue(
             workflows: 0,
             notifications: 0,
             activity: 0,
-            audit: 0
+            audit: 0,
+            failures: 0
         }
     );
     assert_eq!(
@@ -337,7 +338,8 @@ async fn idle_and_unreadable_rate_buckets_go_and_a_live_one_stays() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn activity_minutes_and_audit_entries_past_their_age_go_and_recent_ones_stay() {
+async fn activity_minutes_audit_entries_and_set_aside_failures_past_their_age_go_and_recent_ones_stay(
+) {
     let test = TestDatabase::new().await.expect("test database");
     let db = test.database().expect("pool");
     let conn = db.conn().await.expect("conn");
@@ -348,15 +350,29 @@ async fn activity_minutes_and_audit_entries_past_their_age_go_and_recent_ones_st
              ('q', date_trunc('minute', now()), 3);
          INSERT INTO remuda.audit (at, actor, via, action, target) VALUES
              (now() - interval '91 days', 'admin', 'api', 'retry', 'job 1'),
-             (now() - interval '89 days', 'admin', 'api', 'retry', 'job 2')",
+             (now() - interval '89 days', 'admin', 'api', 'retry', 'job 2');
+         INSERT INTO remuda.failures (source, subject, sqlstate, message, first_at, last_at) VALUES
+             ('notify', 'job 1', 'XX000', 'old', now() - interval '40 days', now() - interval '31 days'),
+             ('notify', 'job 2', 'XX000', 'seen again lately', now() - interval '40 days', now() - interval '29 days')",
     )
     .await
     .expect("rows");
     let retention = Retention::default();
     let counted = prune(&db, &retention, None, true).await.expect("dry run");
-    assert_eq!((counted.activity, counted.audit), (1, 1));
+    assert_eq!(
+        (counted.activity, counted.audit, counted.failures),
+        (1, 1, 1)
+    );
     let pruned = prune(&db, &retention, None, false).await.expect("prune");
-    assert_eq!((pruned.activity, pruned.audit), (1, 1));
+    assert_eq!((pruned.activity, pruned.audit, pruned.failures), (1, 1, 1));
+    let subjects: Vec<String> = conn
+        .query("SELECT subject FROM remuda.failures", &[])
+        .await
+        .expect("failures")
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(subjects, ["job 2"], "kept from its last occurrence");
     let minutes: Vec<i64> = conn
         .query(
             "SELECT completed FROM remuda.queue_minutes ORDER BY minute",

@@ -4,12 +4,13 @@
 //! or failed (`remuda_spans_*_total`).
 //!
 //! Retries follow the OTLP specification: 429, 502, 503 and 504, and a collector that cannot
-//! be reached or does not answer in time, are tried again after a backoff (1 s, growing by
-//! half each time up to 5 s, with jitter, or what `Retry-After` asks, at most 30 s), up to
-//! five tries; anything else is a failure at once. Spans that come meanwhile wait in the
-//! queue. When the worker stops, what is left (the queue, a batch waiting to be tried again,
-//! a request still in flight) gets until the worker's deadline, all of it sent at once;
-//! whatever the collector has not taken by then is said, with its count.
+//! be reached or does not answer in time, are tried again after a backoff (1 s, then half as
+//! long again each time: 1.5, 2.25, 3.4 s, with jitter; or the seconds `Retry-After` asks,
+//! at most 30 s), up to five tries; anything else is a failure at once. Spans that come
+//! meanwhile wait in the queue. When the worker stops, what is left (the queue, a batch
+//! waiting to be tried again, a request still in flight) gets until the worker's deadline,
+//! sent side by side (16 batches at a time); whatever the collector has not answered for by
+//! then is said, with its count.
 
 use super::settings::Settings;
 use super::span::request;
@@ -26,6 +27,10 @@ const TRIES: u32 = 5;
 /// The first wait before a batch is tried again; each next one is half as long again.
 const BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// Batches a stop sends at once.
+const FLUSH_AT_ONCE: usize = 16;
+/// The last spans' time when the worker went away without setting a deadline.
+const FLUSH_UNSET: Duration = Duration::from_secs(5);
 /// Longest wait a collector's `Retry-After` gets.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
 
@@ -154,10 +159,11 @@ impl Exporter {
                 self.by_deadline(batch, &mut warned, closing).await
             }
         });
-        futures_util::future::join_all(sends)
+        use futures_util::StreamExt;
+        futures_util::stream::iter(sends)
+            .buffer_unordered(FLUSH_AT_ONCE)
+            .fold(0, |lost, n| async move { lost + n })
             .await
-            .into_iter()
-            .sum()
     }
 
     /// One batch delivered, cut short at the stop's deadline once the worker stops; returns
@@ -305,13 +311,14 @@ async fn stopped(closing: &mut Closing) {
     let _ = closing.wait_for(Option::is_some).await;
 }
 
-/// The moment the worker's stop sets, once it is set.
+/// The moment the worker's stop sets, once it is set (a few seconds from now if the worker
+/// went away without one).
 async fn deadline(closing: &mut Closing) {
     let until = closing
         .wait_for(Option::is_some)
         .await
         .ok()
         .and_then(|d| *d)
-        .unwrap_or_else(Instant::now);
+        .unwrap_or_else(|| Instant::now() + FLUSH_UNSET);
     tokio::time::sleep_until(until).await;
 }

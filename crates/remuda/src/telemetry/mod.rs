@@ -39,7 +39,7 @@ impl TelemetryConfig {
     /// neither `OTEL_SDK_DISABLED=true` nor `OTEL_TRACES_EXPORTER=none` says otherwise.
     pub fn enabled(&self) -> bool {
         if env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
-            || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v == "none")
+            || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
         {
             return false;
         }
@@ -183,7 +183,12 @@ impl Spans {
         let Some(span) = span::span_of(attempt) else {
             return;
         };
-        if self.tx.try_send(span).is_err() {
+        if let Err(e) = self.tx.try_send(span) {
+            if matches!(e, mpsc::error::TrySendError::Closed(_)) {
+                // (the exporter has ended: the worker is stopping)
+                self.counts.failed.inc();
+                return;
+            }
             self.counts.dropped.inc();
             let dropped = self.counts.dropped.get();
             if dropped.is_power_of_two() {

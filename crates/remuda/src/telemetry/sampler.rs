@@ -38,12 +38,15 @@ impl Rule {
             // (2^56 - 1 rounds up to 2^56 as a float)
             Rule::Ratio(ratio) if ratio >= 1.0 => true,
             Rule::Ratio(ratio) => {
-                // the trace id's last 56 bits, the part W3C's random flag makes random
+                // the specification's rule on the trace id's last 56 bits (the part W3C's
+                // random flag makes random): sampled when at or above the threshold
+                // (1 - ratio) * 2^56, so services sampling at one ratio keep the same traces
                 let low = trace_id
                     .get(18..32)
                     .and_then(|h| u64::from_str_radix(h, 16).ok())
                     .unwrap_or(0);
-                (low as f64) < ratio * (1u64 << 56) as f64
+                let threshold = ((1.0 - ratio.max(0.0)) * (1u64 << 56) as f64) as u64;
+                low >= threshold
             }
         }
     }
@@ -81,6 +84,7 @@ impl Sampler {
                 }
             }
         };
+        // enumerated values are read whatever their case, as the specification asks
         match name.to_ascii_lowercase().as_str() {
             "always_on" => Sampler::Always(Rule::On),
             "always_off" => Sampler::Always(Rule::Off),
@@ -107,12 +111,16 @@ mod tests {
         let low = "4bf92f3577b34da6a30000000000000f";
         let high = "4bf92f3577b34da6a3fffffffffffff0";
         let half = Sampler::ParentBased(Rule::Ratio(0.5));
-        assert!(half.decide(Some(true), high), "the parent's yes");
-        assert!(!half.decide(Some(false), low), "the parent's no");
-        assert!(half.decide(None, low));
-        assert!(!half.decide(None, high));
+        assert!(!half.decide(Some(false), high), "the parent's no");
+        assert!(half.decide(Some(true), low), "the parent's yes");
+        assert!(half.decide(None, high));
+        assert!(!half.decide(None, low));
         let always = Sampler::Always(Rule::Ratio(0.5));
-        assert!(!always.decide(Some(true), high), "the rule over the parent");
+        assert!(!always.decide(Some(true), low), "the rule over the parent");
+        // the specification's threshold: a tenth keeps the ids from 0.9 × 2^56 (0xe66666…) up
+        let tenth = Sampler::Always(Rule::Ratio(0.1));
+        assert!(tenth.decide(None, "4bf92f3577b34da6a3e7000000000000"));
+        assert!(!tenth.decide(None, "4bf92f3577b34da6a3e6000000000000"));
         assert!(Sampler::Always(Rule::On).decide(Some(false), high));
         assert!(!Sampler::Always(Rule::Off).decide(Some(true), low));
         assert!(!Sampler::Always(Rule::Ratio(0.0)).decide(None, low));

@@ -15,6 +15,8 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 /// Spans waiting to be sent, unless `OTEL_BSP_MAX_QUEUE_SIZE` says; beyond it new ones are
 /// dropped.
 const QUEUE: usize = 8192;
+/// Largest queue accepted (the specification's range of sizes).
+const MAX_QUEUE: usize = i32::MAX as usize;
 /// Most spans per request, unless `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` says.
 const BATCH: usize = 512;
 /// Longest a span waits for its batch to fill, unless `OTEL_BSP_SCHEDULE_DELAY` says.
@@ -69,6 +71,14 @@ impl Settings {
         let mut warnings = Vec::new();
         let url = url(config)?;
         let headers = headers(&mut warnings);
+        if let Some((name, value)) = headers.iter().find(|(k, v)| {
+            reqwest::header::HeaderName::from_bytes(k.as_bytes()).is_err()
+                || reqwest::header::HeaderValue::from_str(v).is_err()
+        }) {
+            return Err(format!(
+                "the header {name:?}: {value:?} of OTEL_EXPORTER_OTLP_HEADERS cannot be sent (a header name is a token, a value has no control characters)"
+            ));
+        }
         let gzip = match otlp("COMPRESSION") {
             None => false,
             Some((_, v)) if v.eq_ignore_ascii_case("gzip") => true,
@@ -95,10 +105,10 @@ impl Settings {
         let count = |name: &str, default: usize, warnings: &mut Vec<String>| {
             env(name)
                 .and_then(|v| match v.parse::<usize>() {
-                    Ok(n) if n > 0 => Some(n),
+                    Ok(n) if n > 0 && n <= MAX_QUEUE => Some(n),
                     _ => {
                         warnings.push(format!(
-                            "{name}={v:?} is not a count above zero: {default} is used"
+                            "{name}={v:?} is not a count from 1 to {MAX_QUEUE}: {default} is used"
                         ));
                         None
                     }
@@ -123,7 +133,7 @@ impl Settings {
                 batch,
                 linger,
                 sampler,
-                resource: resource(config),
+                resource: resource(config, &mut warnings),
             },
             warnings,
         ))
@@ -164,7 +174,7 @@ fn url(config: &TelemetryConfig) -> Result<String, String> {
     }
     match otlp("PROTOCOL") {
         None => Ok(url),
-        Some((_, p)) if p == "http/protobuf" => Ok(url),
+        Some((_, p)) if p.eq_ignore_ascii_case("http/protobuf") => Ok(url),
         Some((_, other)) => Err(format!(
             "the OTLP protocol {other:?} is not supported: remuda exports over http/protobuf (port 4318)"
         )),
@@ -236,10 +246,9 @@ fn headers(warnings: &mut Vec<String>) -> Vec<(String, String)> {
 /// The resource: `service.name` (`[telemetry] service_name`, else `OTEL_SERVICE_NAME`, else
 /// `service.name` in `OTEL_RESOURCE_ATTRIBUTES`, else `remuda`), then the other attributes of
 /// `OTEL_RESOURCE_ATTRIBUTES`, then the SDK's own.
-fn resource(config: &TelemetryConfig) -> Vec<(String, String)> {
-    let mut ignored = Vec::new();
+fn resource(config: &TelemetryConfig, warnings: &mut Vec<String>) -> Vec<(String, String)> {
     let given = env("OTEL_RESOURCE_ATTRIBUTES")
-        .map(|t| pairs("OTEL_RESOURCE_ATTRIBUTES", &t, &mut ignored))
+        .map(|t| pairs("OTEL_RESOURCE_ATTRIBUTES", &t, warnings))
         .unwrap_or_default();
     let service = config
         .service_name

@@ -108,12 +108,20 @@ pub(super) fn span_of(a: Attempt) -> Option<Span> {
     } else {
         HAS_IS_REMOTE | IS_REMOTE
     };
+    // the context's W3C flags (the sampled bit set: only sampled attempts get here), then
+    // whether the parent is remote
+    let flags = a
+        .context
+        .traceparent
+        .get(53..55)
+        .and_then(|f| u8::from_str_radix(f, 16).ok())
+        .map_or(SAMPLED, |f| u32::from(f) | SAMPLED);
     Some(Span {
         trace_id,
         span_id,
         trace_state: a.context.tracestate.clone().unwrap_or_default(),
         parent_span_id: parent,
-        flags: SAMPLED | remote,
+        flags: flags | remote,
         name: a.kind,
         kind: SpanKind::Consumer as i32,
         start_time_unix_nano: unix_nanos(start_time),
@@ -192,6 +200,7 @@ mod tests {
             bytes_of("00f067aa0ba902b7").expect("hex")
         );
         assert_eq!(span.trace_state, "congo=t61rcWkgMzE");
+        assert_eq!(span.flags, 0x301, "sampled, the parent remote");
         let status = span.status.expect("an error status");
         assert_eq!(status.code, StatusCode::Error as i32);
         assert!(
@@ -200,6 +209,17 @@ mod tests {
             status.message.len()
         );
         assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
+        let random = TraceContext::parse(
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-03",
+            None,
+        )
+        .expect("valid");
+        let span = span_of(attempt(random, None)).expect("sampled");
+        assert_eq!(
+            span.flags & 0xff,
+            0x03,
+            "the W3C flags as the context has them"
+        );
         let unsampled = context.traceparent.replace("-01", "-00");
         let unsampled = TraceContext::parse(&unsampled, None).expect("valid");
         assert!(span_of(attempt(unsampled, None)).is_none());
