@@ -48,7 +48,7 @@ async fn prune_deletes_what_is_past_its_age_and_a_dry_run_only_counts() {
 
     let dry = remuda(&db, &["prune", "--dry-run", "--json"]).await;
     assert_eq!(code(&dry), 0, "{}", stderr(&dry));
-    let expected = serde_json::json!({"completed": 3, "failed": 0, "cancelled": 1, "expired": 0, "workflows": 0, "notifications": 0, "activity": 0, "audit": 0});
+    let expected = serde_json::json!({"completed": 3, "failed": 0, "cancelled": 1, "expired": 0, "workflows": 0, "notifications": 0, "activity": 0, "audit": 0, "failures": 0});
     assert_eq!(json(&dry)["deleted"], expected);
     assert_eq!(json(&dry)["dry_run"], true);
     let pruned = json(&remuda(&db, &["prune", "--json"]).await);
