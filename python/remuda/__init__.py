@@ -24,7 +24,7 @@ from .sending import SendOptions
 from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
-from .steps import StepError, step, step_async
+from .steps import StepError, step, step_async, step_key
 from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
@@ -56,4 +56,5 @@ __all__ = [
     "sleep",
     "step",
     "step_async",
+    "step_key",
 ]

@@ -1,5 +1,5 @@
-"""Durable steps: :func:`step` runs a part of a task's work once per job. Its output is
-recorded with the job the first time; a later attempt of the same job (a retry after an
+"""Durable steps: :func:`step` runs a part of a task's work until it is recorded. Its output
+is recorded with the job the first time; a later attempt of the same job (a retry after an
 error, a rescue after the worker died) returns the recorded output without running it, so a
 retry resumes after the last completed step instead of repeating its side effects.
 
@@ -7,9 +7,15 @@ retry resumes after the last completed step instead of repeating its side effect
 
     @app.task("checkout")
     def checkout(order_id: int) -> str:
-        charge = remuda.step("charge", charge_card, order_id)      # once per job
+        key = remuda.step_key("charge")                             # "<job id>:charge"
+        charge = remuda.step("charge", charge_card, order_id, idempotency_key=key)
         remuda.step("email", send_receipt, order_id, charge)
         return charge
+
+A step runs at least once: a crash between its side effect and its record (a window of
+milliseconds) runs it again on the next attempt. :func:`step_key` gives the step's
+idempotency key, the same on every attempt of the job: handed to what the step calls (a
+payment API's idempotency key, a unique constraint), it makes the side effect happen once.
 
 The output is stored as JSON (the task codec's: dataclasses, pydantic models, dates); a
 replayed step is rebuilt from its JSON by the function's return annotation, so annotate it to
@@ -128,9 +134,21 @@ def _encode(name: str, value: Any) -> str:
         raise StepError("INVALID_OUTPUT", f"the output of step {name!r} is not JSON: {e}") from e
 
 
+def step_key(name: str) -> str:
+    """The idempotency key of step ``name`` of the current job: ``"<job id>:<name>"``, the
+    same on every attempt (``REMUDA_STEP_KEY`` of ``remuda step``, ``ctx.step_key`` in Rust).
+    Raises :class:`StepError` outside a task body or for a bad name."""
+    _check(name)
+    ctx = current_job()
+    if ctx is None:
+        raise StepError("INVALID_STEP", "remuda.step_key runs inside a task body, while its job runs")
+    return f"{ctx.id}:{name}"
+
+
 def step(name: str, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-    """Runs ``fn(*args, **kwargs)`` as step ``name`` of the current job: once per job (see
-    the module). Returns its output, or the output an earlier attempt recorded."""
+    """Runs ``fn(*args, **kwargs)`` as step ``name`` of the current job until it is recorded,
+    at least once (see the module). Returns its output, or the output an earlier attempt
+    recorded."""
     _check(name)
     store = _store("remuda.step")
     stored = store.recorded(name)

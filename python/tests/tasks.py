@@ -304,7 +304,7 @@ def make_app(database_url: str) -> remuda.App:
 
         def send() -> int:
             with open(log, "a") as runs:
-                runs.write("run\n")
+                runs.write(f"run {remuda.step_key('send')}\n")
             if job.attempt == 1:
                 raise Upstream("the mail server did not answer")
             return job.attempt

@@ -1,6 +1,7 @@
 """Durable steps in Python: ``remuda.step`` runs its function once per job, across a SIGKILL
 of the worker (thread pool, process pool, async), and a replayed step comes back as the type
-its function returns; a step that raises is not recorded; outside a task it says so."""
+its function returns; a step that raises is not recorded, and runs again with the same
+idempotency key (``remuda.step_key``); outside a task it says so."""
 
 from __future__ import annotations
 
@@ -50,12 +51,14 @@ def test_an_async_step_runs_once_across_a_sigkill_of_its_worker(app: remuda.App,
     _charge_once_across_a_kill(app, start_worker, tmp_path, "charge_step_async", "--queues", "async")
 
 
-def test_a_step_that_raises_is_not_recorded_and_runs_again(app: remuda.App, start_worker: StartWorker, tmp_path: Path) -> None:
+def test_a_step_that_raises_is_not_recorded_and_runs_again_with_the_same_key(
+    app: remuda.App, start_worker: StartWorker, tmp_path: Path
+) -> None:
     start_worker()
     log = tmp_path / "runs"
     handle = app.tasks["flaky_step"].send(log=str(log))
     assert handle.get(timeout=60).unwrap() == 2
-    assert len(log.read_text().splitlines()) == 2
+    assert log.read_text().splitlines() == [f"run {handle.id}:send"] * 2
     steps = job_info(handle)["steps"]
     assert [(s["name"], s["attempt"], s["output"]) for s in steps] == [("send", 2, 2)]
 
@@ -64,6 +67,9 @@ def test_a_step_outside_a_task_says_so() -> None:
     with pytest.raises(remuda.StepError) as raised:
         remuda.step("charge", lambda: 1)
     assert raised.value.code == "INVALID_STEP"
+    assert "inside a task" in raised.value.message
+    with pytest.raises(remuda.StepError) as raised:
+        remuda.step_key("charge")
     assert "inside a task" in raised.value.message
 
 

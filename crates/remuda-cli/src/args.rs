@@ -132,12 +132,15 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print the connection string remuda resolves (setting up the private cluster if needed).
     DatabaseUrl,
-    /// Inside a command task's job: run a command as a durable step, once per job. Its
-    /// stdout is recorded with the job and printed; a later attempt of the job prints the
-    /// recorded stdout without running it again. Exits with the command's code (a failed
-    /// command is not recorded); 75 when the step ran but could not be recorded (the job
-    /// is no longer this run's), 69 when it did not run because the step could not be
-    /// looked up (the job's worker or its database away), 2 outside a job or for a bad name.
+    /// Inside a command task's job: run a command as a durable step, until it is recorded.
+    /// Its stdout is recorded with the job and printed; a later attempt of the job prints the
+    /// recorded stdout without running it again. At least once: a crash between the
+    /// command's end and its record runs it again on the next attempt, so the command gets
+    /// REMUDA_STEP_KEY (`<job id>:<name>`, the same on every attempt) to hand what it calls
+    /// as an idempotency key. Exits with the command's code (a failed command is not
+    /// recorded); 75 when the step ran but could not be recorded (the job is no longer this
+    /// run's), 69 when it did not run because the step could not be looked up (the job's
+    /// worker or its database away), 2 outside a job or for a bad name.
     Step(StepArgs),
 }
 

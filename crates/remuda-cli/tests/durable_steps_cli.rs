@@ -93,13 +93,14 @@ echo "{{\"charge\": \"$out\"}}""#,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_command_step_is_not_recorded_and_its_exit_code_is_the_jobs() {
+async fn a_failed_command_step_is_not_recorded_and_its_exit_code_is_the_jobs_and_each_run_has_one_key(
+) {
     let db = migrated().await;
     let dir = TempDir::new();
     let runs = dir.path().join("runs");
     let script = format!(
         r#"cat >/dev/null
-{BIN} step send -- sh -c 'echo run >> {runs}; [ "$REMUDA_JOB_ATTEMPT" != 1 ] || exit 3; echo sent' || exit $?"#,
+{BIN} step send -- sh -c 'echo "run $REMUDA_STEP_KEY" >> {runs}; [ "$REMUDA_JOB_ATTEMPT" != 1 ] || exit 3; echo sent' || exit $?"#,
         runs = runs.display()
     );
     let config = config(&dir, "send", &script);
@@ -110,7 +111,12 @@ async fn a_failed_command_step_is_not_recorded_and_its_exit_code_is_the_jobs() {
 
     assert_eq!(done["errors"][0]["code"], "EXIT_3", "{done}");
     let ran = std::fs::read_to_string(&runs).expect("runs");
-    assert_eq!(ran.lines().count(), 2, "run again after its failure");
+    let key = format!("run {id}:send");
+    assert_eq!(
+        ran.lines().collect::<Vec<_>>(),
+        [key.as_str(), key.as_str()],
+        "run again after its failure, with the same idempotency key"
+    );
     assert_eq!(done["steps"][0]["attempt"], 2, "{done}");
     assert_eq!(done["steps"][0]["output"], "sent\n");
     assert_eq!(done["result"]["ok"], "sent");

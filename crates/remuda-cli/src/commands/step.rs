@@ -34,7 +34,12 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
         Ok(None) => {}
         Err(e) => return Ok(refused(&args.name, &e, DID_NOT_RUN)),
     }
-    let (status, stdout) = match execute(&args.command).await {
+    // the step's idempotency key, for a command that calls what can deduplicate by it
+    let key = std::env::var("REMUDA_JOB_ID")
+        .ok()
+        .and_then(|id| id.parse::<i64>().ok())
+        .map(|id| remuda::step::key(id, &args.name));
+    let (status, stdout) = match execute(&args.command, key.as_deref()).await {
         Ok(ran) => ran,
         Err((code, message)) => {
             eprintln!("remuda step {}: {message}", args.name);
@@ -59,11 +64,15 @@ pub async fn run(args: StepArgs) -> CliResult<u8> {
 /// signal's number when a signal ended it) and its whole stdout, or the code to exit with and
 /// why: 127 when the program is not found, 126 when it cannot be run (as a shell says), 75
 /// when it ran but its output or end could not be read.
-async fn execute(argv: &[String]) -> Result<(u8, Vec<u8>), (u8, String)> {
+async fn execute(argv: &[String], key: Option<&str>) -> Result<(u8, Vec<u8>), (u8, String)> {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| (2, "give the step's command after `--`".to_string()))?;
-    let mut child = tokio::process::Command::new(program)
+    let mut command = tokio::process::Command::new(program);
+    if let Some(key) = key {
+        command.env(remuda::step::KEY_ENV, key);
+    }
+    let mut child = command
         .args(rest)
         .stdin(Stdio::inherit())
         .stderr(Stdio::inherit())

@@ -42,6 +42,17 @@ pub const SLEEP_PREFIX: &str = "sleep-";
 /// Error code of a step name that is empty, too long, has a control character or is a
 /// durable sleep's.
 pub const INVALID_STEP: &str = "INVALID_STEP";
+/// The environment variable in which `remuda step` hands its command the step's key.
+pub const KEY_ENV: &str = "REMUDA_STEP_KEY";
+
+/// The idempotency key of step `name` of job `job_id`: `"<job id>:<name>"`, the same on every
+/// attempt of the job, and different for every step of every job of one database. A step
+/// runs at least once (a crash between its side effect and its record runs it again on the
+/// next attempt); handed to what it calls (a payment API's idempotency key, a unique
+/// constraint), the key makes the side effect happen once.
+pub fn key(job_id: i64, name: &str) -> String {
+    format!("{job_id}:{name}")
+}
 
 /// The steps of one run of a job: what earlier attempts recorded (read once, at the first
 /// step), and the link to the database to record new ones. Cloned with its [`JobContext`].
@@ -245,13 +256,17 @@ fn check_name(name: &str) -> Result<(), TaskError> {
 }
 
 impl JobContext {
-    /// Runs step `name` of this job once: the first time, `run` runs and its output is
-    /// recorded with the job (fenced by this attempt: a stale worker's step is refused with
-    /// [`FENCED`]); on a later attempt of the same job, the recorded output is returned
-    /// without running `run`. A step that returns an error is not recorded, and the error
-    /// follows the job's retry policy. Names are unique within a job: a name used twice
+    /// Runs step `name` of this job until it is recorded: the first time, `run` runs and its
+    /// output is recorded with the job (fenced by this attempt: a stale worker's step is
+    /// refused with [`FENCED`]); on a later attempt of the same job, the recorded output is
+    /// returned without running `run`. A step that returns an error is not recorded, and the
+    /// error follows the job's retry policy. Names are unique within a job: a name used twice
     /// returns the first step's output (run one after the other: two calls of one name at
     /// the same time both run). `retry --fresh` drops a job's steps.
+    ///
+    /// At least once: a crash (or a lost database) between `run`'s side effect and its record
+    /// runs it again on the next attempt. Give what it calls [`JobContext::step_key`] as an
+    /// idempotency key to make the side effect happen once.
     pub async fn step<T, F, Fut>(&self, name: &str, run: F) -> Result<T, TaskError>
     where
         T: Serialize + DeserializeOwned,
@@ -273,6 +288,12 @@ impl JobContext {
             return Ok(output);
         }
         decode(name, &stored)
+    }
+
+    /// The idempotency key of step `name` of this job (`"<job id>:<name>"`, see [`key`]): the
+    /// same on every attempt.
+    pub fn step_key(&self, name: &str) -> String {
+        key(self.id, name)
     }
 
     /// Sleeps for `duration` as a durable step: the job is given back (without using an
@@ -352,5 +373,12 @@ mod name_tests {
         for good in ["charge", "sleepy", "é", &"x".repeat(200)] {
             assert_eq!(steps.record(good, "1".into()).await.expect(good), "1");
         }
+    }
+
+    #[test]
+    fn a_steps_key_names_its_job_and_step_the_same_on_every_attempt() {
+        assert_eq!(super::key(42, "charge"), "42:charge");
+        assert_eq!(super::key(42, "a:b"), "42:a:b");
+        assert_ne!(super::key(42, "charge"), super::key(43, "charge"));
     }
 }
