@@ -435,6 +435,70 @@ async fn a_paused_run_starts_nothing_until_resumed() {
     running.shutdown().await;
 }
 
+/// A job held by a paused run keeps the rest of its start deadline for after the pause: the
+/// leader's expiry passes it over while it is held, and its release moves the deadline by the
+/// time it was held, so the node does not fail for the pause. A minute of pause is written
+/// rather than slept: the job looks held a minute ago, with 2 s of its deadline left then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_job_held_by_a_paused_run_keeps_the_rest_of_its_deadline_for_after_the_pause() {
+    let (_db, client) = setup().await;
+    let step = Step::default();
+    let mut wf = Workflow::new("held_deadline");
+    let mut first = node(json!({}));
+    first.deadline = Some("30s".into());
+    wf.node("first", first);
+    let run = client
+        .start_workflow(&wf, &json!(null))
+        .await
+        .expect("started");
+    client.pause_workflow(run.id).await.expect("pause");
+    let conn = client.database().conn().await.expect("conn");
+    let held = conn
+        .execute(
+            "UPDATE remuda.jobs_live
+             SET expires_at = now() - interval '58 seconds',
+                 workflow = workflow || jsonb_build_object('held_at', now() - interval '60 seconds')
+             WHERE workflow_id = $1 AND workflow ? 'held_run_at'",
+            &[&run.id],
+        )
+        .await
+        .expect("a minute held");
+    assert_eq!(held, 1, "the node's job is held");
+    let since = chrono::Utc::now();
+    let running = worker(&client, &step);
+    // the leader's expiry runs while the run is paused, and passes the held job over
+    let expiry_ran = async {
+        loop {
+            let status = client.maintenance_status().await.expect("status");
+            if status
+                .duties
+                .iter()
+                .any(|d| d.duty == "expiry" && d.started_at > since && d.ok)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(WAIT, expiry_ran)
+        .await
+        .expect("an expiry round");
+    let state: String = conn
+        .query_one(
+            "SELECT state::text FROM remuda.jobs WHERE workflow_id = $1",
+            &[&run.id],
+        )
+        .await
+        .expect("job")
+        .get(0);
+    assert_eq!(state, "scheduled", "held, not expired");
+    client.resume_workflow(run.id).await.expect("resume");
+    let done = client.wait_workflow(run.id, WAIT).await.expect("ends");
+    assert_eq!(done.state, WorkflowState::Completed, "{done:?}");
+    assert_eq!(step.runs.load(Ordering::SeqCst), 1);
+    running.shutdown().await;
+}
+
 /// The jobs of map `each` of run `id`, by state.
 async fn elements(client: &Client, id: i64) -> std::collections::BTreeMap<String, i64> {
     let conn = client.database().conn().await.expect("conn");

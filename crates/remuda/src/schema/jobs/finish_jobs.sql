@@ -44,7 +44,7 @@ BEGIN
                CASE WHEN u.error IS NULL THEN m.errors ELSE m.errors || jsonb_build_array(u.error) END,
                COALESCE(u.lost_streak, m.lost_streak), m.unique_key, m.unique_states,
                m.concurrency_key, m.counted, m.target_worker, m.requires, m.unique_queue, m.flags,
-               m.schedule, m.fire_at, m.workflow_id, m.workflow - 'held_run_at', m.notify, m.formed,
+               m.schedule, m.fire_at, m.workflow_id, m.workflow - 'held_run_at' - 'held_at', m.notify, m.formed,
                m.group_key, m.traceparent, m.tracestate, NULL
         FROM moved m
         JOIN unnest(f_ids, f_states, f_results, f_errors, f_lost_streaks, f_workers, f_tokens)

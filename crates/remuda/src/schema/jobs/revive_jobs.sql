@@ -42,7 +42,7 @@ BEGIN
         SET state = 'available', run_at = now(), started_at = NULL, finished_at = NULL,
             result = NULL, worker_id = NULL, lost_streak = 0,
             -- (a job held by a pause that ended some other way is held no more)
-            workflow = j.workflow - 'held_run_at',
+            workflow = j.workflow - 'held_run_at' - 'held_at',
             expires_at = now() + deadline_ms * interval '1 millisecond',
             max_attempts = CASE WHEN attempts_anew THEN j.attempt + COALESCE(j.max_attempts, 1)
                                 WHEN j.max_attempts IS NULL THEN NULL
@@ -73,7 +73,7 @@ BEGIN
                m.timeout_ms, NULL, m.awaited, m.args, NULL, m.errors, 0, m.unique_key,
                m.unique_states, m.concurrency_key, m.counted, m.target_worker, m.requires,
                m.unique_queue, m.flags, m.schedule, m.fire_at, m.workflow_id,
-               m.workflow - 'held_run_at', m.notify, m.formed, m.group_key, m.traceparent,
+               m.workflow - 'held_run_at' - 'held_at', m.notify, m.formed, m.group_key, m.traceparent,
                m.tracestate, NULL
         FROM moved m
         RETURNING remuda.jobs_live.id, remuda.jobs_live.queue, remuda.jobs_live.kind,

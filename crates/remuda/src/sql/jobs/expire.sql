@@ -1,7 +1,9 @@
 -- Move jobs whose start deadline passed before they started to `expired`, with a
 -- DEADLINE_EXCEEDED error result, through the finalization seam (which tells waiters). A job
 -- that has started once (it waits for a retry, after a snooze, or was given back at
--- shutdown: started_at is set) met its deadline.
+-- shutdown: started_at is set) met its deadline. A job a paused workflow run holds
+-- (`held_run_at`, see wf_hold.sql) is passed over: its deadline waits with it, moved at its
+-- release by the time it was held.
 -- Only for the leader $2 at term $3 (see leader_elect.sql): the lease row is locked for the
 -- statement, so no election can slip in while it runs, and a stale leader's call does nothing.
 WITH lease AS (
@@ -12,6 +14,7 @@ WITH lease AS (
     -- the rows locked as found (the newest versions: the expiry is checked on them)
     SELECT x.id, x.state, x.expires_at FROM remuda.jobs_live x
     WHERE x.expires_at <= now() AND x.state IN ('scheduled', 'available') AND x.started_at IS NULL
+      AND (x.workflow_id IS NULL OR NOT x.workflow ? 'held_run_at')
       AND EXISTS (SELECT 1 FROM lease)
     LIMIT $1 FOR UPDATE SKIP LOCKED
 ), gone AS (
