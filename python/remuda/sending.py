@@ -179,14 +179,15 @@ def _task_trace() -> tuple[str, str | None] | None:
 
 
 def enqueue_sql(kind: str, args: str, options: dict[str, Any]) -> tuple[str, list[Any]]:
-    """The ``SELECT remuda.enqueue(…)`` statement and its parameters (psycopg style)."""
+    """The statement that enqueues through ``remuda.enqueue_job`` (``remuda.enqueue``'s
+    parameters, answering ``id, joined, duplicate``) and its parameters (psycopg style)."""
     parts = ["%s", "%s::jsonb"]
     params: list[Any] = [kind, args]
     for key, value in options.items():
         if key == "group":
             # `group` is a reserved word in SQL: remuda.enqueue names it group_key
             key = "group_key"
-        if key in _DURATIONS:
+        if key in _DURATIONS or key == "batch_wait":
             parts.append(f"{key} => make_interval(secs => %s::float8)")
         elif key == "notify":
             parts.append(f"{key} => %s::jsonb")
@@ -195,11 +196,11 @@ def enqueue_sql(kind: str, args: str, options: dict[str, Any]) -> tuple[str, lis
             parts.append(f"{key} => %s::text[]")
         elif key in _TIMES:
             parts.append(f"{key} => %s::timestamptz")
-        elif key in ("priority", "max_attempts"):
+        elif key in ("priority", "max_attempts", "batch_size"):
             parts.append(f"{key} => %s::int")
         elif key in _FLAGS:
             parts.append(f"{key} => %s::boolean")
         else:
             parts.append(f"{key} => %s::text")
         params.append(value)
-    return f"SELECT remuda.enqueue({', '.join(parts)})", params
+    return f"SELECT e.id, e.joined, e.duplicate FROM remuda.enqueue_job({', '.join(parts)}) e", params

@@ -92,8 +92,17 @@ class Task(Generic[P, R]):
         """Adds ``item`` to the batch of ``key``: enqueues with one key accumulate into one
         job whose argument is the list of their items (in enqueue order), run when the
         task's ``batch_size`` have joined or its ``batch_wait`` has passed since the first.
-        Returns the batch's handle. The item is checked against the parameter's annotation
-        here, so that a bad one is refused at once rather than failing its whole batch."""
+        Returns the batch's handle, whose ``joined`` says whether the item joined a batch
+        that was waiting (``False``: it started a new one). The item is checked against the
+        parameter's annotation here, so that a bad one is refused at once rather than
+        failing its whole batch."""
+        payload, merged = self._batch_item(key, item)
+        id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
+        return TaskHandle(self.app, id, duplicate, self.codec, joined=joined)
+
+    def _batch_item(self, key: str, item: Any) -> tuple[str, dict[str, Any]]:
+        """The item as its job's args, checked as the task will read it, and the options of
+        its batch."""
         if self.batch is None:
             raise InputTypeError(f"task {self.name} takes no batches: declare it with batch_size= and batch_wait=")
         size, wait, param = self.batch
@@ -105,8 +114,15 @@ class Task(Generic[P, R]):
             raise InputTypeError(f"task {self.name}: the batch item does not fit {param}: {e}") from None
         merged = sending.grouped(sending.traced(sending.normalise(self.defaults())))
         merged.update({"batch_key": key, "batch_size": size, "batch_wait": wait})
-        id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
-        return TaskHandle(self.app, id, duplicate, self.codec)
+        return payload, merged
+
+    def add_to_batch_in(self, conn: Any, key: str, item: Any) -> TaskHandle[R]:
+        """:meth:`add_to_batch` inside the caller's psycopg (3) transaction (``conn`` is a
+        connection or cursor), through the SQL function ``remuda.enqueue_job``: the item joins
+        its batch if and only if that transaction commits (``joined`` says whether it joined
+        one that was waiting)."""
+        payload, merged = self._batch_item(key, item)
+        return self._send_sql(conn, payload, merged)
 
     def spec(self) -> dict[str, Any]:
         """The options the worker registers the kind with."""
@@ -158,7 +174,8 @@ class Task(Generic[P, R]):
 
     def send_in(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
         """Enqueues a job inside the caller's psycopg (3) transaction (``conn`` is a
-        connection or cursor), through the SQL function ``remuda.enqueue``: the job exists
+        connection or cursor), through the SQL function ``remuda.enqueue_job``
+        (``remuda.enqueue``'s, answering whether it was a duplicate or joined): the job exists
         if and only if that transaction commits."""
         payload, options = self.split(args, dict(kwargs))
         return self._send_in(conn, payload, options)
@@ -203,15 +220,20 @@ class Task(Generic[P, R]):
 
     def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
         merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
-        id, duplicate = self.app.client.send(self.name, payload, sending.to_json(merged))
+        id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
         self.app.warn_if_unserved(self.name, str(merged.get("queue", self.queue)))
-        return TaskHandle(self.app, id, duplicate, self.codec)
+        return TaskHandle(self.app, id, duplicate, self.codec, joined=joined)
 
     def _send_in(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
         merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
+        return self._send_sql(conn, payload, merged)
+
+    def _send_sql(self, conn: Any, payload: str, merged: dict[str, Any]) -> TaskHandle[R]:
+        """Enqueues through SQL on the caller's connection: the handle says whether a unique
+        job's holder was returned (``duplicate``) or the job joined one that was waiting."""
         statement, params = sending.enqueue_sql(self.name, payload, merged)
         row = conn.execute(statement, params).fetchone()
-        return TaskHandle(self.app, int(row[0]), False, self.codec)
+        return TaskHandle(self.app, int(row[0]), bool(row[2]), self.codec, joined=bool(row[1]))
 
 
 class SyncTask(Task[P, R]):
@@ -291,12 +313,17 @@ class Sending(Generic[P, R]):
 
 
 class TaskHandle(Generic[R]):
-    """A sent job: ``id``, ``duplicate`` (a unique job's holder was returned) and ``get``."""
+    """A sent job: ``id``, ``duplicate`` (a unique job's holder was returned), ``joined``
+    (the send was folded into a debounced, throttled or batched job that was waiting, whose
+    id this is) and ``get``."""
 
-    def __init__(self, app: App, id: int, duplicate: bool, decoder: codec.TaskCodec | None = None) -> None:
+    def __init__(
+        self, app: App, id: int, duplicate: bool, decoder: codec.TaskCodec | None = None, *, joined: bool = False
+    ) -> None:
         self.app = app
         self.id = id
         self.duplicate = duplicate
+        self.joined = joined
         self.decoder = decoder
 
     def __repr__(self) -> str:

@@ -211,7 +211,9 @@ class Workflow(Generic[R]):
         )
         if warning is not None:
             warnings.warn(warning, RuntimeWarning, stacklevel=2)
-        return WorkflowHandle(self.app, id, existed, None if self.output is None else self.output.decode)
+        handle: WorkflowHandle[R] = WorkflowHandle(self.app, id, existed, None if self.output is None else self.output.decode)
+        handle.input_ignored = warning is not None
+        return handle
 
     def node(
         self,
@@ -235,6 +237,9 @@ class WorkflowHandle(Generic[R]):
         self.app = app
         self.id = id
         self.existed = existed
+        #: a start with an idempotency key that returned an earlier run started with another
+        #: input: the input given to this start was not used (a ``RuntimeWarning`` says so too)
+        self.input_ignored = False
         #: rebuilds the output as the output node's task returns it
         self.decode = decode
 

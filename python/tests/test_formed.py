@@ -1,6 +1,7 @@
 """Debounced, throttled and batched sends from Python: the options reach the database's rules
-(``send`` through the Rust client, ``send_in`` through ``remuda.enqueue``), a send that joins
-a waiting job returns its id, and a batch task receives its batch's items, typed."""
+(``send`` through the Rust client, ``send_in`` and ``add_to_batch_in`` through
+``remuda.enqueue_job`` in the caller's transaction), a send that joins a waiting job returns
+its id and says it joined, and a batch task receives its batch's items, typed."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ def test_a_batch_task_gets_the_list_of_its_batchs_items_typed(app: remuda.App, s
     handles = [digest.add_to_batch("hourly", tasks.Point(x, 0, now)) for x in (1, 2, 3, 4)]
     assert {h.id for h in handles[:3]} == {handles[0].id}, "three join one batch"
     assert handles[3].id != handles[0].id, "a full batch takes no more"
+    assert [h.joined for h in handles] == [False, True, True, False], "each says whether it joined"
     info = job_info(handles[0])
     assert info["state"] == "available"
     assert [p["x"] for p in info["args"]] == [1, 2, 3]
@@ -77,6 +79,32 @@ def test_a_batch_task_gets_the_list_of_its_batchs_items_typed(app: remuda.App, s
     start_worker()
     assert handles[0].get(timeout=60).unwrap() == 6
     assert job_info(handles[3])["state"] == "scheduled", "the next batch waits for more"
+
+
+def test_a_batch_item_added_in_a_transaction_joins_only_if_it_commits(app: remuda.App, db: psycopg.Connection[Any]) -> None:
+    digest = app.tasks["digest"]
+    now = dt.datetime.now(dt.timezone.utc)
+    with db.transaction():
+        first = digest.add_to_batch_in(db, "tx", tasks.Point(1, 0, now))
+        second = digest.add_to_batch_in(db, "tx", tasks.Point(2, 0, now))
+    assert (first.joined, second.joined, second.id) == (False, True, first.id)
+    with pytest.raises(RuntimeError, match="rolled back"):
+        with db.transaction():
+            third = digest.add_to_batch_in(db, "tx", tasks.Point(3, 0, now))
+            assert third.joined and third.id == first.id
+            raise RuntimeError("rolled back")
+    info = job_info(first)
+    assert [p["x"] for p in info["args"]] == [1, 2], "the rolled-back item is not in the batch"
+    assert info["formed"]["batched"] == 2
+    with pytest.raises(TypeError, match="does not fit"):
+        digest.add_to_batch_in(db, "tx", {"x": "not a point"})
+
+
+def test_a_send_in_a_transaction_says_when_it_found_the_unique_jobs_holder(app: remuda.App, db: psycopg.Connection[Any]) -> None:
+    add = app.tasks["add"]
+    first = add.send_in(db, a=1, b=1, unique_key="once-in-sql")
+    again = add.send_in(db, a=1, b=1, unique_key="once-in-sql")
+    assert (first.duplicate, again.duplicate, again.id) == (False, True, first.id)
 
 
 def test_a_batch_task_must_take_one_list(database_url: str) -> None:

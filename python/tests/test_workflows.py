@@ -22,9 +22,12 @@ def test_args_from_passes_typed_results_into_a_join(app: remuda.App, start_worke
     assert nodes["left"]["result"] == {"ok": 3}
     assert nodes["combine"]["state"] == "completed"
     again = wf.start(key="sums-1")
-    assert wf.start(key="sums-1").id == again.id, "one run per key"
+    same = wf.start(key="sums-1")
+    assert same.id == again.id and same.existed, "one run per key"
+    assert not same.input_ignored, "the same input"
     with pytest.warns(RuntimeWarning, match="the input given now was ignored"):
-        assert wf.start({"other": 1}, key="sums-1").id == again.id
+        other = wf.start({"other": 1}, key="sums-1")
+    assert other.id == again.id and other.input_ignored
 
 
 def test_the_run_input_a_signal_and_controls(app: remuda.App, start_worker: StartWorker) -> None:

@@ -41,20 +41,21 @@ impl Client {
         Ok(Client { inner })
     }
 
-    /// Enqueues one job: `(id, duplicate)`.
+    /// Enqueues one job: `(id, duplicate, joined)` (joined: folded into a debounced,
+    /// throttled or batched job that was waiting).
     fn send(
         &self,
         py: Python<'_>,
         kind: &str,
         args: String,
         options: &str,
-    ) -> PyResult<(i64, bool)> {
+    ) -> PyResult<(i64, bool, bool)> {
         let job = parse::<SendOptions>("send options", options)?.job(kind, args)?;
         let inserted = block_on(py, self.inner.insert_each(std::slice::from_ref(&job)))?;
         let first = inserted
             .first()
             .ok_or_else(|| error("DATABASE", "the insert returned no row"))?;
-        Ok((first.id, first.duplicate))
+        Ok((first.id, first.duplicate, first.joined))
     }
 
     /// Enqueues many jobs of one kind in one transaction, the fastest way (COPY): how many
