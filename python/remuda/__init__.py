@@ -18,7 +18,7 @@ and ``python -m remuda worker myapp.tasks:app`` runs the worker.
 """
 
 from .app import App
-from .context import JobContext, current_job
+from .context import JobContext, current_job, job
 from .errors import InputTypeError, InputValueError, RemudaError
 from .sending import SendOptions
 from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
@@ -52,6 +52,7 @@ __all__ = [
     "WorkflowHandle",
     "WorkflowNode",
     "current_job",
+    "job",
     "signal",
     "sleep",
     "step",

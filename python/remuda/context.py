@@ -1,4 +1,5 @@
-"""What a running task can know of its job: :func:`current_job`."""
+"""What a running task can know of its job: :func:`job` (typed as always there, raising
+outside a task body) and :func:`current_job` (``None`` outside one)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import contextvars
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .errors import RemudaError
 
 if TYPE_CHECKING:
     from .steps import StepStore
@@ -138,6 +141,20 @@ _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar("re
 def current_job() -> JobContext | None:
     """The job the calling task body runs (``None`` outside a task)."""
     return _current.get()
+
+
+def job() -> JobContext:
+    """The job the calling task body runs, for code that runs only inside one: typed as
+    always there, so a strictly typed body writes ``remuda.job().attempt`` without a check.
+    Raises :class:`~remuda.RemudaError` ``NO_JOB`` outside a task body, where
+    :func:`current_job` answers ``None``."""
+    ctx = _current.get()
+    if ctx is None:
+        raise RemudaError(
+            "NO_JOB",
+            "remuda.job() is called from a task body while its job runs; outside one, remuda.current_job() answers None",
+        )
+    return ctx
 
 
 def _enter(ctx: JobContext) -> contextvars.Token[JobContext | None]:

@@ -17,7 +17,8 @@ class RemudaError(Exception):
     ``code`` is stable for programs: ``BAD_INPUT`` (the call's arguments were wrong; the
     message says which and what to do), ``NOT_FOUND``, ``WRONG_STATE``, ``QUEUE_FULL``,
     ``DRIFT`` (a workflow key started with another definition), ``INVALID_SPEC``,
-    ``SCHEMA`` (the database needs ``remuda migrate``) or ``DATABASE``.
+    ``SCHEMA`` (the database needs ``remuda migrate``), ``DATABASE``, or ``NO_JOB``
+    (:func:`remuda.job` called outside a task body).
     """
 
     def __init__(self, code: str, message: str) -> None:

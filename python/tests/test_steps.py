@@ -71,6 +71,10 @@ def test_a_step_outside_a_task_says_so() -> None:
     with pytest.raises(remuda.StepError) as raised:
         remuda.step_key("charge")
     assert "inside a task" in raised.value.message
+    with pytest.raises(remuda.RemudaError) as outside:
+        remuda.job()
+    assert outside.value.code == "NO_JOB" and "current_job() answers None" in outside.value.message
+    assert remuda.current_job() is None
 
 
 def test_a_step_name_with_a_control_character_or_the_sleeps_prefix_is_refused() -> None:

@@ -40,6 +40,54 @@ async fn a_debounced_enqueue_joins_the_waiting_job_and_says_so() {
     );
 }
 
+/// A key's scope is part of it: a debounced or throttled enqueue of a key that a job formed
+/// the same way holds in the same queue under the other scope (with and without
+/// `--unique-per-queue`) is refused, saying why, rather than making a second waiting job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_formed_key_enqueued_again_under_the_other_scope_is_refused_saying_why() {
+    let db = migrated().await;
+    for (formation, period) in [("--debounce", "1h"), ("--throttle", "1h")] {
+        let key = format!("doc{formation}");
+        let across = ["reindex", "--unique-key", &key, formation, period];
+        let first = enqueue_json(&db, &across).await;
+        let per_queue = [&across[..], &["--unique-per-queue"]].concat();
+        let out = remuda(&db, &[&["enqueue"][..], &per_queue].concat()).await;
+        assert_eq!(code(&out), 2, "{formation}: {}", stderr(&out));
+        let said = stderr(&out);
+        assert!(
+            said.contains(&format!("job {} of this kind and key waits", first["id"]))
+                && said.contains("scope is part of the key"),
+            "{said}"
+        );
+        // the same scope joins as before
+        assert_eq!(enqueue_json(&db, &across).await["id"], first["id"]);
+
+        // and the other way round: held per queue, enqueued across queues
+        let key = format!("page{formation}");
+        let per_queue = [
+            "reindex",
+            "--unique-key",
+            &key,
+            formation,
+            period,
+            "--unique-per-queue",
+        ];
+        let first = enqueue_json(&db, &per_queue).await;
+        let out = remuda(&db, &[&["enqueue"][..], &per_queue[..5]].concat()).await;
+        assert_eq!(code(&out), 2, "{formation}: {}", stderr(&out));
+        assert!(stderr(&out).contains("held per queue"), "{}", stderr(&out));
+        // a key held per queue in another queue is no conflict
+        let elsewhere = [&per_queue[..5], &["--queue", "other"]].concat();
+        assert_ne!(enqueue_json(&db, &elsewhere).await["id"], first["id"]);
+    }
+    let waiting = json(&remuda(&db, &["jobs", "--kind", "reindex", "--json"]).await);
+    assert_eq!(
+        waiting.as_array().map(Vec::len),
+        Some(6),
+        "three jobs per formation, no second one in a key's queue: {waiting}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batch_enqueues_take_their_size_and_wait_from_the_config() {
     let db = migrated().await;

@@ -113,6 +113,7 @@ pub(crate) const FUNCTIONS: &[Function] = &[
     function!("enqueue", "unique_holder", 26),
     function!("enqueue", "insert_unique_jobs", 26),
     function!("enqueue", "check_formation", 22),
+    function!("enqueue", "check_formed_scope", 26),
     function!("enqueue", "enqueue_debounced", 26),
     function!("enqueue", "enqueue_throttled", 26),
     function!("enqueue", "batch_ready", 26),

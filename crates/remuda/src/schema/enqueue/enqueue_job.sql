@@ -185,6 +185,9 @@ BEGIN
                           || CASE WHEN stored_key = '' THEN '' ELSE '|' || stored_key END;
         END IF;
         scope := CASE WHEN enqueue_job.unique_per_queue THEN enqueue_job.queue END;
+        IF mode IN ('debounced', 'throttled') THEN
+            PERFORM remuda.check_formed_scope(job, enqueue_job.kind, stored_key, scope, enqueue_job.queue, mode);
+        END IF;
     END IF;
     IF mode = 'batched' THEN
         SELECT * INTO formed FROM remuda.enqueue_batched(enqueue_job.kind, enqueue_job.args, enqueue_job.queue,
