@@ -24,7 +24,7 @@ from .sending import SendOptions
 from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
-from .steps import StepError, step, step_async, step_key
+from .steps import StepError, StepOptions, step, step_async, step_key, step_with, step_with_async
 from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "RetryPolicy",
     "SendOptions",
     "StepError",
+    "StepOptions",
     "Sending",
     "SyncTask",
     "Task",
@@ -58,4 +59,6 @@ __all__ = [
     "step",
     "step_async",
     "step_key",
+    "step_with",
+    "step_with_async",
 ]

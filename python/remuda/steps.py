@@ -27,13 +27,17 @@ the first step's output.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import json
 import socket
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, ParamSpec, Protocol, TypeVar, cast
 
 from . import codec
 from .context import current_job
-from .errors import RemudaError
+from .errors import InputValueError, RemudaError
+from .result import TaskFailed
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -169,6 +173,119 @@ async def step_async(name: str, fn: Callable[P, Awaitable[T]], /, *args: P.args,
     if stored is not None:
         return cast(T, _replay(name, fn, stored))
     value = await fn(*args, **kwargs)
+    text = _encode(name, value)
+    recorded = await asyncio.to_thread(store.record, name, text)
+    return value if recorded == text else cast(T, _replay(name, fn, recorded))
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How :func:`step_with` runs a step: ``retries`` tries after the first, ``backoff``
+    seconds before the second try (doubling each time, up to ``max_backoff``), and each try's
+    ``timeout`` in seconds (``None``: none). Every exception is tried again but a
+    :class:`StepError` and a :class:`~remuda.TaskFailed` whose error says ``retryable=False``;
+    a job asked to stop tries no more."""
+
+    retries: int = 0
+    backoff: float = 1.0
+    max_backoff: float = 60.0
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or self.retries < 0:
+            raise InputValueError(f"StepOptions(retries={self.retries!r}): give an int of 0 or more")
+        for what, value in (("backoff", self.backoff), ("max_backoff", self.max_backoff)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= 0:
+                raise InputValueError(f"StepOptions({what}={value!r}): give seconds, 0 or more")
+        if self.timeout is not None and (
+            isinstance(self.timeout, bool) or not isinstance(self.timeout, (int, float)) or not self.timeout > 0
+        ):
+            raise InputValueError(f"StepOptions(timeout={self.timeout!r}): give seconds, more than 0, or None")
+
+    def pause(self, tried: int) -> float:
+        """The wait after failed try number ``tried`` (1-based)."""
+        return float(min(self.backoff * 2 ** (tried - 1), self.max_backoff))
+
+    def again(self, error: BaseException, tried: int) -> bool:
+        """Whether a try that raised ``error`` is followed by another."""
+        if tried > self.retries or isinstance(error, StepError) or not isinstance(error, Exception):
+            return False
+        return not (isinstance(error, TaskFailed) and error.error.retryable is False)
+
+
+def _timed_out(name: str, options: StepOptions, tried: int) -> StepError:
+    return StepError("STEP_TIMEOUT", f"step {name!r} ran over its time limit of {options.timeout} s (try {tried})")
+
+
+def _try_sync(name: str, options: StepOptions, tried: int, call: Callable[[], T]) -> T:
+    if options.timeout is None:
+        return call()
+    # in a thread of its own, with the job's context: a try over its limit is no longer
+    # waited for, and runs on to its end in that thread (Python cannot stop a thread)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"remuda-step-{name}")
+    try:
+        future = pool.submit(contextvars.copy_context().run, call)
+        return future.result(timeout=options.timeout)
+    except concurrent.futures.TimeoutError:
+        raise _timed_out(name, options, tried) from None
+    finally:
+        pool.shutdown(wait=False)
+
+
+def step_with(name: str, options: StepOptions, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """:func:`step` with the step's own retries and time limit (:class:`StepOptions`):
+    ``fn`` is tried until it returns, raises what is not tried again, or has been tried
+    ``1 + retries`` times; only its outcome is recorded. Inside the attempt, before its error
+    reaches the job's retry policy (which would run the whole task again). A plain function
+    over its time limit is no longer waited for but runs on in its thread: give it a limit of
+    its own where it takes one (a socket's, an HTTP client's)."""
+    _check(name)
+    store = _store("remuda.step_with")
+    stored = store.recorded(name)
+    if stored is not None:
+        return cast(T, _replay(name, fn, stored))
+    ctx = current_job()
+    tried = 0
+    while True:
+        tried += 1
+        try:
+            value = _try_sync(name, options, tried, lambda: fn(*args, **kwargs))
+            break
+        except BaseException as e:
+            if not options.again(e, tried) or (ctx is not None and ctx.cancelled.wait(options.pause(tried))):
+                raise
+    text = _encode(name, value)
+    recorded = store.record(name, text)
+    return value if recorded == text else cast(T, _replay(name, fn, recorded))
+
+
+async def step_with_async(
+    name: str, options: StepOptions, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+) -> T:
+    """:func:`step_with` for ``async def`` tasks and functions: a try over its time limit is
+    cancelled."""
+    _check(name)
+    store = _store("remuda.step_with_async")
+    stored = await asyncio.to_thread(store.recorded, name)
+    if stored is not None:
+        return cast(T, _replay(name, fn, stored))
+    ctx = current_job()
+    tried = 0
+    while True:
+        tried += 1
+        try:
+            if options.timeout is None:
+                value = await fn(*args, **kwargs)
+            else:
+                try:
+                    value = await asyncio.wait_for(fn(*args, **kwargs), options.timeout)
+                except asyncio.TimeoutError:
+                    raise _timed_out(name, options, tried) from None
+            break
+        except Exception as e:
+            if not options.again(e, tried) or (ctx is not None and ctx.is_cancelled()):
+                raise
+            await asyncio.sleep(options.pause(tried))
     text = _encode(name, value)
     recorded = await asyncio.to_thread(store.record, name, text)
     return value if recorded == text else cast(T, _replay(name, fn, recorded))

@@ -297,6 +297,25 @@ def make_app(database_url: str) -> remuda.App:
             await asyncio.sleep(60)
         return made.id
 
+    @app.task("quote", retry=RetryPolicy.none())
+    def quote(log: str) -> int:
+        def ask() -> int:
+            with open(log, "a") as tries:
+                tries.write("try\n")
+            if len(Path(log).read_text().splitlines()) < 3:
+                raise Upstream("the quote service is busy")
+            return 42
+
+        return remuda.step_with("quote", remuda.StepOptions(retries=3, backoff=0.01), ask)
+
+    @app.task("slow_quote", queue="async", retry=RetryPolicy.none())
+    async def slow_quote(seconds: float) -> int:
+        async def ask() -> int:
+            await asyncio.sleep(seconds)
+            return 1
+
+        return await remuda.step_with_async("quote", remuda.StepOptions(timeout=0.05), ask)
+
     @app.task("flaky_step", retry=RetryPolicy.fixed(0.05, max_attempts=3))
     def flaky_step(log: str) -> int:
         job = remuda.job()  # typed as there: no check needed

@@ -6,6 +6,7 @@ idempotency key (``remuda.step_key``); outside a task it says so."""
 from __future__ import annotations
 
 import time
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,34 @@ def test_a_step_that_raises_is_not_recorded_and_runs_again_with_the_same_key(
     assert log.read_text().splitlines() == [f"run {handle.id}:send"] * 2
     steps = job_info(handle)["steps"]
     assert [(s["name"], s["attempt"], s["output"]) for s in steps] == [("send", 2, 2)]
+
+
+def test_a_step_with_retries_is_tried_again_in_its_attempt_and_records_only_its_outcome(
+    app: remuda.App, start_worker: StartWorker, tmp_path: Path
+) -> None:
+    start_worker("--queues", "default,async")
+    log = tmp_path / "tries"
+    handle = app.tasks["quote"].send(log=str(log))
+    assert handle.get(timeout=60).unwrap() == 42
+    assert len(log.read_text().splitlines()) == 3, "tried three times in one attempt"
+    info = job_info(handle)
+    assert info["attempt"] == 1
+    assert [(s["name"], s["output"]) for s in info["steps"]] == [("quote", 42)]
+    # a try over its time limit is cancelled and fails the step
+    slow = app.tasks["slow_quote"].send(seconds=30).get(timeout=60)
+    assert slow.err_value.code == "STEP_TIMEOUT", slow
+
+
+def test_step_options_out_of_range_are_refused_saying_what_to_give() -> None:
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"retries": -1}, "retries=-1"),
+        ({"retries": True}, "retries=True"),
+        ({"backoff": -0.5}, "backoff=-0.5"),
+        ({"timeout": 0}, "timeout=0"),
+    ]
+    for bad, says in cases:
+        with pytest.raises(ValueError, match=says):
+            remuda.StepOptions(**bad)
 
 
 def test_a_step_outside_a_task_says_so() -> None:

@@ -13,6 +13,7 @@
 //! # Ok(charge) }
 //! ```
 
+mod options;
 pub mod socket;
 mod writer;
 #[cfg(test)]
@@ -42,6 +43,17 @@ pub const SLEEP_PREFIX: &str = "sleep-";
 /// Error code of a step name that is empty, too long, has a control character or is a
 /// durable sleep's.
 pub const INVALID_STEP: &str = "INVALID_STEP";
+/// Error code of a step whose output is over [`MAX_OUTPUT`].
+pub const STEP_TOO_LARGE: &str = "STEP_TOO_LARGE";
+/// Error code of a step past a job's [`MAX_STEPS`].
+pub const STEP_LIMIT: &str = "STEP_LIMIT";
+/// The largest output a step records, in bytes of JSON: a step keeps results, not data
+/// (Inngest's cap is 4 MB).
+pub const MAX_OUTPUT: usize = 8 << 20;
+/// The most steps (durable sleeps included) one job records (Inngest's cap is 1 000).
+pub const MAX_STEPS: usize = 1000;
+pub use options::{StepOptions, STEP_TIMEOUT};
+
 /// The environment variable in which `remuda step` hands its command the step's key.
 pub const KEY_ENV: &str = "REMUDA_STEP_KEY";
 
@@ -148,11 +160,34 @@ impl Steps {
 
     /// Records `output` under `name`, a step's or a durable sleep's.
     async fn record_as(&self, name: &str, output: String) -> Result<String, TaskError> {
+        if output.len() > MAX_OUTPUT {
+            return Err(TaskError::permanent(
+                STEP_TOO_LARGE,
+                format!(
+                    "the output of step {name:?} is {} bytes of JSON: a step records at most {} MiB; keep large data elsewhere (a file, object storage) and record where it is",
+                    output.len(),
+                    MAX_OUTPUT >> 20
+                ),
+            ));
+        }
         // parsed whole, as PostgreSQL's json input will (a lone surrogate escape is refused)
         if serde_json::from_str::<serde_json::Value>(&output).is_err() {
             return Err(TaskError::permanent(
                 crate::task::TaskError::INVALID_OUTPUT,
                 format!("the output of step {name:?} is not JSON"),
+            ));
+        }
+        let known = self.recorded_as(name).await?;
+        if let Some(stored) = known {
+            return Ok(stored);
+        }
+        if self.count().await >= MAX_STEPS {
+            return Err(TaskError::permanent(
+                STEP_LIMIT,
+                format!(
+                    "step {name:?} would be the job's step number {}: a job records at most {MAX_STEPS} steps (durable sleeps included); split the work into jobs (a workflow, a map)",
+                    MAX_STEPS + 1
+                ),
             ));
         }
         let stored = match &self.0.link {
@@ -166,6 +201,16 @@ impl Steps {
             Some(known) => known.entry(name.to_string()).or_insert(stored).clone(),
             None => stored,
         })
+    }
+
+    /// How many steps the job has recorded (read first, if not yet).
+    async fn count(&self) -> usize {
+        self.0
+            .recorded
+            .lock()
+            .await
+            .as_ref()
+            .map_or(0, HashMap::len)
     }
 
     /// Every step recorded for the job, read once per run.
@@ -380,5 +425,34 @@ mod name_tests {
         assert_eq!(super::key(42, "charge"), "42:charge");
         assert_eq!(super::key(42, "a:b"), "42:a:b");
         assert_ne!(super::key(42, "charge"), super::key(43, "charge"));
+    }
+
+    #[tokio::test]
+    async fn a_job_records_at_most_its_steps_each_at_most_its_size_and_says_which_limit() {
+        let steps = Steps::default();
+        for n in 0..super::MAX_STEPS {
+            steps
+                .record(&format!("s{n}"), n.to_string())
+                .await
+                .expect("within the limit");
+        }
+        let over = steps
+            .record("one more", "1".into())
+            .await
+            .expect_err("over the count");
+        assert_eq!(over.code, super::STEP_LIMIT, "{over:?}");
+        assert_eq!(over.retryable, Some(false));
+        // a step recorded before still answers
+        assert_eq!(
+            steps.record("s7", "99".into()).await.expect("replayed"),
+            "7"
+        );
+        let big = format!("\"{}\"", "x".repeat(super::MAX_OUTPUT));
+        let too_large = Steps::default()
+            .record("big", big)
+            .await
+            .expect_err("over the size");
+        assert_eq!(too_large.code, super::STEP_TOO_LARGE, "{too_large:?}");
+        assert!(too_large.message.contains("8 MiB"), "{}", too_large.message);
     }
 }
