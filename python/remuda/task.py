@@ -197,6 +197,15 @@ class Task(Generic[P, R]):
         """A handle on an existing job of this task (its result rebuilt as the task's)."""
         return TaskHandle(self.app, id, False, self.codec)
 
+    def find_by_key(self, key: str) -> list[TaskHandle[R]]:
+        """Handles on the jobs of this task that hold ``key``, newest first: the job waiting
+        under it as its unique, debounce, throttle or batch key (a debounced, throttled or
+        batched job holds it only while it waits), or a unique job running or finished in one
+        of its unique states. ``handle.cancel()`` cancels one."""
+        if not isinstance(key, str):
+            raise InputTypeError(f"find_by_key: the key is a str, not {type(key).__name__}")
+        return [self.handle(id) for id in self.app.client.find_by_key(self.name, key)]
+
     @overload
     def node(self, *args: Any, map: dict[str, Any], **kwargs: Any) -> TaskNode[list[R]]: ...
 

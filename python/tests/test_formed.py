@@ -22,6 +22,8 @@ def test_a_debounced_send_joins_the_waiting_job_with_the_latest_args(app: remuda
     first = add.send(a=1, b=1, unique_key="sum", debounce=3600)
     second = add.send(a=2, b=2, unique_key="sum", debounce=3600, debounce_max=7200)
     assert second.id == first.id
+    assert [h.id for h in add.find_by_key("sum")] == [first.id], "found by its key"
+    assert add.find_by_key("other") == []
     info = job_info(first)
     assert info["formed"] == {"debounced": 2}
     assert info["args"] == {"a": 2, "b": 2}

@@ -877,6 +877,11 @@ pub struct JobsArgs {
     /// Only the jobs of this workflow run (as `remuda workflow list` shows it).
     #[arg(long, value_name = "ID")]
     pub workflow: Option<i64>,
+    /// Only the jobs of --kind that hold this key: waiting under it as their unique,
+    /// debounce, throttle or batch key, or a unique job running or finished in one of its
+    /// unique states (newest first, one list: no --after).
+    #[arg(long, value_name = "KEY", requires = "kind", conflicts_with_all = ["after", "workflow", "worker", "args"])]
+    pub key: Option<String>,
     /// The page after this cursor: the one printed under a full page, or the `cursor` of a
     /// job of `--json` (for the same filters).
     #[arg(long, value_name = "CURSOR")]

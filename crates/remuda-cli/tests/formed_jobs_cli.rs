@@ -38,6 +38,32 @@ async fn a_debounced_enqueue_joins_the_waiting_job_and_says_so() {
         text.contains("formed        debounced (2 enqueues)"),
         "{text}"
     );
+
+    // found by its key
+    let by_key = json(
+        &remuda(
+            &db,
+            &["jobs", "--kind", "reindex", "--key", "doc:7", "--json"],
+        )
+        .await,
+    );
+    assert_eq!(by_key.as_array().map(Vec::len), Some(1), "{by_key}");
+    assert_eq!(by_key[0]["id"], first["id"]);
+    let none = json(
+        &remuda(
+            &db,
+            &[
+                "jobs", "--kind", "reindex", "--key", "doc:7", "--state", "running", "--json",
+            ],
+        )
+        .await,
+    );
+    assert_eq!(none, serde_json::json!([]));
+    let text = stdout(&remuda(&db, &["jobs", "--kind", "reindex", "--key", "doc:7"]).await);
+    assert!(text.contains(&id), "{text}");
+    let out = remuda(&db, &["jobs", "--key", "doc:7"]).await;
+    assert_eq!(code(&out), 2, "--key needs --kind: {}", stderr(&out));
+    assert!(stderr(&out).contains("--kind"), "{}", stderr(&out));
 }
 
 /// A key's scope is part of it: a debounced or throttled enqueue of a key that a job formed

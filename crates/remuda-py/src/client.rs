@@ -140,6 +140,15 @@ impl Client {
             .transpose()
     }
 
+    /// The ids of the jobs of `kind` that hold `key`, newest first (see
+    /// `remuda::Client::find_by_key`).
+    fn find_by_key(&self, py: Python<'_>, kind: &str, key: &str) -> PyResult<Vec<i64>> {
+        Ok(block_on(py, self.inner.find_by_key(kind, key))?
+            .iter()
+            .map(|j| j.id)
+            .collect())
+    }
+
     /// Cancels a job: the state it had.
     fn cancel(&self, py: Python<'_>, id: i64) -> PyResult<String> {
         Ok(block_on(py, self.inner.cancel(id))?.as_str().to_string())

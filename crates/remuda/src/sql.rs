@@ -41,8 +41,10 @@ pub(crate) const INSERT_JOBS: &str = include_str!("sql/jobs/insert_jobs.sql");
 pub(crate) const INSERT_UNIQUE_JOBS: &str = include_str!("sql/jobs/insert_unique_jobs.sql");
 /// Cancel a job that has not finished. A running job's worker is told on `remuda_cancel` …
 pub(crate) const JOB_CANCEL: &str = include_str!("sql/jobs/job_cancel.sql");
-/// One job, every column the CLI and the API show.
+/// The jobs $1 (an array of ids; one for a lookup by id), newest first: every column the CLI …
 pub(crate) const JOB_GET: &str = include_str!("sql/jobs/job_get.sql");
+/// The ids of the jobs of kind $1 that hold key $2, newest first, at most $3: live jobs …
+pub(crate) const JOBS_BY_KEY: &str = include_str!("sql/jobs/jobs_by_key.sql");
 /// A page of the jobs in final state $1, latest finished first, after the cursor ($2 finished_at, …
 pub(crate) const JOB_PAGE_FINISHED: &str = include_str!("sql/jobs/job_page_finished.sql");
 /// A page of the available jobs, in the order they run (priority, run_at, id), after the cursor …
@@ -357,6 +359,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("insert_unique_jobs", INSERT_UNIQUE_JOBS),
     ("job_cancel", JOB_CANCEL),
     ("job_get", JOB_GET),
+    ("jobs_by_key", JOBS_BY_KEY),
     ("job_page_finished", JOB_PAGE_FINISHED),
     ("job_page_available", JOB_PAGE_AVAILABLE),
     ("job_page_scheduled", JOB_PAGE_SCHEDULED),

@@ -592,3 +592,86 @@ async fn a_batch_closed_by_an_item_of_another_queue_wakes_the_batchs_workers() {
         .expect("the listener");
     assert_eq!(payload, "home", "the batch's queue is woken");
 }
+
+/// Jobs are found by the key they were given, whatever holds it: a plain unique job, a
+/// periodic one (stored with its period's suffix), a debounced job and a batch waiting, and a
+/// unique job finished in one of its unique states (its key kept past its end); another
+/// kind's job of the same key is not, nor a key that only starts like it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_are_found_by_the_key_they_were_given_whatever_holds_it() {
+    let (_db, client) = setup().await;
+    let job = |kind: &str| NewJob::new(kind, &json!({})).expect("job");
+    let plain = enqueue(&client, job("send").unique_key("k")).await.id;
+    let other_kind = enqueue(&client, job("other").unique_key("k")).await.id;
+    let periodic = enqueue(
+        &client,
+        job("report")
+            .unique_key("k")
+            .unique_period(Duration::from_secs(3600)),
+    )
+    .await
+    .id;
+    let debounce = enqueue(
+        &client,
+        debounced("k", json!({}), Duration::from_secs(3600)),
+    )
+    .await;
+    let batch = enqueue(
+        &client,
+        job("digest").batch("k", 10, Duration::from_secs(3600)),
+    )
+    .await
+    .id;
+    let kept = enqueue(
+        &client,
+        NewJob::new("add", &common::AddArgs { a: 1, b: 2 })
+            .expect("job")
+            .unique_key("k")
+            .unique_states([
+                JobState::Scheduled,
+                JobState::Available,
+                JobState::Running,
+                JobState::Completed,
+            ]),
+    )
+    .await
+    .id;
+    let worker = start_with(&client, common::Add);
+    client
+        .wait(kept, Duration::from_secs(30))
+        .await
+        .expect("completed");
+    worker.shutdown().await;
+
+    let found = |kind: &'static str, key: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .find_by_key(kind, key)
+                .await
+                .expect("find")
+                .iter()
+                .map(|j| (j.id, j.state))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(found("send", "k").await, [(plain, JobState::Available)]);
+    assert_eq!(
+        found("other", "k").await,
+        [(other_kind, JobState::Available)]
+    );
+    assert_eq!(
+        found("report", "k").await,
+        [(periodic, JobState::Available)]
+    );
+    assert_eq!(
+        found("reindex", "k").await,
+        [(debounce.id, JobState::Scheduled)]
+    );
+    assert_eq!(found("digest", "k").await, [(batch, JobState::Scheduled)]);
+    assert_eq!(found("add", "k").await, [(kept, JobState::Completed)]);
+    assert!(found("send", "").await.is_empty());
+    assert!(found("nobody", "k").await.is_empty());
+    let other_key = client.find_by_key("send", "k2").await.expect("find");
+    assert!(other_key.is_empty(), "{other_key:?}");
+}

@@ -38,6 +38,9 @@ pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
         })
         .transpose()?;
     let client = connect::client(db).await?;
+    if let (Some(key), Some(kind)) = (&args.key, &args.kind) {
+        return jobs_by_key(&client, kind, key, &args).await;
+    }
     let filter = JobFilter {
         state: args.state,
         queue: args.queue,
@@ -68,6 +71,37 @@ pub async fn jobs(db: &DbArgs, args: JobsArgs) -> CliResult<u8> {
         if let Some(next) = &page.next {
             crate::out!("(more: --after {next})");
         }
+    }
+    Ok(0)
+}
+
+/// `remuda jobs --kind K --key KEY`: the jobs holding the key, filtered by --state and
+/// --queue, at most --limit.
+async fn jobs_by_key(
+    client: &remuda::Client,
+    kind: &str,
+    key: &str,
+    args: &JobsArgs,
+) -> CliResult<u8> {
+    let limit = usize::try_from(args.limit).unwrap_or(0);
+    if !(1..=1000).contains(&limit) {
+        return Err(CliError::Usage(format!(
+            "--limit {}: give 1 to 1000",
+            args.limit
+        )));
+    }
+    let found: Vec<remuda::Job> = client
+        .find_by_key(kind, key)
+        .await?
+        .into_iter()
+        .filter(|j| args.state.is_none_or(|s| j.state == s))
+        .filter(|j| args.queue.as_deref().is_none_or(|q| j.queue == q))
+        .take(limit)
+        .collect();
+    if args.json {
+        print_json(&found);
+    } else {
+        print_jobs(&found);
     }
     Ok(0)
 }

@@ -446,11 +446,33 @@ impl Client {
     /// Looks a job up.
     pub async fn job(&self, id: i64) -> Result<Option<Job>> {
         let conn = self.inner.db.conn().await?;
-        conn.query_opt(sql::JOB_GET, &[&id])
+        conn.query_opt(sql::JOB_GET, &[&[id].as_slice()])
             .await?
             .as_ref()
             .map(Job::from_row)
             .transpose()
+    }
+
+    /// The jobs of `kind` that hold `key`, newest first (at most 1 000): the job waiting under
+    /// a unique, debounce, throttle or batch key (a debounced, throttled or batched job holds
+    /// its key only while it waits), a unique job running or finished in one of its unique
+    /// states, as the enqueue that gave the key would find it. A unique period's jobs are
+    /// found by the key without its period; a key made from the args (`unique_by_args`) is
+    /// not the key given.
+    pub async fn find_by_key(&self, kind: &str, key: &str) -> Result<Vec<Job>> {
+        const MOST: i64 = 1000;
+        let conn = self.inner.db.conn().await?;
+        let ids: Vec<i64> = conn
+            .query(sql::JOBS_BY_KEY, &[&kind, &key, &MOST])
+            .await?
+            .iter()
+            .map(|r| r.try_get(0))
+            .collect::<std::result::Result<_, _>>()?;
+        conn.query(sql::JOB_GET, &[&ids])
+            .await?
+            .iter()
+            .map(Job::from_row)
+            .collect()
     }
 
     /// Lists the first page of jobs matching `filter`, in the order of its state (see

@@ -1,0 +1,17 @@
+-- The ids of the jobs of kind $1 that hold key $2, newest first, at most $3: live jobs
+-- holding it as their unique, debounce or throttle key (as given, or with a unique period's
+-- suffix `@n`) or as their batch key (stored `batch:` and the key), and finished jobs that
+-- hold it still (a unique key kept past the end of its job: remuda.unique_finished). A
+-- debounced, throttled or batched job holds its key only while it waits. Each part is found
+-- through its key index (kind first); job_get.sql reads the jobs.
+SELECT id FROM (
+    SELECT j.id FROM remuda.jobs_live j
+    WHERE j.kind = $1 AND j.unique_key IS NOT NULL AND j.state = ANY (j.unique_states)
+      AND (j.unique_key = $2::text OR j.unique_key = 'batch:' || $2::text
+           OR starts_with(j.unique_key, $2::text || '@'))
+    UNION
+    SELECT u.job_id FROM remuda.unique_finished u
+    WHERE u.kind = $1 AND (u.key = $2::text OR starts_with(u.key, $2::text || '@'))
+) held
+ORDER BY id DESC
+LIMIT $3
