@@ -121,6 +121,10 @@ class App:
         exception_mapper: dict[type[BaseException], str] | None = None,
         batch_size: int | None = None,
         batch_wait: float | dt.timedelta | None = None,
+        debounce: float | dt.timedelta | None = None,
+        debounce_max: float | dt.timedelta | None = None,
+        throttle: float | dt.timedelta | None = None,
+        throttle_latest: bool = False,
     ) -> TaskDecorator: ...
 
     def task(
@@ -135,13 +139,19 @@ class App:
         exception_mapper: dict[type[BaseException], str] | None = None,
         batch_size: int | None = None,
         batch_wait: float | dt.timedelta | None = None,
+        debounce: float | dt.timedelta | None = None,
+        debounce_max: float | dt.timedelta | None = None,
+        throttle: float | dt.timedelta | None = None,
+        throttle_latest: bool = False,
     ) -> Any:
         """Declares a task: ``@app.task("resize", queue="media", retry=RetryPolicy.exponential(…))``
         (or bare ``@app.task``, named after the function). Plain ``def`` and ``async def``
         functions both work; they take the job's args as keyword arguments. The task is
         typed as the function: ``send`` checks its arguments, ``get()`` gives its result.
         ``batch_size`` and ``batch_wait`` (seconds) make a task that takes batches: its one
-        parameter is a list, fed by ``task.add_to_batch(key, item)``."""
+        parameter is a list, fed by ``task.add_to_batch(key, item)``. ``debounce`` (with
+        ``debounce_max``) or ``throttle`` (with ``throttle_latest``) form every send of the
+        task that gives a ``unique_key`` (or ``unique_by_args``) and no formation of its own."""
 
         def declare(fn: Callable[..., Any]) -> Task[Any, Any]:
             kind = name if isinstance(name, str) else default_kind(fn)
@@ -154,6 +164,7 @@ class App:
             task = task_class(fn)(self, kind, fn, queue, priority, timeout, policy, mapper)
             if batch_size is not None or batch_wait is not None:
                 task.take_batches(batch_size, batch_wait)
+            task.form_keyed(debounce=debounce, debounce_max=debounce_max, throttle=throttle, throttle_latest=throttle_latest)
             self.tasks[kind] = task
             return task
 

@@ -64,6 +64,8 @@ class Task(Generic[P, R]):
         #: for a task that takes batches: its batch size, its wait in seconds, and the one
         #: parameter that takes the list (see :meth:`take_batches`)
         self.batch: tuple[int, float, str] | None = None
+        #: the debounce or throttle of its keyed sends (see :meth:`form_keyed`)
+        self.keyed: dict[str, Any] = {}
         self.__doc__ = fn.__doc__
         self.__name__ = getattr(fn, "__name__", name)
 
@@ -123,6 +125,47 @@ class Task(Generic[P, R]):
         one that was waiting)."""
         payload, merged = self._batch_item(key, item)
         return self._send_sql(conn, payload, merged)
+
+    def form_keyed(
+        self,
+        *,
+        debounce: float | dt.timedelta | None = None,
+        debounce_max: float | dt.timedelta | None = None,
+        throttle: float | dt.timedelta | None = None,
+        throttle_latest: bool = False,
+    ) -> None:
+        """Declares the task's debounce (``@app.task(debounce=…, debounce_max=…)``) or
+        throttle (``throttle=…, throttle_latest=…``): every send of it that gives a
+        ``unique_key`` (or ``unique_by_args``) and no formation of its own takes it. Checked
+        here as a send's own options are."""
+        keyed: dict[str, Any] = {}
+        for option, value in (("debounce", debounce), ("debounce_max", debounce_max), ("throttle", throttle)):
+            if value is not None:
+                keyed[option] = value
+        if throttle_latest:
+            keyed["throttle_latest"] = True
+        if not keyed:
+            return
+        if debounce is not None and throttle is not None:
+            raise InputValueError(f"task {self.name}: debounce and throttle are two ways to form one job from many sends: give one of them")
+        if debounce_max is not None and debounce is None:
+            raise InputValueError(f"task {self.name}: debounce_max caps a debounce: give debounce too")
+        if throttle_latest and throttle is None:
+            raise InputValueError(f"task {self.name}: throttle_latest is for a throttle: give throttle too")
+        try:
+            sending.normalise({**keyed, "unique_key": "k"})
+        except InputTypeError as e:
+            raise InputTypeError(f"task {self.name}: {e.message}") from None
+        except InputValueError as e:
+            raise InputValueError(f"task {self.name}: {e.message}") from None
+        self.keyed = keyed
+
+    def keyed_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        """The task's debounce or throttle, for a send with ``options`` that gives a unique key
+        and no formation of its own (its own options then come on top)."""
+        own = any(options.get(k) is not None for k in ("debounce", "throttle", "batch_key"))
+        keyed = options.get("unique_key") is not None or bool(options.get("unique_by_args"))
+        return dict(self.keyed) if keyed and not own else {}
 
     def spec(self) -> dict[str, Any]:
         """The options the worker registers the kind with."""
@@ -184,7 +227,8 @@ class Task(Generic[P, R]):
         """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
         jobs due now): how many were inserted."""
         payloads = [self.encode(self.bind((), dict(c))) for c in calls]
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
+        given = dict(options)
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(given), **given})))
         return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
 
     def options(self, **options: Unpack[SendOptions]) -> Sending[P, R]:
@@ -228,13 +272,13 @@ class Task(Generic[P, R]):
         return TaskNode.of(self, args, kwargs)
 
     def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(options), **options})))
         id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
         self.app.warn_if_unserved(self.name, str(merged.get("queue", self.queue)))
         return TaskHandle(self.app, id, duplicate, self.codec, joined=joined)
 
     def _send_in(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **options})))
+        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(options), **options})))
         return self._send_sql(conn, payload, merged)
 
     def _send_sql(self, conn: Any, payload: str, merged: dict[str, Any]) -> TaskHandle[R]:

@@ -109,6 +109,35 @@ def test_a_send_in_a_transaction_says_when_it_found_the_unique_jobs_holder(app: 
     assert (first.duplicate, again.duplicate, again.id) == (False, True, first.id)
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
+def test_a_debounce_declared_on_the_task_forms_its_keyed_sends(database_url: str, db: psycopg.Connection[Any]) -> None:
+    app = remuda.App(database_url=database_url)
+
+    @app.task("indexer", debounce=3600, debounce_max=7200)
+    def indexer(v: int) -> int:
+        return v
+
+    keyed = indexer.options(unique_key="doc")
+    first = keyed.send(v=1)
+    second = keyed.send(v=2)
+    assert (second.id, second.joined) == (first.id, True)
+    info = job_info(first)
+    assert info["formed"] == {"debounced": 2} and info["args"] == {"v": 2}
+    plain = indexer.send(v=3)
+    assert plain.id != first.id and not plain.joined, "no key: a plain job"
+    with db.transaction():
+        in_tx = keyed.send_in(db, v=4)
+    assert (in_tx.id, in_tx.joined) == (first.id, True)
+    own = indexer.options(throttle=60, unique_key="page").send(v=5)
+    assert job_info(own)["formed"] == {"throttled": 1}, "a send's own formation wins"
+
+    with pytest.raises(ValueError, match="give one of them"):
+
+        @app.task("both", debounce=1, throttle=1)
+        def both(v: int) -> int:
+            return v
+
+
 def test_a_batch_task_must_take_one_list(database_url: str) -> None:
     app = remuda.App(database_url=database_url)
     with pytest.raises(TypeError, match="one parameter"):

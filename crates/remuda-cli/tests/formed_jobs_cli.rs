@@ -159,6 +159,81 @@ async fn batch_enqueues_take_their_size_and_wait_from_the_config() {
     assert_eq!(next["state"], "scheduled");
 }
 
+/// A debounce or throttle declared once on the task (`[tasks.X] debounce`, `throttle`) forms
+/// every enqueue of the kind that gives a unique key and no formation of its own; one
+/// without a key is a plain job, and a task that declares both is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debounce_or_throttle_declared_on_the_task_forms_every_keyed_enqueue() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let config = dir.write(
+        "remuda.toml",
+        "[tasks.reindex]\ncommand = [\"cat\"]\ndebounce = \"1h\"\ndebounce_max = \"2h\"\n\n\
+         [tasks.sync]\ncommand = [\"cat\"]\nthrottle = \"1h\"\nthrottle_latest = true\n",
+    );
+    let config = config.to_str().expect("path");
+    let keyed = |kind: &'static str, v: i64| {
+        let args = format!("{{\"v\": {v}}}");
+        let db = &db;
+        async move {
+            enqueue_json(
+                db,
+                &[
+                    kind,
+                    "--config",
+                    config,
+                    "--unique-key",
+                    "d",
+                    "--args",
+                    &args,
+                ],
+            )
+            .await
+        }
+    };
+    let first = keyed("reindex", 1).await;
+    let second = keyed("reindex", 2).await;
+    assert_eq!(
+        (second["id"].clone(), second["debounced"].clone()),
+        (first["id"].clone(), true.into())
+    );
+    let job = json(&remuda(&db, &["job", &first["id"].to_string(), "--json"]).await);
+    assert_eq!(job["formed"], serde_json::json!({"debounced": 2}));
+    assert_eq!(job["args"], serde_json::json!({"v": 2}));
+    let plain = enqueue_json(&db, &["reindex", "--config", config]).await;
+    assert_ne!(plain["id"], first["id"], "no key: a plain job");
+
+    let first = keyed("sync", 1).await;
+    let second = keyed("sync", 2).await;
+    assert_eq!(
+        (second["id"].clone(), second["throttled"].clone()),
+        (first["id"].clone(), true.into())
+    );
+    let job = json(&remuda(&db, &["job", &first["id"].to_string(), "--json"]).await);
+    assert_eq!(
+        job["args"],
+        serde_json::json!({"v": 2}),
+        "throttle_latest from the task"
+    );
+
+    // a task that declares both is refused with its config
+    let both = dir.write(
+        "both.toml",
+        "[tasks.both]\ncommand = [\"cat\"]\ndebounce = \"1h\"\nthrottle = \"1h\"\n",
+    );
+    let out = remuda(
+        &db,
+        &["enqueue", "both", "--config", both.to_str().expect("path")],
+    )
+    .await;
+    assert_eq!(code(&out), 2, "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(
+        said.contains("[tasks.both]") && said.contains("give one of them"),
+        "{said}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn formations_that_do_not_fit_exit_2_saying_what_to_give() {
     let db = migrated().await;

@@ -296,6 +296,16 @@ pub struct TaskOptions {
     pub batch_size: Option<i32>,
     /// … or when this long has passed since the first.
     pub batch_wait: Option<Duration>,
+    /// A debounce for this kind's jobs enqueued with a unique key and no formation of their
+    /// own ([`NewJob::for_task`](crate::NewJob::for_task) then `unique_key`): declared once,
+    /// the same for every enqueue.
+    pub debounce: Option<Duration>,
+    /// … capped at this long from the first enqueue.
+    pub debounce_max: Option<Duration>,
+    /// A throttle for them instead (one start per period).
+    pub throttle: Option<Duration>,
+    /// … whose waiting job takes the latest enqueue's args.
+    pub throttle_latest: bool,
 }
 
 impl Default for TaskOptions {
@@ -310,6 +320,10 @@ impl Default for TaskOptions {
             notify: None,
             batch_size: None,
             batch_wait: None,
+            debounce: None,
+            debounce_max: None,
+            throttle: None,
+            throttle_latest: false,
         }
     }
 }
@@ -352,6 +366,33 @@ impl TaskOptions {
         self.batch_wait = Some(wait);
         self
     }
+    /// Debounces this kind's jobs enqueued with a unique key (and no formation of their
+    /// own) by `delay`, a stream of enqueues postponing one at most `max` from the first.
+    pub fn debounce(mut self, delay: Duration, max: Option<Duration>) -> Self {
+        self.debounce = Some(delay);
+        self.debounce_max = max;
+        self
+    }
+    /// Throttles this kind's jobs enqueued with a unique key (and no formation of their own)
+    /// to one start per `period`; with `latest`, the waiting job takes the latest args.
+    pub fn throttle(mut self, period: Duration, latest: bool) -> Self {
+        self.throttle = Some(period);
+        self.throttle_latest = latest;
+        self
+    }
+    /// The formation of this kind's keyed enqueues (its debounce or throttle), checked as an
+    /// enqueue's own is.
+    pub fn keyed_formation(&self, kind: &str) -> crate::Result<Option<crate::client::Formation>> {
+        crate::client::FormationParts {
+            debounce: self.debounce,
+            debounce_max: self.debounce_max,
+            throttle: self.throttle,
+            throttle_latest: self.throttle_latest,
+            ..Default::default()
+        }
+        .formation(kind)
+    }
+
     /// Notifies `target` of the final states of this kind's jobs without a target of their
     /// own.
     pub fn notify(mut self, target: crate::notify::NotifyTarget) -> Self {
@@ -391,6 +432,9 @@ impl TaskOptions {
         }
         if let Some(Err(e)) = self.notify.as_ref().map(|n| n.validate()) {
             return bad(format!("notify: {e}"));
+        }
+        if let Err(e) = self.keyed_formation(kind) {
+            return bad(e.to_string());
         }
         Ok(())
     }

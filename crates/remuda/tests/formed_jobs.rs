@@ -675,3 +675,68 @@ async fn jobs_are_found_by_the_key_they_were_given_whatever_holds_it() {
     let other_key = client.find_by_key("send", "k2").await.expect("find");
     assert!(other_key.is_empty(), "{other_key:?}");
 }
+
+/// A task that declares its debounce once: every keyed enqueue through `NewJob::for_task`
+/// is debounced by it.
+struct Indexer;
+
+impl Task for Indexer {
+    const KIND: &'static str = "indexer";
+    type Args = Value;
+    type Output = ();
+
+    fn options() -> TaskOptions {
+        TaskOptions::default().debounce(Duration::from_secs(3600), Some(Duration::from_secs(7200)))
+    }
+
+    async fn run(&self, _ctx: JobContext, _args: Value) -> Result<(), TaskError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_debounce_declared_on_the_task_forms_its_keyed_enqueues_and_an_enqueues_own_wins() {
+    let (_db, client) = setup().await;
+    let keyed = |v: i64| {
+        NewJob::for_task::<Indexer>(&json!({ "v": v }))
+            .expect("job")
+            .unique_key("doc")
+    };
+    let first = enqueue(&client, keyed(1)).await;
+    let second = enqueue(&client, keyed(2)).await;
+    assert_eq!((second.id, second.joined), (first.id, true));
+    let jobs = jobs_of(&client, "indexer").await;
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].2, json!({"v": 2}));
+    assert_eq!(jobs[0].3, Some(json!({"debounced": 2})));
+    // without a key: a plain job; with a formation of its own: that one
+    let plain = enqueue(
+        &client,
+        NewJob::for_task::<Indexer>(&json!({})).expect("job"),
+    )
+    .await;
+    assert!(!plain.joined && plain.id != first.id);
+    let throttled = enqueue(
+        &client,
+        NewJob::for_task::<Indexer>(&json!({}))
+            .expect("job")
+            .throttle(Duration::from_secs(60), false)
+            .unique_key("other"),
+    )
+    .await;
+    let formed = jobs_of(&client, "indexer")
+        .await
+        .into_iter()
+        .find(|j| j.0 == throttled.id)
+        .and_then(|j| j.3);
+    assert_eq!(formed, Some(json!({"throttled": 1})));
+    // a task declaring both is refused when its options are checked
+    let both = TaskOptions::default()
+        .debounce(Duration::from_secs(1), None)
+        .throttle(Duration::from_secs(1), false);
+    let refused = both.validate("both").expect_err("both");
+    assert!(
+        refused.to_string().contains("give one of them"),
+        "{refused}"
+    );
+}

@@ -130,7 +130,8 @@ fn apply(
 }
 
 /// `--debounce`, `--throttle` or `--batch-key` (the batch's size and wait from the flags, else
-/// the kind's in --config); flags that do not go together are refused as the library refuses
+/// the kind's in --config); with `--unique-key` and none of them, the kind's `debounce` or
+/// `throttle` in --config. Flags that do not go together are refused as the library refuses
 /// them for every client (`FormationParts`).
 fn formation(
     options: &JobOptions,
@@ -138,9 +139,18 @@ fn formation(
     defaults: Option<&Config>,
     mut job: NewJob,
 ) -> CliResult<NewJob> {
+    let task = defaults.and_then(|c| c.tasks.get(kind));
     let (mut batch_size, mut batch_wait) = (options.batch_size, options.batch_wait);
+    let (mut debounce, mut debounce_max) = (options.debounce, options.debounce_max);
+    let (mut throttle, mut throttle_latest) = (options.throttle, options.throttle_latest);
+    let own = debounce.is_some() || throttle.is_some() || options.batch_key.is_some();
+    if let (Some(task), Some(_), false) = (task, &options.unique_key, own) {
+        debounce = task.debounce;
+        debounce_max = debounce_max.or(task.debounce_max.filter(|_| debounce.is_some()));
+        throttle = task.throttle;
+        throttle_latest |= task.throttle_latest && throttle.is_some();
+    }
     if let Some(key) = &options.batch_key {
-        let task = defaults.and_then(|c| c.tasks.get(kind));
         batch_size = batch_size.or(task.and_then(|t| t.batch_size));
         batch_wait = batch_wait.or(task.and_then(|t| t.batch_wait));
         if batch_size.is_none() || batch_wait.is_none() {
@@ -150,10 +160,10 @@ fn formation(
         }
     }
     let parts = remuda::FormationParts {
-        debounce: options.debounce,
-        debounce_max: options.debounce_max,
-        throttle: options.throttle,
-        throttle_latest: options.throttle_latest,
+        debounce,
+        debounce_max,
+        throttle,
+        throttle_latest,
         batch_key: options.batch_key.clone(),
         batch_size,
         batch_wait,

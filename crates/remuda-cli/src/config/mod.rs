@@ -217,6 +217,19 @@ pub struct TaskSection {
     /// … or when this long has passed since the first.
     #[serde(default, with = "opt_duration")]
     pub batch_wait: Option<Duration>,
+    /// A debounce for this kind's enqueues with a unique key that name no formation of their
+    /// own (`remuda enqueue K --unique-key doc:7`): declared once, used by every enqueue.
+    #[serde(default, with = "opt_duration")]
+    pub debounce: Option<Duration>,
+    /// … capped at this long from the first enqueue.
+    #[serde(default, with = "opt_duration")]
+    pub debounce_max: Option<Duration>,
+    /// A throttle for them instead: one start per this long.
+    #[serde(default, with = "opt_duration")]
+    pub throttle: Option<Duration>,
+    /// … the waiting job taking the latest enqueue's args.
+    #[serde(default)]
+    pub throttle_latest: bool,
 }
 
 /// How a kind runs.
@@ -488,6 +501,10 @@ impl TaskSection {
             timeout: self.timeout,
             batch_size: self.batch_size,
             batch_wait: self.batch_wait,
+            debounce: self.debounce,
+            debounce_max: self.debounce_max,
+            throttle: self.throttle,
+            throttle_latest: self.throttle_latest,
         }
     }
 }

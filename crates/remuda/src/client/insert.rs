@@ -51,6 +51,10 @@ pub struct NewJob {
     pub notify: Option<crate::notify::NotifyTarget>,
     /// Formed from many enqueues of one key: debounced, throttled or batched.
     pub formation: Option<super::Formation>,
+    /// The formation its task declares for enqueues with a unique key
+    /// ([`TaskOptions::debounce`](crate::TaskOptions::debounce), `throttle`): taken by
+    /// [`NewJob::unique_key`] or [`NewJob::unique_by_args`] when the job has none of its own.
+    pub keyed_formation: Option<super::Formation>,
     /// The W3C trace context it continues (`None`: the one current where it is enqueued, see
     /// [`crate::trace::current`], if any).
     pub trace: Option<crate::TraceContext>,
@@ -144,19 +148,30 @@ impl NewJob {
             unique: None,
             notify: None,
             formation: None,
+            keyed_formation: None,
             trace: None,
         }
     }
 
-    /// A job for task `T`, with `T`'s defaults for queue, priority, attempts and timeout.
+    /// A job for task `T`, with `T`'s defaults for queue, priority, attempts and timeout,
+    /// and its debounce or throttle for when a unique key is given.
     pub fn for_task<T: Task>(args: &T::Args) -> Result<Self> {
         let options = T::options();
         let mut job = NewJob::new(T::KIND, args)?;
+        job.keyed_formation = options.keyed_formation(T::KIND)?;
         job.queue = options.queue;
         job.priority = options.priority;
         job.max_attempts = Some(options.max_attempts);
         job.timeout = options.timeout;
         Ok(job)
+    }
+
+    /// The task's formation for keyed enqueues, once keyed, if the job has none of its own.
+    fn keyed(mut self) -> Self {
+        if self.formation.is_none() {
+            self.formation = self.keyed_formation.take();
+        }
+        self
     }
 
     /// Sets the queue.
@@ -235,13 +250,13 @@ impl NewJob {
     /// (see [`Unique`]), enqueueing another returns that job instead.
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique.get_or_insert_with(Unique::default).key = Some(key.into());
-        self
+        self.keyed()
     }
     /// Makes the job unique by its kind and args (compared as JSON values: key order and
     /// spacing do not matter).
     pub fn unique_by_args(mut self) -> Self {
         self.unique.get_or_insert_with(Unique::default).by_args = true;
-        self
+        self.keyed()
     }
     /// Sets the states in which a unique job holds its key.
     pub fn unique_states<I: IntoIterator<Item = crate::JobState>>(mut self, states: I) -> Self {
