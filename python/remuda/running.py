@@ -88,7 +88,7 @@ def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
         return "err", json.dumps(TaskError("BAD_ARGS", str(e), retryable=False).to_json())
     if isinstance(e, StepError):
         # a step that could not be recorded: its code; a misfit or bad name is never retried
-        permanent = e.code in ("INVALID_STEP", "STEP_OUTPUT", "INVALID_OUTPUT")
+        permanent = e.code in ("INVALID_STEP", "STEP_OUTPUT", "INVALID_OUTPUT", "STEP_TOO_LARGE", "STEP_LIMIT")
         return "err", json.dumps(TaskError(e.code, e.message, retryable=False if permanent else None).to_json())
     code = "UNHANDLED_EXCEPTION"
     for cls in type(e).__mro__:

@@ -31,6 +31,7 @@ import concurrent.futures
 import contextvars
 import json
 import socket
+import threading
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, ParamSpec, Protocol, TypeVar, cast
 
@@ -204,12 +205,15 @@ class StepOptions:
 
     def pause(self, tried: int) -> float:
         """The wait after failed try number ``tried`` (1-based)."""
-        return float(min(self.backoff * 2 ** (tried - 1), self.max_backoff))
+        return float(min(self.backoff * 2 ** min(tried - 1, 62), self.max_backoff))
 
     def again(self, error: BaseException, tried: int) -> bool:
-        """Whether a try that raised ``error`` is followed by another."""
-        if tried > self.retries or isinstance(error, StepError) or not isinstance(error, Exception):
+        """Whether a try that raised ``error`` is followed by another (a try over its time
+        limit is; a step that could not be kept is not)."""
+        if tried > self.retries or not isinstance(error, Exception):
             return False
+        if isinstance(error, StepError):
+            return error.code == "STEP_TIMEOUT"
         return not (isinstance(error, TaskFailed) and error.error.retryable is False)
 
 
@@ -220,16 +224,25 @@ def _timed_out(name: str, options: StepOptions, tried: int) -> StepError:
 def _try_sync(name: str, options: StepOptions, tried: int, call: Callable[[], T]) -> T:
     if options.timeout is None:
         return call()
-    # in a thread of its own, with the job's context: a try over its limit is no longer
-    # waited for, and runs on to its end in that thread (Python cannot stop a thread)
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"remuda-step-{name}")
+    # in a daemon thread of its own, with the job's context: a try over its limit is no
+    # longer waited for, and runs on to its end in that thread (Python cannot stop a thread),
+    # which holds up neither the worker's stop nor the interpreter's exit
+    future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            future.set_result(context.run(call))
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting side
+            future.set_exception(e)
+
+    threading.Thread(target=run, name=f"remuda-step-{name}", daemon=True).start()
     try:
-        future = pool.submit(contextvars.copy_context().run, call)
         return future.result(timeout=options.timeout)
     except concurrent.futures.TimeoutError:
+        if future.done():
+            raise
         raise _timed_out(name, options, tried) from None
-    finally:
-        pool.shutdown(wait=False)
 
 
 def step_with(name: str, options: StepOptions, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:

@@ -139,8 +139,9 @@ pub enum Command {
     /// REMUDA_STEP_KEY (`<job id>:<name>`, the same on every attempt) to hand what it calls
     /// as an idempotency key. Exits with the command's code (a failed command is not
     /// recorded); 75 when the step ran but could not be recorded (the job is no longer this
-    /// run's), 69 when it did not run because the step could not be looked up (the job's
-    /// worker or its database away), 2 outside a job or for a bad name.
+    /// run's), 65 when it ran but its output is over a step's 8 MiB, 69 when it did not run
+    /// because the step could not be looked up (the job's worker or its database away, or
+    /// the job at its 1 000 steps), 2 outside a job or for a bad name.
     Step(StepArgs),
 }
 

@@ -602,6 +602,8 @@ async fn jobs_are_found_by_the_key_they_were_given_whatever_holds_it() {
     let (_db, client) = setup().await;
     let job = |kind: &str| NewJob::new(kind, &json!({})).expect("job");
     let plain = enqueue(&client, job("send").unique_key("k")).await.id;
+    // a key that only starts like it (not a period's suffix) is another key
+    enqueue(&client, job("send").unique_key("k@example.com")).await;
     let other_kind = enqueue(&client, job("other").unique_key("k")).await.id;
     let periodic = enqueue(
         &client,

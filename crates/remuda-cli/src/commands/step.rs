@@ -18,6 +18,9 @@ const NOT_RECORDED: u8 = 75;
 /// (EX_UNAVAILABLE): the worker's step socket is gone (the job ended, the worker stopped) or
 /// it could not read the job's steps. Nothing happened: running the step again is safe.
 const DID_NOT_RUN: u8 = 69;
+/// Exit code when the command ran but its output is over a step's limit (EX_DATAERR): it can
+/// never be recorded, so running the job again runs the command again to the same end.
+const TOO_LARGE: u8 = 65;
 
 pub async fn run(args: StepArgs) -> CliResult<u8> {
     let path = std::env::var_os(ENV).ok_or_else(|| {
@@ -153,6 +156,7 @@ fn refused(name: &str, e: &StepClientError, otherwise: u8) -> u8 {
     eprintln!("remuda step {name}: {e}");
     match e {
         StepClientError::Refused { code, .. } if code == remuda::step::INVALID_STEP => 2,
+        StepClientError::Refused { code, .. } if code == remuda::step::STEP_TOO_LARGE => TOO_LARGE,
         _ => otherwise,
     }
 }

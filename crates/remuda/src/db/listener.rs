@@ -1,7 +1,7 @@
 //! The LISTEN connection: one dedicated connection per client that receives `remuda_insert`
 //! (queue has new jobs), `remuda_done` (an awaited job finished), `remuda_workflow` (a workflow run ended), `remuda_outbox` (notifications to send), `remuda_queue` (a queue's
-//! settings changed) and `remuda_cancel` (stop a
-//! running job), and fans them out to subscribers. It reconnects with backoff. Each time it
+//! settings changed) and `remuda_cancel_run` (stop a
+//! run of a job), and fans them out to subscribers. It reconnects with backoff. Each time it
 //! starts listening (the first time too) it sends [`Event::Listening`], so producers poll
 //! once for whatever was announced while nobody listened.
 //!
@@ -18,11 +18,12 @@ use tokio::sync::broadcast;
 use tokio_postgres::{AsyncMessage, Config};
 use tokio_util::sync::CancellationToken;
 
-/// Channels remuda listens on.
+/// Channels remuda listens on (`remuda_cancel_run`, not `remuda_cancel`: the cancel that
+/// names the run; the other, without the attempt, is for workers of earlier releases).
 pub(crate) const CHANNELS: [&str; 6] = [
     "remuda_insert",
     "remuda_done",
-    "remuda_cancel",
+    "remuda_cancel_run",
     "remuda_queue",
     "remuda_workflow",
     "remuda_outbox",

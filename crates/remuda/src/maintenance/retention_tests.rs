@@ -351,9 +351,13 @@ async fn activity_minutes_audit_entries_and_set_aside_failures_past_their_age_go
          INSERT INTO remuda.audit (at, actor, via, action, target) VALUES
              (now() - interval '91 days', 'admin', 'api', 'retry', 'job 1'),
              (now() - interval '89 days', 'admin', 'api', 'retry', 'job 2');
+         INSERT INTO remuda.workflows (id, name, definition, definition_hash, nodes_left)
+             VALUES (77, 'stuck', '{}', 'h', 1);
          INSERT INTO remuda.failures (source, subject, sqlstate, message, first_at, last_at) VALUES
              ('notify', 'job 1', 'XX000', 'old', now() - interval '40 days', now() - interval '31 days'),
-             ('notify', 'job 2', 'XX000', 'seen again lately', now() - interval '40 days', now() - interval '29 days')",
+             ('notify', 'job 2', 'XX000', 'seen again lately', now() - interval '40 days', now() - interval '29 days'),
+             ('workflow_timers', 'run 77 (stop)', 'XX000', 'the run 77 stands', now() - interval '40 days', now() - interval '31 days'),
+             ('workflow_timers', 'run 78 (stop)', 'XX000', 'run 78 is gone', now() - interval '40 days', now() - interval '31 days')",
     )
     .await
     .expect("rows");
@@ -361,18 +365,22 @@ async fn activity_minutes_audit_entries_and_set_aside_failures_past_their_age_go
     let counted = prune(&db, &retention, None, true).await.expect("dry run");
     assert_eq!(
         (counted.activity, counted.audit, counted.failures),
-        (1, 1, 1)
+        (1, 1, 2)
     );
     let pruned = prune(&db, &retention, None, false).await.expect("prune");
-    assert_eq!((pruned.activity, pruned.audit, pruned.failures), (1, 1, 1));
+    assert_eq!((pruned.activity, pruned.audit, pruned.failures), (1, 1, 2));
     let subjects: Vec<String> = conn
-        .query("SELECT subject FROM remuda.failures", &[])
+        .query("SELECT subject FROM remuda.failures ORDER BY subject", &[])
         .await
         .expect("failures")
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(subjects, ["job 2"], "kept from its last occurrence");
+    assert_eq!(
+        subjects,
+        ["job 2", "run 77 (stop)"],
+        "kept from its last occurrence, and a standing run's mark while it stands"
+    );
     let minutes: Vec<i64> = conn
         .query(
             "SELECT completed FROM remuda.queue_minutes ORDER BY minute",

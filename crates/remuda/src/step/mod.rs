@@ -135,10 +135,15 @@ impl Steps {
         }))
     }
 
-    /// The output recorded under step `name` (JSON text), if an attempt recorded it.
+    /// The output recorded under step `name` (JSON text), if an attempt recorded it; a step
+    /// not recorded yet past the job's [`MAX_STEPS`] is refused here, before it runs.
     pub async fn recorded(&self, name: &str) -> Result<Option<String>, TaskError> {
         check_name(name)?;
-        self.recorded_as(name).await
+        let known = self.recorded_as(name).await?;
+        if known.is_none() {
+            self.check_count(name).await?;
+        }
+        Ok(known)
     }
 
     /// The output recorded under `name`, a step's or a durable sleep's.
@@ -160,6 +165,9 @@ impl Steps {
 
     /// Records `output` under `name`, a step's or a durable sleep's.
     async fn record_as(&self, name: &str, output: String) -> Result<String, TaskError> {
+        if let Some(stored) = self.recorded_as(name).await? {
+            return Ok(stored);
+        }
         if output.len() > MAX_OUTPUT {
             return Err(TaskError::permanent(
                 STEP_TOO_LARGE,
@@ -177,19 +185,7 @@ impl Steps {
                 format!("the output of step {name:?} is not JSON"),
             ));
         }
-        let known = self.recorded_as(name).await?;
-        if let Some(stored) = known {
-            return Ok(stored);
-        }
-        if self.count().await >= MAX_STEPS {
-            return Err(TaskError::permanent(
-                STEP_LIMIT,
-                format!(
-                    "step {name:?} would be the job's step number {}: a job records at most {MAX_STEPS} steps (durable sleeps included); split the work into jobs (a workflow, a map)",
-                    MAX_STEPS + 1
-                ),
-            ));
-        }
+        self.check_count(name).await?;
         let stored = match &self.0.link {
             None => output,
             Some(link) => link.record(name, &output).await?,
@@ -203,14 +199,25 @@ impl Steps {
         })
     }
 
-    /// How many steps the job has recorded (read first, if not yet).
-    async fn count(&self) -> usize {
-        self.0
+    /// Refuses new step `name` when the job has recorded [`MAX_STEPS`] (read first).
+    async fn check_count(&self, name: &str) -> Result<(), TaskError> {
+        let count = self
+            .0
             .recorded
             .lock()
             .await
             .as_ref()
-            .map_or(0, HashMap::len)
+            .map_or(0, HashMap::len);
+        if count < MAX_STEPS {
+            return Ok(());
+        }
+        Err(TaskError::permanent(
+            STEP_LIMIT,
+            format!(
+                "step {name:?} would be the job's step number {}: a job records at most {MAX_STEPS} steps (durable sleeps included); split the work into jobs (a workflow, a map)",
+                MAX_STEPS + 1
+            ),
+        ))
     }
 
     /// Every step recorded for the job, read once per run.
@@ -442,6 +449,12 @@ mod name_tests {
             .expect_err("over the count");
         assert_eq!(over.code, super::STEP_LIMIT, "{over:?}");
         assert_eq!(over.retryable, Some(false));
+        // refused when looked up, before the step runs
+        let early = steps
+            .recorded("one more")
+            .await
+            .expect_err("before it runs");
+        assert_eq!(early.code, super::STEP_LIMIT);
         // a step recorded before still answers
         assert_eq!(
             steps.record("s7", "99".into()).await.expect("replayed"),

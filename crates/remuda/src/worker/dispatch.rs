@@ -38,7 +38,7 @@ pub(crate) async fn run(
                 "remuda_queue" if &*payload == "*" || queues.contains(&*payload) => {
                     shared.settings.changed.notify_one();
                 }
-                "remuda_cancel" => {
+                "remuda_cancel_run" => {
                     let Some((worker, id, attempt)) = cancelled_run(&payload) else {
                         continue;
                     };
@@ -62,9 +62,9 @@ pub(crate) async fn run(
     }
 }
 
-/// The run a `remuda_cancel` payload names: its worker, job and attempt
-/// (`worker:job:attempt`; `worker:job` from a release before the attempt was carried, which
-/// stands for whatever run of the job the worker has).
+/// The run a `remuda_cancel_run` payload names: its worker, job and attempt
+/// (`worker:job:attempt`; read as well without the attempt, `worker:job`, which stands for
+/// whatever run of the job the worker has).
 fn cancelled_run(payload: &str) -> Option<(&str, i64, Option<i32>)> {
     let (rest, last) = payload.rsplit_once(':')?;
     let last = last.parse::<i64>().ok()?;
@@ -83,10 +83,15 @@ fn cancelled_run(payload: &str) -> Option<(&str, i64, Option<i32>)> {
 /// later one (a retry of the cancelled job that this worker claimed again).
 fn cancel(shared: &Shared, id: i64, attempt: Option<i32>) {
     if let Some(running) = lock(&shared.running).get(&id) {
-        if attempt.is_none_or(|a| a == running.run.0) {
-            running.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+        match attempt {
+            // a cancel of a later run than this one (being given back): for that run
+            Some(a) if a > running.run.0 => {}
+            Some(a) if a < running.run.0 => return,
+            _ => {
+                running.stop(crate::task::StopReason::Cancel, shared.config.cancel_grace);
+                return;
+            }
         }
-        return;
     }
     let mut early = lock(&shared.early_cancels);
     early.retain(|_, (_, at)| at.elapsed() < std::time::Duration::from_secs(60));

@@ -10,6 +10,9 @@ RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     other bigint;
 BEGIN
+    -- enqueues of one kind, queue and key in either scope take turns here, so that two in
+    -- different scopes cannot both pass (for the rest of their transaction)
+    PERFORM pg_advisory_xact_lock(hashtextextended('remuda formed ' || kind || ' ' || queue || ' ' || key, 0));
     SELECT j.id INTO other FROM remuda.jobs_live j
     WHERE j.kind = check_formed_scope.kind
       AND COALESCE(j.unique_queue, '') = CASE WHEN check_formed_scope.scope IS NULL

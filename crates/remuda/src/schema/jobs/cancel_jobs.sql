@@ -2,10 +2,11 @@
 -- running) to `cancelled`, for an operator's cancel of one job or many and for a run's
 -- stop. Each of the jobs `ids` is locked in id order (with `skip_locked`, one another
 -- transaction holds is passed over) and its state read under the lock, so a job a worker
--- claimed a moment ago is seen running and its worker told (`remuda_cancel`,
+-- claimed a moment ago is seen running and its worker told (`remuda_cancel_run`,
 -- "worker_id:job_id:attempt": the run cancelled, so that a late notification never stops a
--- later run of the job on the same worker); its completion is then rejected by the running
--- guard. The result
+-- later run of the job on the same worker; and on `remuda_cancel`, "worker_id:job_id", for
+-- the workers of earlier releases during an upgrade); its completion is then rejected by the
+-- running guard. The result
 -- is `message` (CANCELLED), written through the finalization seam.
 --
 -- A workflow run's job belongs to its run: it is cancelled only when `of_run` is that run
@@ -44,7 +45,9 @@ BEGIN
                FILTER (WHERE d.old_state = 'running' AND d.old_worker IS NOT NULL)
     INTO changed, told
     FROM done d;
-    PERFORM pg_notify('remuda_cancel', t) FROM unnest(told) t;
+    PERFORM pg_notify('remuda_cancel_run', t) FROM unnest(told) t;
+    -- (the same without the attempt, which earlier releases read)
+    PERFORM pg_notify('remuda_cancel', regexp_replace(t, ':[0-9]+$', '')) FROM unnest(told) t;
     PERFORM remuda.transitioned(changed);
     RETURN QUERY
     SELECT f.id, f.state, f.id = ANY(ARRAY(SELECT c.id FROM unnest(changed) c)),

@@ -1,5 +1,6 @@
 -- Delete up to $2 failures set aside (remuda.failures) whose last occurrence is older than $1
--- ms (-1: kept for ever). With $4 a dry run: counts instead. Only for the leader $3 at term $5
+-- ms (-1: kept for ever), but the marks of runs the duties could not stop while those runs
+-- exist. With $4 a dry run: counts instead. Only for the leader $3 at term $5
 -- when $3 is given.
 WITH lease AS (
     SELECT 1 FROM remuda.leader
@@ -9,6 +10,11 @@ WITH lease AS (
     SELECT f.source, f.subject FROM remuda.failures f
     WHERE $1::bigint >= 0 AND f.last_at < now() - make_interval(secs => $1::bigint / 1000.0)
       AND ($3::text IS NULL OR EXISTS (SELECT 1 FROM lease))
+      -- a run the duties could not stop is passed over while it exists (wf_unstoppable.sql
+      -- reads this row): its mark goes with the run
+      AND NOT (f.source IN ('workflow_timers', 'workflow_repair') AND f.subject ~ '^run [0-9]+ \(stop\)$'
+               AND EXISTS (SELECT 1 FROM remuda.workflows w
+                           WHERE w.id = substring(f.subject FROM '^run ([0-9]+) ')::bigint))
     ORDER BY f.last_at LIMIT $2
     FOR UPDATE SKIP LOCKED
 ), deleted AS (
