@@ -143,6 +143,25 @@ pub enum Command {
     /// because the step could not be looked up (the job's worker or its database away, or
     /// the job at its 1 000 steps), 2 outside a job or for a bad name.
     Step(StepArgs),
+    /// Inside a command task's job: a durable sleep. Its first run records when it ends;
+    /// while time is left it exits 85, which the task passes on (`remuda sleep 1h || exit
+    /// $?`): the worker gives the job back without spending an attempt, and runs it again
+    /// once the time has passed, when this exits 0 at once. Sleeps are told apart by their
+    /// order in the attempt, so the task takes them in the same order each time. 69 when the
+    /// sleep could not be looked up (the job's worker or its database away), 2 outside a job
+    /// or for a bad duration.
+    Sleep(SleepArgs),
+}
+
+/// `remuda sleep DURATION | --until TIME`.
+#[derive(Debug, Args)]
+pub struct SleepArgs {
+    /// How long, from the sleep's first run (`30s`, `2h`, `1d`).
+    #[arg(value_parser = parse_duration, required_unless_present = "until", conflicts_with = "until")]
+    pub duration: Option<std::time::Duration>,
+    /// Until this time instead (RFC 3339, as 2026-12-24T18:00:00Z).
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// `remuda step NAME -- CMD ARGS…`.

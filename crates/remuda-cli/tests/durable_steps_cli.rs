@@ -281,3 +281,50 @@ echo "[$tab, $newline, $sleep, $fine]""#,
         .collect();
     assert_eq!(steps, ["fine"], "{done}");
 }
+
+/// `remuda sleep DUR` in a command task: its first run records the sleep's end and exits 85,
+/// which the task passes on; the job waits (scheduled, no attempt spent) and runs again
+/// once the time has passed, when the sleep returns at once and the task goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_sleeps_durably_and_goes_on_after_the_sleep_without_an_attempt() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let runs = dir.path().join("runs");
+    let script = format!(
+        r#"cat >/dev/null
+echo "run $REMUDA_JOB_ATTEMPT" >> {runs}
+{BIN} sleep 1500ms || exit $?
+echo '"woke"'"#,
+        runs = runs.display()
+    );
+    let config = config(&dir, "nap", &script);
+    let id = enqueue(&db, &["nap", "--args", "{}"]).await;
+    let started = std::time::Instant::now();
+    let worker = WorkerProcess::start(&db, &config);
+    until("the job sleeps", Duration::from_secs(30), async || {
+        std::fs::read_to_string(&runs).is_ok_and(|r| r.lines().count() == 1)
+            && job(&db, id).await["state"] == "scheduled"
+    })
+    .await;
+    let done = until_state(&db, id, "completed").await;
+    worker.stop().await;
+    assert!(started.elapsed() >= Duration::from_millis(1500));
+    assert_eq!(done["result"]["ok"], "woke", "{done}");
+    assert_eq!(done["errors"], serde_json::json!([]), "a sleep is no error");
+    assert_eq!(done["steps"][0]["name"], "sleep-1", "{done}");
+    let ran = std::fs::read_to_string(&runs).expect("runs");
+    assert_eq!(
+        ran.lines().count(),
+        2,
+        "run again once, after the sleep: {ran}"
+    );
+
+    let outside = tokio::process::Command::new(BIN)
+        .args(["sleep", "1s"])
+        .env_remove("REMUDA_STEP_SOCKET")
+        .output()
+        .await
+        .expect("run");
+    assert_eq!(code(&outside), 2, "{}", stderr(&outside));
+    assert!(stderr(&outside).contains("REMUDA_STEP_SOCKET"));
+}

@@ -13,6 +13,7 @@ mod notifications;
 mod queue;
 mod schedule;
 pub mod scratch;
+pub mod sleep;
 mod step;
 mod top;
 mod verify;
@@ -85,6 +86,7 @@ pub async fn run(cli: Cli) -> CliResult<u8> {
         Command::Bench(args) => bench::run(db, args).await,
         Command::Verify(args) => verify::run(args).await,
         Command::Step(args) => step::run(args).await,
+        Command::Sleep(args) => sleep::run(args).await,
         Command::DatabaseUrl => {
             let database = connect::database(db).await?;
             crate::out!("{}", remuda::db::conninfo(database.config(), None));

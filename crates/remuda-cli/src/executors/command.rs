@@ -207,6 +207,13 @@ impl CommandTask {
             })?;
             return Ok(output_to_json(text));
         }
+        // a command that stopped to sleep (`remuda sleep` told it to): the job waits for
+        // what is left of the sleep, without spending an attempt
+        if status.code() == Some(i32::from(crate::commands::sleep::SLEEPING)) {
+            if let Some(left) = ctx.steps.sleeping().await {
+                return Err(TaskError::snooze(left));
+            }
+        }
         let stderr_text = String::from_utf8_lossy(&err);
         let lines: Vec<&str> = stderr_text
             .lines()

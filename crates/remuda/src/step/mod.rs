@@ -245,6 +245,44 @@ impl Steps {
             self.0.sleeps.fetch_add(1, Ordering::Relaxed) + 1
         )
     }
+
+    /// The next durable sleep of this attempt (`sleep-1`, `sleep-2`, … in the order the
+    /// attempt takes them), until `until` as its first call asked (recorded then, so later
+    /// attempts keep that time): how long is left of it, `None` once it has passed. A task
+    /// in another process (a command's `remuda sleep`, a Python pool's body) sleeps through
+    /// this; the attempt then ends in a snooze of what is left.
+    pub async fn sleep_until(&self, until: DateTime<Utc>) -> Result<Option<Duration>, TaskError> {
+        let name = self.next_sleep();
+        let until = match self.recorded_as(&name).await? {
+            Some(stored) => decode::<Sleep>(&name, &stored)?.until,
+            None => {
+                let text = serde_json::json!({ "until": until }).to_string();
+                let stored = self.record_as(&name, text).await?;
+                decode::<Sleep>(&name, &stored)?.until
+            }
+        };
+        Ok((until - Utc::now())
+            .to_std()
+            .ok()
+            .filter(|left| !left.is_zero()))
+    }
+
+    /// What is left of the last durable sleep this attempt took, if it has not passed: the
+    /// snooze of a task that stopped to sleep (a command that exited as `remuda sleep` told
+    /// it to).
+    pub async fn sleeping(&self) -> Option<Duration> {
+        let taken = self.0.sleeps.load(Ordering::Relaxed);
+        if taken == 0 {
+            return None;
+        }
+        let name = format!("sleep-{taken}");
+        let stored = self.recorded_as(&name).await.ok()??;
+        let until = decode::<Sleep>(&name, &stored).ok()?.until;
+        (until - Utc::now())
+            .to_std()
+            .ok()
+            .filter(|left| !left.is_zero())
+    }
 }
 
 impl Link {
@@ -366,18 +404,9 @@ impl JobContext {
     }
 
     async fn sleep_step(&self, until: DateTime<Utc>) -> Result<(), TaskError> {
-        let name = self.steps.next_sleep();
-        let until = match self.steps.recorded_as(&name).await? {
-            Some(stored) => decode::<Sleep>(&name, &stored)?.until,
-            None => {
-                let text = serde_json::json!({ "until": until }).to_string();
-                let stored = self.steps.record_as(&name, text).await?;
-                decode::<Sleep>(&name, &stored)?.until
-            }
-        };
-        match (until - Utc::now()).to_std() {
-            Ok(left) if !left.is_zero() => Err(TaskError::snooze(left)),
-            _ => Ok(()),
+        match self.steps.sleep_until(until).await? {
+            Some(left) => Err(TaskError::snooze(left)),
+            None => Ok(()),
         }
     }
 }

@@ -7,8 +7,12 @@
 //! ```text
 //! {"op":"get","name":"charge"}                     → {"output":"<JSON text>"} or {"output":null}
 //! {"op":"record","name":"charge","output":"<JSON>"} → {"output":"<JSON text now recorded>"}
-//! either                                             → {"error":{"code":"FENCED","message":"…"}}
+//! {"op":"sleep","until":"2026-12-07T18:00:00Z"}     → {"output":"<ms left>"} or {"output":null}
+//! any                                                → {"error":{"code":"FENCED","message":"…"}}
 //! ```
+//!
+//! A sleep is the attempt's next durable sleep ([`Steps::sleep_until`]): the process stops
+//! while time is left, and the worker snoozes the job for it ([`Steps::sleeping`]).
 
 use super::Steps;
 use serde::{Deserialize, Serialize};
@@ -22,8 +26,16 @@ pub const ENV: &str = "REMUDA_STEP_SOCKET";
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "lowercase")]
 enum Request {
-    Get { name: String },
-    Record { name: String, output: String },
+    Get {
+        name: String,
+    },
+    Record {
+        name: String,
+        output: String,
+    },
+    Sleep {
+        until: chrono::DateTime<chrono::Utc>,
+    },
 }
 
 #[derive(Serialize, Deserialize)]
@@ -127,6 +139,10 @@ async fn serve(stream: UnixStream, steps: Steps) {
             )),
             Ok(Request::Get { name }) => steps.recorded(&name).await,
             Ok(Request::Record { name, output }) => steps.record(&name, output).await.map(Some),
+            Ok(Request::Sleep { until }) => steps
+                .sleep_until(until)
+                .await
+                .map(|left| left.map(|d| d.as_millis().to_string())),
         };
         let response = match answer {
             Ok(output) => Response::Output(output),
@@ -204,6 +220,21 @@ impl StepClient {
         self.ask(&request)
             .await?
             .ok_or_else(|| StepClientError::Broken("the record was answered with nothing".into()))
+    }
+
+    /// Takes the attempt's next durable sleep, until `until` if this is its first call: what
+    /// is left of it, `None` once it has passed.
+    pub async fn sleep(
+        &mut self,
+        until: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<std::time::Duration>, StepClientError> {
+        let left = self.ask(&Request::Sleep { until }).await?;
+        left.map(|ms| {
+            ms.parse::<u64>()
+                .map(std::time::Duration::from_millis)
+                .map_err(|e| StepClientError::Broken(format!("a sleep answered {ms:?}: {e}")))
+        })
+        .transpose()
     }
 
     async fn ask(&mut self, request: &Request) -> Result<Option<String>, StepClientError> {
