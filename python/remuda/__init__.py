@@ -18,7 +18,7 @@ and ``python -m remuda worker myapp.tasks:app`` runs the worker.
 """
 
 from .app import App
-from .context import JobContext, current_job, job
+from .context import JobContext, Sleeping, current_job, job
 from .errors import InputTypeError, InputValueError, RemudaError
 from .sending import SendOptions
 from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Task, TaskHandle
@@ -39,6 +39,7 @@ __all__ = [
     "ResultTask",
     "RetryPolicy",
     "SendOptions",
+    "Sleeping",
     "StepError",
     "StepOptions",
     "Sending",

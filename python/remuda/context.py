@@ -3,12 +3,14 @@ outside a task body) and :func:`current_job` (``None`` outside one)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
+import datetime as dt
 import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import RemudaError
+from .errors import InputValueError, RemudaError
 
 if TYPE_CHECKING:
     from .steps import StepStore
@@ -102,6 +104,35 @@ class JobContext:
         seeing it). A body sleeping between steps sleeps here."""
         return self.cancelled.wait(timeout)
 
+    def sleep(self, seconds: float | dt.timedelta) -> None:
+        """A durable sleep (as Rust's ``ctx.sleep``): its first call records when it ends and
+        raises :class:`Sleeping`, which the body lets through; the job is given back, holding
+        no slot and spending no attempt, and runs again once the time has passed, when this
+        call returns at once. Sleeps are told apart by their order in the attempt
+        (``sleep-1``, …): take them in the same order each time."""
+        self.sleep_until(_until(seconds))
+
+    def sleep_until(self, when: dt.datetime) -> None:
+        """:meth:`sleep` until ``when`` (an aware datetime)."""
+        left = self._sleep_store().sleep(_instant(when))
+        if left is not None:
+            raise Sleeping(left)
+
+    async def sleep_async(self, seconds: float | dt.timedelta) -> None:
+        """:meth:`sleep` for ``async def`` bodies (the sleep is looked up off the loop)."""
+        await self.sleep_until_async(_until(seconds))
+
+    async def sleep_until_async(self, when: dt.datetime) -> None:
+        """:meth:`sleep_until` for ``async def`` bodies."""
+        left = await asyncio.to_thread(self._sleep_store().sleep, _instant(when))
+        if left is not None:
+            raise Sleeping(left)
+
+    def _sleep_store(self) -> StepStore:
+        if self.steps is None:
+            raise RemudaError("NO_JOB", "a durable sleep runs inside a task body, while its job runs")
+        return self.steps
+
     def stop(self, reason: str) -> None:
         """Asks the body to stop for ``reason`` (the worker's call; the first reason stays)."""
         self.cancelled.ask(reason)
@@ -136,6 +167,32 @@ class JobContext:
 
 
 _current: contextvars.ContextVar[JobContext | None] = contextvars.ContextVar("remuda_job", default=None)
+
+
+class Sleeping(BaseException):
+    """Raised by a durable sleep with time left (:meth:`JobContext.sleep`): let it through
+    (it is no ``Exception``, so ``except Exception`` does not catch it); the worker gives the
+    job back for ``seconds``, without spending an attempt."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"sleeping {seconds:.3f} s more")
+        self.seconds = seconds
+
+
+def _until(seconds: float | dt.timedelta) -> dt.datetime:
+    if isinstance(seconds, dt.timedelta):
+        delta = seconds
+    elif isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise InputValueError(f"sleep({seconds!r}): give seconds (0 or more) or a timedelta")
+    else:
+        delta = dt.timedelta(seconds=seconds)
+    return dt.datetime.now(dt.timezone.utc) + delta
+
+
+def _instant(when: dt.datetime) -> str:
+    if not isinstance(when, dt.datetime) or when.tzinfo is None:
+        raise InputValueError(f"sleep_until({when!r}): give an aware datetime (with its time zone)")
+    return when.astimezone(dt.timezone.utc).isoformat()
 
 
 def current_job() -> JobContext | None:

@@ -9,7 +9,7 @@ import traceback
 from typing import TYPE_CHECKING, Any
 
 from . import codec
-from .context import JobContext, _enter, _leave
+from .context import JobContext, Sleeping, _enter, _leave
 from .result import TaskError, TaskResult
 from .steps import StepError
 
@@ -84,6 +84,9 @@ def encode(task: Task[Any, Any], value: Any) -> Outcome:
 def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
     """An exception as an error: the mapped code (by class, most specific first), else
     ``UNHANDLED_EXCEPTION``; its type and traceback in ``data``."""
+    if isinstance(e, Sleeping):
+        # a durable sleep with time left: the job waits for it, no attempt spent
+        return "snooze", repr(e.seconds)
     if isinstance(e, codec.BadArgs):
         return "err", json.dumps(TaskError("BAD_ARGS", str(e), retryable=False).to_json())
     if isinstance(e, StepError):

@@ -59,6 +59,8 @@ class StepStore(Protocol):
 
     def record(self, name: str, output: str) -> str: ...
 
+    def sleep(self, until: str) -> float | None: ...
+
 
 class SocketSteps:
     """The steps of a run whose body runs in a process of the pool: asked of the worker
@@ -75,6 +77,10 @@ class SocketSteps:
         if answer is None:
             raise StepError("STEP_STORE", f"the worker answered nothing for step {name!r}")
         return answer
+
+    def sleep(self, until: str) -> float | None:
+        left = self._ask({"op": "sleep", "until": until})
+        return None if left is None else int(left) / 1000
 
     def _ask(self, request: dict[str, Any]) -> str | None:
         try:

@@ -297,6 +297,27 @@ def make_app(database_url: str) -> remuda.App:
             await asyncio.sleep(60)
         return made.id
 
+    @app.task("doze", retry=RetryPolicy.none())
+    def doze(log: str, seconds: float) -> str:
+        with open(log, "a") as runs:
+            runs.write("run\n")
+        remuda.job().sleep(seconds)
+        return "woke"
+
+    @app.task("doze_async", queue="async", retry=RetryPolicy.none())
+    async def doze_async(log: str, seconds: float) -> str:
+        with open(log, "a") as runs:
+            runs.write("run\n")
+        await remuda.job().sleep_async(dt.timedelta(seconds=seconds))
+        return "woke"
+
+    @app.task("doze_cpu", queue="cpu", retry=RetryPolicy.none())
+    def doze_cpu(log: str, seconds: float) -> str:
+        with open(log, "a") as runs:
+            runs.write("run\n")
+        remuda.job().sleep(seconds)
+        return "woke"
+
     @app.task("quote", retry=RetryPolicy.none())
     def quote(log: str) -> int:
         def ask() -> int:

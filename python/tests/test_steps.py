@@ -80,6 +80,37 @@ def test_a_step_with_retries_is_tried_again_in_its_attempt_and_records_only_its_
     assert slow.err_value.code == "STEP_TIMEOUT", slow
 
 
+@pytest.mark.parametrize(
+    ("kind", "args"),
+    [("doze", ("--queues", "default")), ("doze_async", ("--queues", "async")), ("doze_cpu", ("--queues", "cpu", "--processes", "1"))],
+)
+def test_a_durable_sleep_gives_the_job_back_and_goes_on_after_it_without_an_attempt(
+    app: remuda.App, start_worker: StartWorker, tmp_path: Path, kind: str, args: tuple[str, ...]
+) -> None:
+    start_worker(*args)
+    log = tmp_path / "runs"
+    started = time.monotonic()
+    handle = app.tasks[kind].send(log=str(log), seconds=1.5)
+    assert handle.get(timeout=60).unwrap() == "woke"
+    assert time.monotonic() - started >= 1.5
+    assert len(log.read_text().splitlines()) == 2, "run again once, after the sleep"
+    info = job_info(handle)
+    assert info["attempt"] == 1, "a sleep spends no attempt"
+    assert info["errors"] == []
+    assert [s["name"] for s in info["steps"]] == ["sleep-1"]
+
+
+def test_a_durable_sleep_outside_a_task_or_of_a_bad_length_says_so() -> None:
+    with pytest.raises(remuda.RemudaError) as outside:
+        remuda.job()
+    assert outside.value.code == "NO_JOB"
+    ctx = remuda.JobContext(id=1, kind="k", queue="q", attempt=1, max_attempts=1, worker_id="w")
+    with pytest.raises(ValueError, match="give seconds"):
+        ctx.sleep(-1)
+    with pytest.raises(remuda.RemudaError, match="inside a task body"):
+        ctx.sleep(1)
+
+
 def test_step_options_out_of_range_are_refused_saying_what_to_give() -> None:
     cases: list[tuple[dict[str, Any], str]] = [
         ({"retries": -1}, "retries=-1"),

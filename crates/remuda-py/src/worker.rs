@@ -82,6 +82,19 @@ impl Steps {
             .map_err(step_error)
     }
 
+    /// Takes the attempt's next durable sleep, until `until` (RFC 3339) at its first call:
+    /// the seconds left of it, or `None` once it has passed.
+    fn sleep(&self, py: Python<'_>, until: String) -> PyResult<Option<f64>> {
+        let until = chrono::DateTime::parse_from_rfc3339(&until)
+            .map_err(|e| error("BAD_INPUT", &format!("a sleep until {until:?}: {e}")))?
+            .with_timezone(&chrono::Utc);
+        let rt = crate::convert::runtime()?;
+        let left = py
+            .allow_threads(|| rt.block_on(self.steps.sleep_until(until)))
+            .map_err(step_error)?;
+        Ok(left.map(|d| d.as_secs_f64()))
+    }
+
     /// The path of the run's step socket, opened at the first call.
     fn serve(&self) -> PyResult<String> {
         let mut server = self
