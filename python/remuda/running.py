@@ -4,6 +4,7 @@ output JSON)`` or ``("err", {"code", "message", "data", "retryable"})``."""
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import traceback
 from typing import TYPE_CHECKING, Any
@@ -87,6 +88,13 @@ def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
     if isinstance(e, Sleeping):
         # a durable sleep with time left: the job waits for it, no attempt spent
         return "snooze", repr(e.seconds)
+    group = getattr(builtins, "BaseExceptionGroup", None)
+    if group is not None and isinstance(e, group):
+        # a sleep inside a task group comes out wrapped (asyncio.TaskGroup)
+        sleeping, rest = getattr(e, "split")(Sleeping)
+        if sleeping is not None and rest is None:
+            seconds = [s.seconds for s in _leaves(sleeping) if isinstance(s, Sleeping)]
+            return "snooze", repr(max(seconds, default=0.0))
     if isinstance(e, codec.BadArgs):
         return "err", json.dumps(TaskError("BAD_ARGS", str(e), retryable=False).to_json())
     if isinstance(e, StepError):
@@ -103,3 +111,11 @@ def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
     data = {"exception": type(e).__name__, "traceback": "".join(traceback.format_exception(e))}
     error = TaskError(code, str(e) or type(e).__name__, data)
     return "err", json.dumps(error.to_json(), default=str)
+
+
+def _leaves(e: BaseException) -> list[BaseException]:
+    """The exceptions an exception group holds, its nested groups opened."""
+    inner = getattr(e, "exceptions", None)
+    if inner is None:
+        return [e]
+    return [leaf for one in inner for leaf in _leaves(one)]

@@ -190,8 +190,8 @@ class StepOptions:
     """How :func:`step_with` runs a step: ``retries`` tries after the first, ``backoff``
     seconds before the second try (doubling each time, up to ``max_backoff``), and each try's
     ``timeout`` in seconds (``None``: none). Every exception is tried again but a
-    :class:`StepError` and a :class:`~remuda.TaskFailed` whose error says ``retryable=False``;
-    a job asked to stop tries no more."""
+    :class:`StepError` other than ``STEP_TIMEOUT`` and a :class:`~remuda.TaskFailed` whose
+    error says ``retryable=False``; a job asked to stop tries no more."""
 
     retries: int = 0
     backoff: float = 1.0
@@ -247,7 +247,8 @@ def _try_sync(name: str, options: StepOptions, tried: int, call: Callable[[], T]
         return future.result(timeout=options.timeout)
     except concurrent.futures.TimeoutError:
         if future.done():
-            raise
+            # the function's own TimeoutError, or it ended just as the wait did
+            return future.result()
         raise _timed_out(name, options, tried) from None
 
 

@@ -152,6 +152,12 @@ class Task(Generic[P, R]):
             raise InputValueError(f"task {self.name}: debounce_max caps a debounce: give debounce too")
         if throttle_latest and throttle is None:
             raise InputValueError(f"task {self.name}: throttle_latest is for a throttle: give throttle too")
+        for option in ("debounce", "throttle"):
+            if option in keyed and not sending.seconds(option, keyed[option]) > 0:
+                raise InputValueError(f"task {self.name}: {option} must be more than zero")
+        if debounce is not None and debounce_max is not None:
+            if sending.seconds("debounce_max", debounce_max) < sending.seconds("debounce", debounce):
+                raise InputValueError(f"task {self.name}: debounce_max is shorter than the debounce: give a debounce_max of at least the debounce")
         try:
             sending.normalise({**keyed, "unique_key": "k"})
         except InputTypeError as e:
@@ -163,7 +169,12 @@ class Task(Generic[P, R]):
     def keyed_options(self, options: dict[str, Any]) -> dict[str, Any]:
         """The task's debounce or throttle, for a send with ``options`` that gives a unique key
         and no formation of its own (its own options then come on top)."""
-        own = any(options.get(k) is not None for k in ("debounce", "throttle", "batch_key"))
+        # the send's own formation, or what a formation takes no part of (then a plain unique
+        # job, as asked)
+        own = any(
+            options.get(k) is not None
+            for k in ("debounce", "throttle", "batch_key", "unique_states", "unique_period", "delay", "run_at", "deadline")
+        )
         keyed = options.get("unique_key") is not None or bool(options.get("unique_by_args"))
         return dict(self.keyed) if keyed and not own else {}
 

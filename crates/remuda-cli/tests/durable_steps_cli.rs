@@ -297,10 +297,10 @@ echo "run $REMUDA_JOB_ATTEMPT" >> {runs}
 echo '"woke"'"#,
         runs = runs.display()
     );
-    let config = config(&dir, "nap", &script);
+    let nap_config = config(&dir, "nap", &script);
     let id = enqueue(&db, &["nap", "--args", "{}"]).await;
     let started = std::time::Instant::now();
-    let worker = WorkerProcess::start(&db, &config);
+    let worker = WorkerProcess::start(&db, &nap_config);
     until("the job sleeps", Duration::from_secs(30), async || {
         std::fs::read_to_string(&runs).is_ok_and(|r| r.lines().count() == 1)
             && job(&db, id).await["state"] == "scheduled"
@@ -318,6 +318,15 @@ echo '"woke"'"#,
         2,
         "run again once, after the sleep: {ran}"
     );
+
+    // exit 85 without a sleep that said time was left is the command's own error
+    let odd_dir = TempDir::new();
+    let odd_config = config(&odd_dir, "odd", "cat >/dev/null; exit 85");
+    let odd = enqueue(&db, &["odd", "--args", "{}"]).await;
+    let worker = WorkerProcess::start(&db, &odd_config);
+    let failed = until_state(&db, odd, "failed").await;
+    worker.stop().await;
+    assert_eq!(failed["errors"][0]["code"], "EXIT_85", "{failed}");
 
     let outside = tokio::process::Command::new(BIN)
         .args(["sleep", "1s"])

@@ -383,6 +383,14 @@ impl TaskOptions {
     /// The formation of this kind's keyed enqueues (its debounce or throttle), checked as an
     /// enqueue's own is.
     pub fn keyed_formation(&self, kind: &str) -> crate::Result<Option<crate::client::Formation>> {
+        if [self.debounce, self.throttle]
+            .iter()
+            .any(|d| d.is_some_and(|d| d.is_zero()))
+        {
+            return Err(crate::Error::InvalidInput(format!(
+                "task {kind}: a debounce or throttle must be more than zero"
+            )));
+        }
         crate::client::FormationParts {
             debounce: self.debounce,
             debounce_max: self.debounce_max,

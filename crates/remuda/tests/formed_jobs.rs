@@ -732,6 +732,21 @@ async fn a_debounce_declared_on_the_task_forms_its_keyed_enqueues_and_an_enqueue
         .find(|j| j.0 == throttled.id)
         .and_then(|j| j.3);
     assert_eq!(formed, Some(json!({"throttled": 1})));
+    // unique states (what a formation takes no part of): a plain unique job, as asked
+    let plain_unique = enqueue(
+        &client,
+        NewJob::for_task::<Indexer>(&json!({}))
+            .expect("job")
+            .unique_key("states")
+            .unique_states([JobState::Scheduled, JobState::Available, JobState::Running]),
+    )
+    .await;
+    let formed = jobs_of(&client, "indexer")
+        .await
+        .into_iter()
+        .find(|j| j.0 == plain_unique.id)
+        .map(|j| j.3);
+    assert_eq!(formed, Some(None), "not debounced");
     // a task declaring both is refused when its options are checked
     let both = TaskOptions::default()
         .debounce(Duration::from_secs(1), None)

@@ -130,8 +130,8 @@ fn apply(
 }
 
 /// `--debounce`, `--throttle` or `--batch-key` (the batch's size and wait from the flags, else
-/// the kind's in --config); with `--unique-key` and none of them, the kind's `debounce` or
-/// `throttle` in --config. Flags that do not go together are refused as the library refuses
+/// the kind's in --config); with `--unique-key` and none of them (nor unique states or period,
+/// a start or a deadline), the kind's `debounce` or `throttle` in --config. Flags that do not go together are refused as the library refuses
 /// them for every client (`FormationParts`).
 fn formation(
     options: &JobOptions,
@@ -143,7 +143,17 @@ fn formation(
     let (mut batch_size, mut batch_wait) = (options.batch_size, options.batch_wait);
     let (mut debounce, mut debounce_max) = (options.debounce, options.debounce_max);
     let (mut throttle, mut throttle_latest) = (options.throttle, options.throttle_latest);
-    let own = debounce.is_some() || throttle.is_some() || options.batch_key.is_some();
+    // the enqueue's own formation, or what a formation takes no part of (then a plain
+    // unique job, as asked)
+    let own = debounce.is_some()
+        || throttle.is_some()
+        || options.batch_key.is_some()
+        || options.unique_states.is_some()
+        || options.unique_period.is_some()
+        || options.delay.is_some()
+        || options.run_at.is_some()
+        || options.deadline.is_some()
+        || options.deadline_in.is_some();
     if let (Some(task), Some(_), false) = (task, &options.unique_key, own) {
         debounce = task.debounce;
         debounce_max = debounce_max.or(task.debounce_max.filter(|_| debounce.is_some()));

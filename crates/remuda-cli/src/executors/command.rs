@@ -210,7 +210,7 @@ impl CommandTask {
         // a command that stopped to sleep (`remuda sleep` told it to): the job waits for
         // what is left of the sleep, without spending an attempt
         if status.code() == Some(i32::from(crate::commands::sleep::SLEEPING)) {
-            if let Some(left) = ctx.steps.sleeping().await {
+            if let Some(left) = ctx.steps.sleeping() {
                 return Err(TaskError::snooze(left));
             }
         }

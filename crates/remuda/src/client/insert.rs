@@ -52,8 +52,9 @@ pub struct NewJob {
     /// Formed from many enqueues of one key: debounced, throttled or batched.
     pub formation: Option<super::Formation>,
     /// The formation its task declares for enqueues with a unique key
-    /// ([`TaskOptions::debounce`](crate::TaskOptions::debounce), `throttle`): taken by
-    /// [`NewJob::unique_key`] or [`NewJob::unique_by_args`] when the job has none of its own.
+    /// ([`TaskOptions::debounce`](crate::TaskOptions::debounce), `throttle`): taken when
+    /// the job is enqueued with a unique key and nothing a formation takes no part of (a
+    /// formation of its own, unique states or a period, a start time, a deadline).
     pub keyed_formation: Option<super::Formation>,
     /// The W3C trace context it continues (`None`: the one current where it is enqueued, see
     /// [`crate::trace::current`], if any).
@@ -166,12 +167,25 @@ impl NewJob {
         Ok(job)
     }
 
-    /// The task's formation for keyed enqueues, once keyed, if the job has none of its own.
-    fn keyed(mut self) -> Self {
-        if self.formation.is_none() {
-            self.formation = self.keyed_formation.take();
+    /// The job as it is enqueued: with its task's formation for keyed enqueues when it has a
+    /// unique key (or is unique by args) and none of what a formation takes no part of — a
+    /// formation of its own, unique states or a period, a start time or a deadline (then it is
+    /// a plain unique job, as asked).
+    pub(crate) fn with_keyed_formation(&self) -> Option<NewJob> {
+        let keyed = self.keyed_formation.as_ref()?;
+        let unique = self.unique.as_ref()?;
+        let plain_unique = unique.states != Unique::default().states || unique.period.is_some();
+        if self.formation.is_some()
+            || plain_unique
+            || self.run_at.is_some()
+            || self.expires_at.is_some()
+            || (unique.key.is_none() && !unique.by_args)
+        {
+            return None;
         }
-        self
+        let mut job = self.clone();
+        job.formation = Some(keyed.clone());
+        Some(job)
     }
 
     /// Sets the queue.
@@ -250,13 +264,13 @@ impl NewJob {
     /// (see [`Unique`]), enqueueing another returns that job instead.
     pub fn unique_key(mut self, key: impl Into<String>) -> Self {
         self.unique.get_or_insert_with(Unique::default).key = Some(key.into());
-        self.keyed()
+        self
     }
     /// Makes the job unique by its kind and args (compared as JSON values: key order and
     /// spacing do not matter).
     pub fn unique_by_args(mut self) -> Self {
         self.unique.get_or_insert_with(Unique::default).by_args = true;
-        self.keyed()
+        self
     }
     /// Sets the states in which a unique job holds its key.
     pub fn unique_states<I: IntoIterator<Item = crate::JobState>>(mut self, states: I) -> Self {
@@ -586,6 +600,17 @@ pub(crate) async fn insert_many(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
+    // a task's declared debounce or throttle, on the keyed jobs that take it
+    let formed: Vec<NewJob>;
+    let jobs = if jobs.iter().any(|j| j.with_keyed_formation().is_some()) {
+        formed = jobs
+            .iter()
+            .map(|j| j.with_keyed_formation().unwrap_or_else(|| j.clone()))
+            .collect();
+        &formed[..]
+    } else {
+        jobs
+    };
     for job in jobs {
         job.check(max_payload)?;
     }

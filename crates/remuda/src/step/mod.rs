@@ -80,6 +80,9 @@ struct Inner {
     recorded: tokio::sync::Mutex<Option<HashMap<String, String>>>,
     /// Durable sleeps taken so far in this attempt: the next one's name.
     sleeps: AtomicU32,
+    /// The end of the last sleep this attempt was told had time left: what the attempt
+    /// snoozes for when its task stops to sleep ([`Steps::sleeping`]).
+    asleep_until: std::sync::Mutex<Option<DateTime<Utc>>>,
 }
 
 /// Where a worker's runs read and record their steps: one per worker, shared by its runs.
@@ -261,27 +264,37 @@ impl Steps {
                 decode::<Sleep>(&name, &stored)?.until
             }
         };
-        Ok((until - Utc::now())
+        // (under a millisecond is none: the socket counts whole milliseconds)
+        let left = (until - Utc::now())
             .to_std()
             .ok()
-            .filter(|left| !left.is_zero()))
+            .filter(|left| left.as_millis() > 0);
+        if left.is_some() {
+            *self
+                .0
+                .asleep_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(until);
+        }
+        Ok(left)
     }
 
-    /// What is left of the last durable sleep this attempt took, if it has not passed: the
-    /// snooze of a task that stopped to sleep (a command that exited as `remuda sleep` told
-    /// it to).
-    pub async fn sleeping(&self) -> Option<Duration> {
-        let taken = self.0.sleeps.load(Ordering::Relaxed);
-        if taken == 0 {
-            return None;
-        }
-        let name = format!("sleep-{taken}");
-        let stored = self.recorded_as(&name).await.ok()??;
-        let until = decode::<Sleep>(&name, &stored).ok()?.until;
-        (until - Utc::now())
-            .to_std()
-            .ok()
-            .filter(|left| !left.is_zero())
+    /// When this attempt was told a durable sleep had time left: what is left of it now (at
+    /// least a millisecond, however long the task took to stop), the snooze of a task that
+    /// stopped to sleep (a command that exited as `remuda sleep` told it to); `None` when no
+    /// sleep of this attempt said so.
+    pub fn sleeping(&self) -> Option<Duration> {
+        let until = (*self
+            .0
+            .asleep_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner))?;
+        Some(
+            (until - Utc::now())
+                .to_std()
+                .unwrap_or_default()
+                .max(Duration::from_millis(1)),
+        )
     }
 }
 
