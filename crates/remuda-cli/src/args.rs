@@ -139,17 +139,18 @@ pub enum Command {
     /// REMUDA_STEP_KEY (`<job id>:<name>`, the same on every attempt) to hand what it calls
     /// as an idempotency key. Exits with the command's code (a failed command is not
     /// recorded); 75 when the step ran but could not be recorded (the job is no longer this
-    /// run's), 65 when it ran but its output is over a step's 8 MiB, 69 when it did not run
-    /// because the step could not be looked up (the job's worker or its database away, or
-    /// the job at its 1 000 steps), 2 outside a job or for a bad name.
+    /// run's), 65 when the step can never be recorded (the command ran and its output is over
+    /// a step's 8 MiB, or the job has its 1 000 steps and the command did not run), 69 when it
+    /// did not run because the step could not be looked up (the job's worker or its database
+    /// away), 2 outside a job or for a bad name.
     Step(StepArgs),
     /// Inside a command task's job: a durable sleep. Its first run records when it ends;
     /// while time is left it exits 85, which the task passes on (`remuda sleep 1h || exit
     /// $?`): the worker gives the job back without spending an attempt, and runs it again
     /// once the time has passed, when this exits 0 at once. Sleeps are told apart by their
     /// order in the attempt, so the task takes them in the same order each time. 69 when the
-    /// sleep could not be looked up (the job's worker or its database away), 2 outside a job
-    /// or for a bad duration.
+    /// sleep could not be looked up (the job's worker or its database away), 65 when the job
+    /// has its 1 000 steps (sleeps included), 2 outside a job or for a bad duration.
     Sleep(SleepArgs),
 }
 

@@ -337,3 +337,24 @@ echo '"woke"'"#,
     assert_eq!(code(&outside), 2, "{}", stderr(&outside));
     assert!(stderr(&outside).contains("REMUDA_STEP_SOCKET"));
 }
+
+/// A step whose stdout is over a step's 8 MiB ran but can never be recorded: `remuda step`
+/// exits 65, saying which limit, and the job fails with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_over_its_size_can_never_be_recorded_and_exits_65() {
+    let db = migrated().await;
+    let dir = TempDir::new();
+    let script = format!(
+        r#"cat >/dev/null
+{BIN} step big -- sh -c "head -c 9000000 /dev/zero | tr '\\0' a" >/dev/null"#
+    );
+    let config = config(&dir, "big", &script);
+    let id = enqueue(&db, &["big", "--args", "{}", "--max-attempts", "1"]).await;
+    let worker = WorkerProcess::start(&db, &config);
+    let failed = until_state(&db, id, "failed").await;
+    worker.stop().await;
+    assert_eq!(failed["errors"][0]["code"], "EXIT_65", "{failed}");
+    let message = failed["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("STEP_TOO_LARGE"), "{message}");
+    assert_eq!(failed["steps"], serde_json::json!([]), "nothing recorded");
+}

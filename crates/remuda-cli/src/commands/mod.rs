@@ -14,7 +14,7 @@ mod queue;
 mod schedule;
 pub mod scratch;
 pub mod sleep;
-mod step;
+pub mod step;
 mod top;
 mod verify;
 mod worker;

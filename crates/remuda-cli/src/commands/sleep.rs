@@ -46,7 +46,14 @@ pub async fn run(args: SleepArgs) -> CliResult<u8> {
         }
         Err(e) => {
             eprintln!("remuda sleep: {e}");
-            Ok(UNAVAILABLE)
+            Ok(match e {
+                remuda::step::socket::StepClientError::Refused { code, .. }
+                    if code == remuda::step::STEP_LIMIT =>
+                {
+                    super::step::NEVER_RECORDED
+                }
+                _ => UNAVAILABLE,
+            })
         }
     }
 }

@@ -18,9 +18,10 @@ const NOT_RECORDED: u8 = 75;
 /// (EX_UNAVAILABLE): the worker's step socket is gone (the job ended, the worker stopped) or
 /// it could not read the job's steps. Nothing happened: running the step again is safe.
 const DID_NOT_RUN: u8 = 69;
-/// Exit code when the command ran but its output is over a step's limit (EX_DATAERR): it can
-/// never be recorded, so running the job again runs the command again to the same end.
-const TOO_LARGE: u8 = 65;
+/// Exit code when the step can never be recorded (EX_DATAERR): the command ran and its output
+/// is over a step's limit, or the job has its most steps (the command did not run). Running
+/// the job again comes to the same end.
+pub const NEVER_RECORDED: u8 = 65;
 
 pub async fn run(args: StepArgs) -> CliResult<u8> {
     let path = std::env::var_os(ENV).ok_or_else(|| {
@@ -156,7 +157,11 @@ fn refused(name: &str, e: &StepClientError, otherwise: u8) -> u8 {
     eprintln!("remuda step {name}: {e}");
     match e {
         StepClientError::Refused { code, .. } if code == remuda::step::INVALID_STEP => 2,
-        StepClientError::Refused { code, .. } if code == remuda::step::STEP_TOO_LARGE => TOO_LARGE,
+        StepClientError::Refused { code, .. }
+            if code == remuda::step::STEP_TOO_LARGE || code == remuda::step::STEP_LIMIT =>
+        {
+            NEVER_RECORDED
+        }
         _ => otherwise,
     }
 }
