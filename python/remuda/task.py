@@ -234,10 +234,18 @@ class Task(Generic[P, R]):
         payload, options = self.split(args, dict(kwargs))
         return self._send_in(conn, payload, options)
 
-    def send_many(self, calls: Iterable[dict[str, Any]], **options: Unpack[SendOptions]) -> int:
-        """Enqueues one job per dict of keyword arguments in one transaction (binary COPY for
-        jobs due now): how many were inserted."""
-        payloads = [self.encode(self.bind((), dict(c))) for c in calls]
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P]:
+        """The arguments of one call of the task, checked by type checkers as a send's are:
+        what :meth:`send_many` takes (``task.send_many([task.call(a=1), task.call(a=2)])``)."""
+        return Call(args, dict(kwargs))
+
+    def send_many(self, calls: Iterable[Call[P] | dict[str, Any]], **options: Unpack[SendOptions]) -> int:
+        """Enqueues one job per call in one transaction (binary COPY for jobs due now): each a
+        :meth:`call` (typed as the task's arguments) or a dict of keyword arguments (checked
+        when sent); how many were inserted."""
+        payloads = [
+            self.encode(self.bind(c.args, c.kwargs) if isinstance(c, Call) else self.bind((), dict(c))) for c in calls
+        ]
         given = dict(options)
         merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(given), **given})))
         return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
@@ -371,9 +379,18 @@ class Sending(Generic[P, R]):
         payload, extra = self.task.split(args, dict(kwargs))
         return self.task._send_in(conn, payload, {**self.opts, **extra})
 
-    def send_many(self, calls: Iterable[dict[str, Any]]) -> int:
+    def send_many(self, calls: Iterable[Call[P] | dict[str, Any]]) -> int:
         """:meth:`Task.send_many` with these options."""
         return self.task.send_many(calls, **self.opts)
+
+
+class Call(Generic[P]):
+    """The arguments of one call of a task (``task.call(…)``): what ``send_many`` takes,
+    typed as the task's parameters."""
+
+    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.args = args
+        self.kwargs = kwargs
 
 
 class TaskHandle(Generic[R]):

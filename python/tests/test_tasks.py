@@ -266,6 +266,10 @@ def test_send_options_and_bad_input_are_checked(app: remuda.App) -> None:
 
     assert spread.bind((), {"a": 1, "b": 2}) == {"a": 1, "b": 2}, "**kwargs are spread into the args"
     assert app.tasks["add"].send_many([{"a": i, "b": i} for i in range(100)]) == 100
+    add = app.tasks["add"]
+    assert add.send_many([add.call(1, 2), add.call(a=3, b=4)]) == 2, "typed calls"
+    with pytest.raises(TypeError, match="missing a required argument"):
+        add.send_many([add.call(1)])
 
 
 @pytest.mark.filterwarnings("ignore:no live worker runs:RuntimeWarning")

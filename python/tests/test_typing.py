@@ -52,6 +52,14 @@ flow = app.workflow("checkout", [node, each], output=node)
 output: remuda.TaskResult[dict[str, int]] = flow.start().get()
 
 
+many: int = charge.send_many([charge.call(order_id="a", cents=1), charge.call("b", 2)])
+attempt: int = remuda.job().attempt
+
+
+def quoted() -> dict[str, int]:
+    return remuda.step_with("charge", remuda.StepOptions(retries=2), charge, "x", 1)
+
+
 async def waits() -> int:
     return (await notify.send(order_id="z").get_async()).unwrap()
 
@@ -61,6 +69,7 @@ charge.send(order_id=1, cents=2)  # WRONG
 wrong: str = handle.get().unwrap()  # WRONG
 charge.options(delay="soon")  # WRONG
 notify.send()  # WRONG
+charge.send_many([charge.call(order_id="a", cents="one")])  # WRONG
 '''
 
 
