@@ -62,12 +62,17 @@ impl TraceContext {
         self.traceparent.get(36..52).unwrap_or_default()
     }
 
-    /// Whether the trace is sampled (flag bit 0).
-    pub fn sampled(&self) -> bool {
+    /// The W3C trace flags (0 when unreadable).
+    pub fn flags(&self) -> u8 {
         self.traceparent
             .get(53..55)
             .and_then(|f| u8::from_str_radix(f, 16).ok())
-            .is_some_and(|f| f & 1 == 1)
+            .unwrap_or(0)
+    }
+
+    /// Whether the trace is sampled (flag bit 0).
+    pub fn sampled(&self) -> bool {
+        self.flags() & 1 == 1
     }
 
     /// The context with `span_id` as its parent: same trace, flags and state.

@@ -172,20 +172,25 @@ impl NewJob {
     /// formation of its own, unique states or a period, a start time or a deadline (then it is
     /// a plain unique job, as asked).
     pub(crate) fn with_keyed_formation(&self) -> Option<NewJob> {
-        let keyed = self.keyed_formation.as_ref()?;
-        let unique = self.unique.as_ref()?;
-        let plain_unique = unique.states != Unique::default().states || unique.period.is_some();
-        if self.formation.is_some()
-            || plain_unique
-            || self.run_at.is_some()
-            || self.expires_at.is_some()
-            || (unique.key.is_none() && !unique.by_args)
-        {
+        if !self.takes_keyed_formation() {
             return None;
         }
         let mut job = self.clone();
-        job.formation = Some(keyed.clone());
+        job.formation = self.keyed_formation.clone();
         Some(job)
+    }
+
+    /// Whether [`NewJob::with_keyed_formation`] forms this job.
+    fn takes_keyed_formation(&self) -> bool {
+        let (Some(_), Some(unique)) = (&self.keyed_formation, &self.unique) else {
+            return false;
+        };
+        let plain_unique = unique.states != Unique::default().states || unique.period.is_some();
+        self.formation.is_none()
+            && !plain_unique
+            && self.run_at.is_none()
+            && self.expires_at.is_none()
+            && (unique.key.is_some() || unique.by_args)
     }
 
     /// Sets the queue.
@@ -602,7 +607,7 @@ pub(crate) async fn insert_many(
     }
     // a task's declared debounce or throttle, on the keyed jobs that take it
     let formed: Vec<NewJob>;
-    let jobs = if jobs.iter().any(|j| j.with_keyed_formation().is_some()) {
+    let jobs = if jobs.iter().any(NewJob::takes_keyed_formation) {
         formed = jobs
             .iter()
             .map(|j| j.with_keyed_formation().unwrap_or_else(|| j.clone()))

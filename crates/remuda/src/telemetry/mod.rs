@@ -157,14 +157,7 @@ impl Spans {
         span_id: &str,
     ) -> TraceContext {
         let (trace_id, flags, tracestate) = match trace {
-            Some(t) => (
-                t.trace_id().to_string(),
-                t.traceparent
-                    .get(53..55)
-                    .and_then(|f| u8::from_str_radix(f, 16).ok())
-                    .unwrap_or(0),
-                t.tracestate.clone(),
-            ),
+            Some(t) => (t.trace_id().to_string(), t.flags(), t.tracestate.clone()),
             None => (root_trace_id(self.installation, job_id), 0, None),
         };
         let sampled = self

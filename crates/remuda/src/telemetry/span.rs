@@ -110,12 +110,7 @@ pub(super) fn span_of(a: Attempt) -> Option<Span> {
     };
     // the context's W3C flags (the sampled bit set: only sampled attempts get here), then
     // whether the parent is remote
-    let flags = a
-        .context
-        .traceparent
-        .get(53..55)
-        .and_then(|f| u8::from_str_radix(f, 16).ok())
-        .map_or(SAMPLED, |f| u32::from(f) | SAMPLED);
+    let flags = u32::from(a.context.flags()) | SAMPLED;
     Some(Span {
         trace_id,
         span_id,
