@@ -25,7 +25,7 @@ from .task import AsyncResultTask, AsyncTask, ResultTask, Sending, SyncTask, Tas
 from .result import TaskError, TaskFailed, TaskResult
 from .retry import RetryPolicy
 from .steps import StepError, StepOptions, step, step_async, step_key, step_with, step_with_async
-from .workflow import INPUT, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
+from .workflow import INPUT, NodeOptions, Workflow, WorkflowHandle, WorkflowNode, TaskNode, signal, sleep
 
 __all__ = [
     "App",
@@ -35,6 +35,7 @@ __all__ = [
     "InputTypeError",
     "InputValueError",
     "JobContext",
+    "NodeOptions",
     "RemudaError",
     "ResultTask",
     "RetryPolicy",

@@ -59,8 +59,9 @@ class App:
     would find (a local server that lets you in, else a private cluster it starts from the
     local PostgreSQL binaries). The schema is migrated on first use (safe with many
     processes at once) unless ``migrate=False``. ``retry`` and ``exception_mapper`` are the
-    defaults of every task declared on it (a task's own add to, or replace, them). A
-    SQLAlchemy-style URL naming a driver
+    defaults of every task declared on it (a task's own add to, or replace, them).
+    ``tracer_provider`` makes the OpenTelemetry span of each send (the global provider when
+    ``None``; none without the ``opentelemetry`` API). A SQLAlchemy-style URL naming a driver
     (``postgresql+psycopg://…``, as horsies takes) is accepted: the driver part is dropped.
     """
 
@@ -71,6 +72,7 @@ class App:
         migrate: bool = True,
         retry: RetryPolicy | None = None,
         exception_mapper: dict[type[BaseException], str] | None = None,
+        tracer_provider: Any = None,
     ) -> None:
         self.database_url = plain_url(database_url or os.environ.get("DATABASE_URL") or None)
         self.migrate = migrate
@@ -80,6 +82,9 @@ class App:
         #: exception classes mapped to error codes for every task; a task's own mapper adds
         #: to it and wins for the classes both name
         self.exception_mapper: dict[type[BaseException], str] = dict(exception_mapper or {})
+        #: the OpenTelemetry ``TracerProvider`` that makes the span of each send (kind
+        #: ``PRODUCER``) when the ``opentelemetry`` API is installed; ``None``: the global one
+        self.tracer_provider: Any = tracer_provider
         self.tasks: dict[str, Task[Any, Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()

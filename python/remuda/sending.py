@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Sequence, TypedDict
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Sequence, TypedDict
 
 from .errors import InputTypeError, InputValueError
 
@@ -160,13 +161,73 @@ def traced(options: dict[str, Any]) -> dict[str, Any]:
 
 def _otel_trace() -> tuple[str, str | None] | None:
     try:
-        from opentelemetry.propagate import inject
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
     except ImportError:
         return None
     carrier: dict[str, str] = {}
-    inject(carrier)
+    TraceContextTextMapPropagator().inject(carrier)
     traceparent = carrier.get("traceparent")
     return (traceparent, carrier.get("tracestate")) if traceparent else None
+
+
+#: what the span of a send is told once the job is written: its id
+Sent = Callable[[int], None]
+
+
+@contextmanager
+def send_span(tracer_provider: Any, queue: str, count: int, options: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Sent]]:
+    """The span of an enqueue (kind ``PRODUCER``, ``send <queue>``, the OpenTelemetry
+    messaging conventions' attributes) when the ``opentelemetry`` API is installed, made by
+    ``tracer_provider`` (``None``: the global one) under the context the jobs continue (their
+    ``traceparent``, else the active span, else the running task's). Yields the options with
+    the span's context as the jobs' trace (so their attempts descend from it or link to it),
+    and what tells the span the one job's id. A ``traceparent`` that is not valid is passed on
+    as given, to be refused with the reason."""
+    try:
+        from opentelemetry import trace
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+    except ImportError:
+        yield traced(options), _unused
+        return
+    w3c = TraceContextTextMapPropagator()
+    parent: Any = None
+    given = "traceparent" in options
+    if given or not trace.get_current_span().get_span_context().is_valid:
+        found = (options["traceparent"], options.get("tracestate")) if given else _task_trace()
+        if found is not None:
+            given_carrier = {"traceparent": str(found[0]), **({"tracestate": str(found[1])} if found[1] else {})}
+            parent = w3c.extract(given_carrier)
+            if not trace.get_current_span(parent).get_span_context().is_valid:
+                yield options, _unused
+                return
+    attributes: dict[str, str | int] = {
+        "messaging.system": "remuda",
+        "messaging.operation.type": "send",
+        "messaging.operation.name": "send",
+        "messaging.destination.name": queue,
+    }
+    if count != 1:
+        attributes["messaging.batch.message_count"] = count
+    tracer = trace.get_tracer("remuda", tracer_provider=tracer_provider)
+    with tracer.start_as_current_span(f"send {queue}", context=parent, kind=trace.SpanKind.PRODUCER, attributes=attributes) as span:
+        carrier: dict[str, str] = {}
+        w3c.inject(carrier)
+        out = {k: v for k, v in options.items() if k not in ("traceparent", "tracestate")}
+        if "traceparent" in carrier:
+            out["traceparent"] = carrier["traceparent"]
+            if carrier.get("tracestate"):
+                out["tracestate"] = carrier["tracestate"]
+
+        def sent(id: int) -> None:
+            if count == 1:
+                span.set_attribute("messaging.message.id", str(id))
+                span.set_attribute("remuda.job.id", id)
+
+        yield out, sent
+
+
+def _unused(id: int) -> None:
+    """(no span to tell)"""
 
 
 def _task_trace() -> tuple[str, str | None] | None:

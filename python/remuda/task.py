@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from .app import App
     from .sending import SendOptions
-    from .workflow import TaskNode
+    from .workflow import NodeOptions, TaskNode
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -99,7 +99,9 @@ class Task(Generic[P, R]):
         parameter's annotation here, so that a bad one is refused at once rather than
         failing its whole batch."""
         payload, merged = self._batch_item(key, item)
-        id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
+        with sending.send_span(self.app.tracer_provider, str(merged.get("queue", self.queue)), 1, merged) as (merged, sent):
+            id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
+            sent(id)
         return TaskHandle(self.app, id, duplicate, self.codec, joined=joined)
 
     def _batch_item(self, key: str, item: Any) -> tuple[str, dict[str, Any]]:
@@ -114,7 +116,7 @@ class Task(Generic[P, R]):
             self.codec.decode_args(self.name, {param: [json.loads(payload)]})
         except (TypeError, ValueError, codec.BadArgs) as e:
             raise InputTypeError(f"task {self.name}: the batch item does not fit {param}: {e}") from None
-        merged = sending.grouped(sending.traced(sending.normalise(self.defaults())))
+        merged = sending.grouped(sending.normalise(self.defaults()))
         merged.update({"batch_key": key, "batch_size": size, "batch_wait": wait})
         return payload, merged
 
@@ -234,12 +236,13 @@ class Task(Generic[P, R]):
         payload, options = self.split(args, dict(kwargs))
         return self._send_in(conn, payload, options)
 
-    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P]:
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P, R]:
         """The arguments of one call of the task, checked by type checkers as a send's are:
-        what :meth:`send_many` takes (``task.send_many([task.call(a=1), task.call(a=2)])``)."""
-        return Call(args, dict(kwargs))
+        what :meth:`send_many` takes (``task.send_many([task.call(a=1), task.call(a=2)])``),
+        and a typed workflow node (``task.call(a=1).node(waits_for=[b])``)."""
+        return Call(self, args, dict(kwargs))
 
-    def send_many(self, calls: Iterable[Call[P] | dict[str, Any]], **options: Unpack[SendOptions]) -> int:
+    def send_many(self, calls: Iterable[Call[P, R] | dict[str, Any]], **options: Unpack[SendOptions]) -> int:
         """Enqueues one job per call in one transaction (binary COPY for jobs due now): each a
         :meth:`call` (typed as the task's arguments) or a dict of keyword arguments (checked
         when sent); how many were inserted."""
@@ -247,8 +250,9 @@ class Task(Generic[P, R]):
             self.encode(self.bind(c.args, c.kwargs) if isinstance(c, Call) else self.bind((), dict(c))) for c in calls
         ]
         given = dict(options)
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(given), **given})))
-        return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
+        merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(given), **given}))
+        with sending.send_span(self.app.tracer_provider, str(merged.get("queue", self.queue)), len(payloads), merged) as (merged, _):
+            return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
 
     def options(self, **options: Unpack[SendOptions]) -> Sending[P, R]:
         """The task with send options: ``charge.options(delay=60, unique_key="o-1").send(order_id="o-1")``
@@ -291,20 +295,26 @@ class Task(Generic[P, R]):
         return TaskNode.of(self, args, kwargs)
 
     def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(options), **options})))
-        id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
-        self.app.warn_if_unserved(self.name, str(merged.get("queue", self.queue)))
+        merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(options), **options}))
+        queue = str(merged.get("queue", self.queue))
+        with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
+            id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
+            sent(id)
+        self.app.warn_if_unserved(self.name, queue)
         return TaskHandle(self.app, id, duplicate, self.codec, joined=joined)
 
     def _send_in(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
-        merged = sending.grouped(sending.traced(sending.normalise({**self.defaults(), **self.keyed_options(options), **options})))
+        merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(options), **options}))
         return self._send_sql(conn, payload, merged)
 
     def _send_sql(self, conn: Any, payload: str, merged: dict[str, Any]) -> TaskHandle[R]:
         """Enqueues through SQL on the caller's connection: the handle says whether a unique
         job's holder was returned (``duplicate``) or the job joined one that was waiting."""
-        statement, params = sending.enqueue_sql(self.name, payload, merged)
-        row = conn.execute(statement, params).fetchone()
+        queue = str(merged.get("queue", self.queue))
+        with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
+            statement, params = sending.enqueue_sql(self.name, payload, merged)
+            row = conn.execute(statement, params).fetchone()
+            sent(int(row[0]))
         return TaskHandle(self.app, int(row[0]), bool(row[2]), self.codec, joined=bool(row[1]))
 
 
@@ -379,18 +389,28 @@ class Sending(Generic[P, R]):
         payload, extra = self.task.split(args, dict(kwargs))
         return self.task._send_in(conn, payload, {**self.opts, **extra})
 
-    def send_many(self, calls: Iterable[Call[P] | dict[str, Any]]) -> int:
+    def send_many(self, calls: Iterable[Call[P, R] | dict[str, Any]]) -> int:
         """:meth:`Task.send_many` with these options."""
         return self.task.send_many(calls, **self.opts)
 
 
-class Call(Generic[P]):
-    """The arguments of one call of a task (``task.call(…)``): what ``send_many`` takes,
-    typed as the task's parameters."""
+class Call(Generic[P, R]):
+    """The arguments of one call of a task (``task.call(…)``), typed as the task's
+    parameters: what ``send_many`` takes, and a workflow node with :meth:`node`."""
 
-    def __init__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def __init__(self, task: Task[P, R], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.task = task
         self.args = args
         self.kwargs = kwargs
+
+    def node(self, **options: Unpack[NodeOptions]) -> TaskNode[R]:
+        """A workflow node running the task with these arguments, its node options typed
+        (``charge.call(order_id="o-1").node(waits_for=[a], node_id="charge")``). Arguments
+        filled from other nodes (``args_from``) or a map's elements are given to the untyped
+        :meth:`Task.node`, which leaves them out."""
+        from .workflow import TaskNode
+
+        return TaskNode.of(self.task, self.args, dict(self.kwargs), dict(options))
 
 
 class TaskHandle(Generic[R]):

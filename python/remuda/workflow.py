@@ -5,9 +5,10 @@ by remuda's engine (result passing, joins, conditions, maps, sleeps, signals, su
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, Generic, Iterable, Literal, TypedDict, TypeVar, Union
 
 from .errors import InputTypeError, RemudaError
 from .result import TaskError, TaskResult
@@ -25,6 +26,10 @@ R = TypeVar("R")
 INPUT = "$input"
 """The run's input, as an ``args_from`` source: ``args_from={"params": remuda.INPUT}``."""
 
+#: how a node is placed and fed: never a task's arguments
+_WIRING = ("node_id", "waits_for", "args_from", "context_from", "run_if", "skip_if", "map")
+
+#: a node's job options: a task's arguments instead when its function has a parameter so named
 _NODE_OPTIONS = (
     "queue",
     "priority",
@@ -76,25 +81,50 @@ class WorkflowNode(Generic[R]):
 Ref = Union[WorkflowNode[Any], str]
 
 
+class NodeOptions(TypedDict, total=False):
+    """What places a task's node in a workflow and how its job runs
+    (``task.call(…).node(**options)``; :meth:`Task.node` takes the same among its
+    arguments): durations in seconds, ``"10m"`` or a ``timedelta``."""
+
+    node_id: str
+    waits_for: Iterable[Ref]
+    args_from: dict[str, Ref]
+    context_from: Iterable[Ref]
+    run_if: dict[str, Any]
+    skip_if: dict[str, Any]
+    queue: str
+    priority: int
+    max_attempts: int
+    timeout: float | str | dt.timedelta
+    deadline: float | str | dt.timedelta
+    join: Literal["all", "any", "quorum"]
+    min_success: int
+    allow_failed_deps: bool
+
+
 class TaskNode(WorkflowNode[R]):
     """A node running a task with arguments (``task.node(…)``)."""
 
     @staticmethod
-    def of(task: Task[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> TaskNode[Any]:
-        """The node ``task.node(*args, **kwargs)`` describes."""
-        node_id = kwargs.pop("node_id", None)
-        waits_for = kwargs.pop("waits_for", ())
-        args_from = kwargs.pop("args_from", None) or {}
-        context_from = kwargs.pop("context_from", None) or []
-        run_if = kwargs.pop("run_if", None)
-        skip_if = kwargs.pop("skip_if", None)
-        map_over = kwargs.pop("map", None)
-        params = task.signature.parameters
+    def of(task: Task[Any, Any], args: tuple[Any, ...], kwargs: dict[str, Any], options: dict[str, Any] | None = None) -> TaskNode[Any]:
+        """The node ``task.node(*args, **kwargs)`` describes (its node options among the
+        keyword arguments), or ``task.call(*args, **kwargs).node(**options)`` (apart)."""
+        if options is None:
+            options = {k: kwargs.pop(k) for k in _WIRING if k in kwargs}
+            params = task.signature.parameters
+            options.update({k: kwargs.pop(k) for k in _NODE_OPTIONS if k in kwargs and k not in params})
+        unknown = sorted(set(options) - set(_WIRING) - set(_NODE_OPTIONS))
+        if unknown:
+            raise InputTypeError(f"node options {', '.join(unknown)}: not options of a workflow node ({', '.join(_WIRING + _NODE_OPTIONS)})")
+        node_id = options.pop("node_id", None)
+        waits_for = options.pop("waits_for", ())
+        args_from = options.pop("args_from", None) or {}
+        context_from = options.pop("context_from", None) or []
+        run_if = options.pop("run_if", None)
+        skip_if = options.pop("skip_if", None)
+        map_over = options.pop("map", None)
         # the task's own defaults, as its sends have them: a worker claims from its tasks' queues
-        fields: dict[str, Any] = {"kind": task.name, **task.defaults()}
-        for key in _NODE_OPTIONS:
-            if key in kwargs and key not in params:
-                fields[key] = kwargs.pop(key)
+        fields: dict[str, Any] = {"kind": task.name, **task.defaults(), **options}
         fields["args"] = task.bind(args, kwargs, partial=True)
         node: TaskNode[Any] = TaskNode(node_id, task.name, waits_for, fields)
         node.args_from = dict(args_from)

@@ -48,7 +48,8 @@ arefunded: int = arefund.send("x").get().unwrap()
 called: remuda.TaskResult[int] = refund("x")
 node = charge.node(order_id="x", cents=1)
 each: remuda.WorkflowNode[list[dict[str, int]]] = charge.node(map={"over": node}, order_id="x")
-flow = app.workflow("checkout", [node, each], output=node)
+typed: remuda.WorkflowNode[dict[str, int]] = charge.call(order_id="x", cents=2).node(waits_for=[node], node_id="typed", join="any")
+flow = app.workflow("checkout", [node, each, typed], output=node)
 output: remuda.TaskResult[dict[str, int]] = flow.start().get()
 
 
@@ -70,6 +71,8 @@ wrong: str = handle.get().unwrap()  # WRONG
 charge.options(delay="soon")  # WRONG
 notify.send()  # WRONG
 charge.send_many([charge.call(order_id="a", cents="one")])  # WRONG
+charge.call(order_id="a", cents=1).node(join="most")  # WRONG
+charge.call(order_id="a", cents=1).node(wait_for=[node])  # WRONG
 '''
 
 

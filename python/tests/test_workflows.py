@@ -3,6 +3,8 @@ resume, cancel, retry; run by a Python worker."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import remuda
@@ -28,6 +30,22 @@ def test_args_from_passes_typed_results_into_a_join(app: remuda.App, start_worke
     with pytest.warns(RuntimeWarning, match="the input given now was ignored"):
         other = wf.start({"other": 1}, key="sums-1")
     assert other.id == again.id and other.input_ignored
+
+
+def test_a_typed_call_makes_the_same_node_as_the_untyped_form(app: remuda.App, start_worker: StartWorker) -> None:
+    start_worker()
+    add = app.tasks["add"]
+    first = add.call(1, 2).node(node_id="first", max_attempts=2)
+    second = add.call(a=3, b=4).node(waits_for=[first], node_id="second", timeout="30s")
+    wf = app.workflow("typed", [first, second], output=second)
+    spec = {n["id"]: n for n in wf.compile()["nodes"]}
+    untyped = app.workflow("untyped", [add.node(1, 2, node_id="first", max_attempts=2)]).compile()["nodes"][0]
+    assert {**spec["first"], "dependents": []} == untyped
+    assert spec["second"]["deps"] == ["first"] and spec["second"]["timeout_ms"] == 30_000
+    assert wf.start().get(timeout=60) == remuda.TaskResult(ok=7)
+    with pytest.raises(TypeError, match="wait_for: not options of a workflow node"):
+        misspelt: Any = {"wait_for": [first]}
+        add.call(1, 2).node(**misspelt)
 
 
 def test_the_run_input_a_signal_and_controls(app: remuda.App, start_worker: StartWorker) -> None:

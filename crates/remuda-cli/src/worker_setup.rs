@@ -77,10 +77,7 @@ pub fn settings(config: &Config, path: &Path, args: &Overrides) -> CliResult<Wor
         reindex_interval: w.reindex_interval.unwrap_or(defaults.reindex_interval),
         retention: config.retention.retention(),
         notifications: config.notifications.config().map_err(|e| bad(e.clone()))?,
-        telemetry: remuda::telemetry::TelemetryConfig {
-            endpoint: config.telemetry.endpoint.clone(),
-            service_name: config.telemetry.service_name.clone(),
-        },
+        telemetry: config.telemetry.config(),
         exit_when_drained: args.once,
         drain_wait: args.once_wait,
         queue_order: w.queue_order.map_or(defaults.queue_order, Into::into),

@@ -11,6 +11,7 @@ mod common;
 use common::{enqueue, migrated, remuda, wait_for_state, TempDir, WorkerProcess};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use std::io::Read;
@@ -176,7 +177,18 @@ fn exporting_worker(
     env: &[(&str, &str)],
     args: &[&str],
 ) -> WorkerProcess {
-    let config = config(dir);
+    configured_worker(db, dir, &config(dir), port, env, args)
+}
+
+/// A worker of `config` exporting to `port` with `env` set, its stderr in `dir/worker.log`.
+fn configured_worker(
+    db: &common::TestDatabase,
+    dir: &TempDir,
+    config: &std::path::Path,
+    port: u16,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> WorkerProcess {
     let mut command = tokio::process::Command::new(common::BIN);
     command.env(
         "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -186,13 +198,20 @@ fn exporting_worker(
         command.env(k, v);
     }
     let log = dir.path().join("worker.log");
-    WorkerProcess::spawn(command, &config, args, db.conninfo(), &log)
+    WorkerProcess::spawn(command, config, args, db.conninfo(), &log)
 }
 
 fn config(dir: &TempDir) -> std::path::PathBuf {
-    dir.write(
-        "remuda.toml",
-        r#"
+    config_with(dir, "")
+}
+
+/// The tests' config with `extra` added at its end.
+fn config_with(dir: &TempDir, extra: &str) -> std::path::PathBuf {
+    let text = format!("{CONFIG}{extra}");
+    dir.write("remuda.toml", &text)
+}
+
+const CONFIG: &str = r#"
 [worker]
 concurrency = 4
 poll_interval = "100ms"
@@ -213,9 +232,7 @@ command = ["sh", "-c", "cat >/dev/null; printf '\"%s\"' \"$TRACEPARENT\""]
 
 [tasks.noop]
 builtin = "noop"
-"#,
-    )
-}
+"#;
 
 fn attribute(span: &Span, key: &str) -> Option<Any> {
     span.attributes
@@ -242,13 +259,13 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The spans of job `id`, by attempt.
+/// The spans of job `id`'s attempts, by attempt.
 fn spans_of(received: &Received, id: i64) -> Vec<Span> {
     let mut spans: Vec<Span> = received
         .lock()
         .expect("lock")
         .iter()
-        .filter(|(_, s)| int(s, "remuda.job.id") == id)
+        .filter(|(_, s)| s.kind == SpanKind::Consumer as i32 && int(s, "remuda.job.id") == id)
         .map(|(_, s)| s.clone())
         .collect();
     spans.sort_by_key(|s| int(s, "remuda.attempt"));
@@ -721,5 +738,100 @@ async fn an_untraced_jobs_attempts_share_one_trace_and_the_sampler_decides_what_
         log_of(&dir).contains("\"sometimes\" is not a sampler"),
         "{}",
         log_of(&dir)
+    );
+}
+
+/// The enqueue spans received.
+fn sends(received: &Received) -> Vec<Span> {
+    let all = received.lock().expect("lock");
+    let sends = all
+        .iter()
+        .filter(|(_, s)| s.kind == SpanKind::Producer as i32);
+    sends.map(|(_, s)| s.clone()).collect()
+}
+
+/// `remuda enqueue ARGS --json` with spans exported to `port`: the job's id.
+async fn traced_enqueue(db: &common::TestDatabase, port: u16, args: &[&str]) -> i64 {
+    let output = tokio::process::Command::new(common::BIN)
+        .arg("--database-url")
+        .arg(db.conninfo())
+        .arg("enqueue")
+        .args(args)
+        .arg("--json")
+        .env_remove("DATABASE_URL")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .output()
+        .await
+        .expect("run remuda");
+    assert_eq!(common::code(&output), 0, "{}", common::stderr(&output));
+    common::json(&output)["id"].as_i64().expect("id")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enqueue_is_a_producer_span_under_its_caller_and_the_attempt_its_child_or_a_linked_root()
+{
+    let db = migrated().await;
+    let (port, received) = receiver().await;
+    let enqueuer = format!("00-{TRACE}-{ENQUEUER}-01");
+    // the CLI's enqueue makes its span and sends it before it exits
+    let sent = traced_enqueue(&db, port, &["step", "--traceparent", &enqueuer]).await;
+    let send = sends(&received);
+    assert_eq!(send.len(), 1, "{send:?}");
+    let send = &send[0];
+    assert_eq!(send.name, "send default");
+    assert_eq!(hex(&send.trace_id), TRACE);
+    assert_eq!(
+        hex(&send.parent_span_id),
+        ENQUEUER,
+        "under the caller's span"
+    );
+    assert_eq!(text(send, "messaging.system"), "remuda");
+    assert_eq!(text(send, "messaging.operation.type"), "send");
+    assert_eq!(text(send, "messaging.destination.name"), "default");
+    assert_eq!(text(send, "messaging.message.id"), sent.to_string());
+    let job = remuda(&db, &["job", &sent.to_string(), "--json"]).await;
+    let stored = common::json(&job)["trace"]["traceparent"].clone();
+    assert_eq!(
+        stored,
+        format!("00-{TRACE}-{}-01", hex(&send.span_id)),
+        "the job carries the send span's context"
+    );
+    // a job enqueued without a span of its own (the caller's context alone)
+    let plain = enqueue(&db, &["step", "--traceparent", &enqueuer]).await;
+
+    // by default the attempt descends from the send
+    let dir = TempDir::new();
+    let worker = exporting_worker(&db, &dir, port, &[], &[]);
+    wait_for_state(&db, sent, &["completed"], Duration::from_secs(30)).await;
+    wait_for_state(&db, plain, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    let attempt = spans_of(&received, sent);
+    assert_eq!(attempt.len(), 1, "{attempt:?}");
+    assert_eq!(hex(&attempt[0].trace_id), TRACE);
+    assert_eq!(hex(&attempt[0].parent_span_id), hex(&send.span_id));
+    assert!(attempt[0].links.is_empty());
+
+    // linked: the attempt is the root of the job's own trace, linked to its enqueuer
+    let linked = enqueue(&db, &["env_trace", "--traceparent", &enqueuer]).await;
+    let dir = TempDir::new();
+    let config = config_with(&dir, "\n[telemetry]\npropagation = \"link\"\n");
+    let worker = configured_worker(&db, &dir, &config, port, &[], &[]);
+    let seen = wait_for_state(&db, linked, &["completed"], Duration::from_secs(30)).await;
+    assert!(worker.stop().await.success());
+    let attempt = spans_of(&received, linked);
+    assert_eq!(attempt.len(), 1, "{attempt:?}");
+    let attempt = &attempt[0];
+    assert!(attempt.parent_span_id.is_empty(), "a root");
+    assert_ne!(hex(&attempt.trace_id), TRACE, "a trace of the job's own");
+    assert_eq!(attempt.links.len(), 1);
+    assert_eq!(hex(&attempt.links[0].trace_id), TRACE);
+    assert_eq!(hex(&attempt.links[0].span_id), ENQUEUER);
+    assert_eq!(
+        handed_trace(&seen),
+        format!("00-{}-{}-01", hex(&attempt.trace_id), hex(&attempt.span_id)),
+        "the task is handed the attempt's own trace"
     );
 }

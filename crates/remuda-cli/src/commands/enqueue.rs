@@ -1,5 +1,6 @@
 //! `remuda enqueue` and `remuda enqueue-batch`.
 
+use super::send_span::SendSpan;
 use crate::args::{DbArgs, EnqueueArgs, EnqueueBatchArgs, JobOptions};
 use crate::config::Config;
 use crate::connect;
@@ -216,6 +217,11 @@ fn notify_target(options: &JobOptions) -> CliResult<Option<remuda::notify::Notif
     Ok(Some(target))
 }
 
+/// Where spans go: `[telemetry]` of `--config`, else the `OTEL_*` environment.
+fn telemetry(defaults: Option<&Config>) -> remuda::telemetry::TelemetryConfig {
+    defaults.map(|c| c.telemetry.config()).unwrap_or_default()
+}
+
 fn load_defaults(options: &JobOptions, kind: &str) -> CliResult<Option<Config>> {
     let Some(path) = &options.config else {
         return Ok(None);
@@ -291,16 +297,23 @@ pub async fn one(db: &DbArgs, args: EnqueueArgs) -> CliResult<u8> {
     let defaults = load_defaults(&args.options, &args.kind)?;
     let (text, what) = read_args(args.args.as_deref())?;
     let json = parse_args(&text, &what)?;
-    let job = apply(
+    let mut job = apply(
         &args.options,
         &args.kind,
         defaults.as_ref(),
         NewJob::from_json(&args.kind, json),
     )?;
     let client = client_for(db, &args.options).await?;
-    let inserted = client
-        .insert_each(std::slice::from_ref(&job))
-        .await?
+    let span = SendSpan::begin(&telemetry(defaults.as_ref()), job.trace.as_ref());
+    if let Some(span) = &span {
+        job.trace = Some(span.context.clone());
+    }
+    let inserted = client.insert_each(std::slice::from_ref(&job)).await;
+    if let Some(span) = span {
+        let id = inserted.as_ref().ok().and_then(|i| i.first()).map(|i| i.id);
+        span.end(&job.queue, 1, id, inserted.as_ref().err()).await;
+    }
+    let inserted = inserted?
         .first()
         .copied()
         .ok_or_else(|| CliError::Usage("the enqueue returned no job".into()))?;
@@ -402,16 +415,30 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
         lines.push(n + 1);
     }
     let client = client_for(db, &args.options).await?;
+    let span = SendSpan::begin(&telemetry(defaults.as_ref()), template.trace.as_ref());
+    if let Some(span) = &span {
+        for job in &mut jobs {
+            job.trace = Some(span.context.clone());
+        }
+    }
     let started = std::time::Instant::now();
     // COPY is fastest but returns no ids and cannot skip duplicates: ids (--json) and unique
     // keys take the INSERT path, which says which line was a duplicate of which job
     let inserted = if args.json || args.options.unique_key.is_some() || template.formation.is_some()
     {
-        Some(client.insert_each(&jobs).await?)
+        client.insert_each(&jobs).await.map(Some)
     } else {
-        client.insert_bulk(&jobs).await?;
-        None
+        client.insert_bulk(&jobs).await.map(|_| None)
     };
+    if let Some(span) = span {
+        let one = inserted
+            .as_ref()
+            .ok()
+            .and_then(|i| i.as_ref()?.first().map(|i| i.id));
+        let error = inserted.as_ref().err();
+        span.end(&template.queue, jobs.len(), one, error).await;
+    }
+    let inserted = inserted?;
     let seconds = started.elapsed().as_secs_f64();
     let duplicates = inserted
         .as_ref()

@@ -13,6 +13,7 @@ mod notifications;
 mod queue;
 mod schedule;
 pub mod scratch;
+mod send_span;
 pub mod sleep;
 pub mod step;
 mod top;

@@ -49,6 +49,21 @@ pub struct TelemetrySection {
     pub endpoint: Option<String>,
     /// `service.name` of the spans (default `OTEL_SERVICE_NAME`, else `remuda`).
     pub service_name: Option<String>,
+    /// `child` (an attempt's span descends from its enqueue's) or `link` (a root of the job's
+    /// own trace, linked to it).
+    #[serde(default)]
+    pub propagation: remuda::telemetry::Propagation,
+}
+
+impl TelemetrySection {
+    /// The exporter's settings (unset ones fall back to the `OTEL_*` environment).
+    pub fn config(&self) -> remuda::telemetry::TelemetryConfig {
+        remuda::telemetry::TelemetryConfig {
+            endpoint: self.endpoint.clone(),
+            service_name: self.service_name.clone(),
+            propagation: self.propagation,
+        }
+    }
 }
 
 /// `queue_order` as written in the config file.

@@ -10,9 +10,14 @@
 //! the jobs down, and a collector that is unreachable costs warnings and counts, never a job.
 
 mod export;
+mod record;
 mod sampler;
+mod sender;
 mod settings;
 mod span;
+
+pub use record::{new_span_id, new_trace_id, send_attributes, Attr, SpanKind, SpanRecord};
+pub use sender::SpanSender;
 
 use crate::metrics::SpanCounts;
 use crate::trace::TraceContext;
@@ -32,6 +37,21 @@ pub struct TelemetryConfig {
     pub endpoint: Option<String>,
     /// `service.name` of the spans (default `OTEL_SERVICE_NAME`, else `remuda`).
     pub service_name: Option<String>,
+    /// How an attempt's span relates to its enqueuer's.
+    pub propagation: Propagation,
+}
+
+/// How an attempt's span relates to the span that enqueued its job (Sidekiq's and Oban's
+/// choice): a child in the enqueuer's trace, or a root of the job's own trace linked to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Propagation {
+    /// The attempt descends from the enqueue: one trace from the request through its jobs.
+    #[default]
+    Child,
+    /// The attempts of a job are a trace of their own, each linked to the enqueue: a long
+    /// request's trace does not grow by every job it caused, hours later.
+    Link,
 }
 
 impl TelemetryConfig {
@@ -86,6 +106,8 @@ pub(crate) struct Attempt {
     pub context: TraceContext,
     /// The enqueuer's span, the attempt's parent (`None`: the attempt is a root span).
     pub parent: Option<String>,
+    /// The enqueuer's context, when the attempt links to it instead.
+    pub link: Option<TraceContext>,
     /// `completed`, `error`, `snoozed`, `stopped`.
     pub outcome: &'static str,
     /// The error's code and message, when it ended in one.
@@ -101,6 +123,7 @@ pub(crate) struct Spans {
     /// ids of jobs outside any trace.
     installation: i64,
     counts: SpanCounts,
+    propagation: Propagation,
 }
 
 /// The worker's side of the exporter's stop: the deadline of the last spans.
@@ -144,18 +167,21 @@ impl Spans {
             sampler,
             installation,
             counts,
+            propagation: config.propagation,
         };
         Some((spans, task, close))
     }
 
     /// The context an attempt runs under (`span_id`: its own): the job's trace, or one of
-    /// the job's own when it continues none, flagged sampled as the sampler decides.
+    /// the job's own when it continues none or only links to its enqueuer's, flagged
+    /// sampled as the sampler decides.
     pub(crate) fn attempt_context(
         &self,
         job_id: i64,
         trace: Option<&TraceContext>,
         span_id: &str,
     ) -> TraceContext {
+        let trace = trace.filter(|_| self.propagation == Propagation::Child);
         let (trace_id, flags, tracestate) = match trace {
             Some(t) => (t.trace_id().to_string(), t.flags(), t.tracestate.clone()),
             None => (root_trace_id(self.installation, job_id), 0, None),
@@ -170,12 +196,34 @@ impl Spans {
         }
     }
 
+    /// The enqueuer's span as an attempt's parent, or as its link: by the propagation.
+    pub(crate) fn enqueuer(
+        &self,
+        trace: Option<&TraceContext>,
+    ) -> (Option<String>, Option<TraceContext>) {
+        match (self.propagation, trace) {
+            (_, None) => (None, None),
+            (Propagation::Child, Some(t)) => (Some(t.parent_id().to_string()), None),
+            (Propagation::Link, Some(t)) => (None, Some(t.clone())),
+        }
+    }
+
     /// Queues the span of a finished attempt (none for one not sampled; dropped, and
     /// counted, when the queue is full: the collector does not keep up).
     pub(crate) fn record(&self, attempt: Attempt) {
-        let Some(span) = span::span_of(attempt) else {
-            return;
-        };
+        if let Some(span) = span::span_of(attempt) {
+            self.queue(span);
+        }
+    }
+
+    /// Queues a finished span of another kind (an enqueue's, a request's).
+    pub(crate) fn record_span(&self, record: SpanRecord) {
+        if let Some(span) = span::proto(record) {
+            self.queue(span);
+        }
+    }
+
+    fn queue(&self, span: Span) {
         if let Err(e) = self.tx.try_send(span) {
             if matches!(e, mpsc::error::TrySendError::Closed(_)) {
                 // (the exporter has ended: the worker is stopping)

@@ -307,7 +307,7 @@ mod tests {
     fn an_endpoint_that_is_not_an_http_url_is_a_problem_said_before_anything_is_sent() {
         let bad = TelemetryConfig {
             endpoint: Some("collector:4318".into()),
-            service_name: None,
+            ..TelemetryConfig::default()
         };
         let problem = url(&bad).expect_err("a problem");
         assert!(
@@ -316,7 +316,7 @@ mod tests {
         );
         let good = TelemetryConfig {
             endpoint: Some("http://127.0.0.1:4318/".into()),
-            service_name: None,
+            ..TelemetryConfig::default()
         };
         assert_eq!(url(&good).as_deref(), Ok("http://127.0.0.1:4318/v1/traces"));
     }

@@ -1,38 +1,39 @@
 //! An attempt as the OTLP span that tells it, and a batch of them as one export request.
 
+use super::record::{Attr, SpanKind, SpanRecord};
 use super::Attempt;
+use crate::trace::TraceContext;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{
     any_value::Value, AnyValue, InstrumentationScope, KeyValue,
 };
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{
-    span::SpanKind, status::StatusCode, ResourceSpans, ScopeSpans, Span, Status,
+    span::Link, status::StatusCode, ResourceSpans, ScopeSpans, Span, Status,
 };
+use std::time::SystemTime;
 
 /// Longest error message a span carries (the job keeps it whole).
 pub(super) const MAX_MESSAGE: usize = 2048;
 
-/// The W3C flags' sampled bit, and "the parent is remote is known" and "is remote".
+/// The W3C flags' sampled bit, and "whether the parent is remote is known" and "is remote".
 const SAMPLED: u32 = 0x01;
 const HAS_IS_REMOTE: u32 = 0x100;
 const IS_REMOTE: u32 = 0x200;
 
 fn text(key: &str, value: impl Into<String>) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(Value::StringValue(value.into())),
-        }),
-    }
+    key_value(key.into(), Attr::Text(value.into()))
 }
 
-fn int(key: &str, value: i64) -> KeyValue {
+fn key_value(key: String, value: Attr) -> KeyValue {
+    let value = match value {
+        Attr::Text(text) => Value::StringValue(text),
+        Attr::Int(int) => Value::IntValue(int),
+        Attr::Bool(flag) => Value::BoolValue(flag),
+    };
     KeyValue {
-        key: key.into(),
-        value: Some(AnyValue {
-            value: Some(Value::IntValue(value)),
-        }),
+        key,
+        value: Some(AnyValue { value: Some(value) }),
     }
 }
 
@@ -55,74 +56,105 @@ fn unix_nanos(at: std::time::SystemTime) -> u64 {
 /// The span of an attempt, ending now; `None` for an attempt not sampled (its context's
 /// flag) or whose ids are not readable.
 pub(super) fn span_of(a: Attempt) -> Option<Span> {
-    if !a.context.sampled() {
+    let wait_ms = (a.started_at - a.run_at).num_milliseconds().max(0);
+    let attributes = vec![
+        // the OpenTelemetry messaging conventions, then remuda's own
+        ("messaging.system".into(), Attr::from("remuda")),
+        ("messaging.operation.type".into(), "process".into()),
+        ("messaging.operation.name".into(), "process".into()),
+        ("messaging.destination.name".into(), a.queue.clone().into()),
+        ("messaging.message.id".into(), a.job_id.to_string().into()),
+        ("remuda.job.id".into(), a.job_id.into()),
+        ("remuda.job.kind".into(), a.kind.clone().into()),
+        ("remuda.queue".into(), a.queue.into()),
+        ("remuda.attempt".into(), i64::from(a.attempt).into()),
+        ("remuda.worker".into(), a.worker.into()),
+        ("remuda.queue_wait_ms".into(), wait_ms.into()),
+        ("remuda.outcome".into(), a.outcome.into()),
+    ];
+    let start: SystemTime = a.started_at.into();
+    // the claim's time is the database's, the end this worker's: a worker clock behind the
+    // database's must not end a span before it starts
+    let end = SystemTime::now().max(start);
+    proto(SpanRecord {
+        name: a.kind,
+        kind: SpanKind::Consumer,
+        context: a.context,
+        parent: a.parent,
+        links: a.link.into_iter().collect(),
+        start,
+        end,
+        attributes,
+        error: a.error,
+    })
+}
+
+/// A span as the protocol has it; `None` when not sampled or its ids are not readable.
+pub(super) fn proto(r: SpanRecord) -> Option<Span> {
+    if !r.context.sampled() {
         return None;
     }
-    let trace_id = bytes_of(a.context.trace_id()).filter(|b| b.len() == 16)?;
-    let span_id = bytes_of(a.context.parent_id()).filter(|b| b.len() == 8)?;
-    let parent = match &a.parent {
+    let trace_id = bytes_of(r.context.trace_id()).filter(|b| b.len() == 16)?;
+    let span_id = bytes_of(r.context.parent_id()).filter(|b| b.len() == 8)?;
+    let parent = match &r.parent {
         Some(p) => bytes_of(p).filter(|b| b.len() == 8)?,
         None => Vec::new(),
     };
-    let wait_ms = (a.started_at - a.run_at).num_milliseconds().max(0);
-    let mut attributes = vec![
-        // the OpenTelemetry messaging conventions, then remuda's own
-        text("messaging.system", "remuda"),
-        text("messaging.operation.type", "process"),
-        text("messaging.operation.name", "process"),
-        text("messaging.destination.name", a.queue.clone()),
-        text("messaging.message.id", a.job_id.to_string()),
-        int("remuda.job.id", a.job_id),
-        text("remuda.job.kind", a.kind.clone()),
-        text("remuda.queue", a.queue),
-        int("remuda.attempt", i64::from(a.attempt)),
-        text("remuda.worker", a.worker),
-        int("remuda.queue_wait_ms", wait_ms),
-        text("remuda.outcome", a.outcome),
-    ];
-    let status = match a.error {
-        Some((code, message)) => {
-            attributes.push(text("remuda.error.code", code.clone()));
-            let mut message = format!("{code}: {message}");
-            if message.len() > MAX_MESSAGE {
-                let mut end = MAX_MESSAGE;
-                while !message.is_char_boundary(end) {
-                    end -= 1;
-                }
-                message.truncate(end);
-                message.push('…');
+    let mut attributes: Vec<KeyValue> = r
+        .attributes
+        .into_iter()
+        .map(|(key, value)| key_value(key, value))
+        .collect();
+    let status = r.error.map(|(code, message)| {
+        attributes.push(text("remuda.error.code", code.clone()));
+        let mut message = format!("{code}: {message}");
+        if message.len() > MAX_MESSAGE {
+            let mut end = MAX_MESSAGE;
+            while !message.is_char_boundary(end) {
+                end -= 1;
             }
-            Some(Status {
-                message,
-                code: StatusCode::Error as i32,
-            })
+            message.truncate(end);
+            message.push('…');
         }
-        None => None,
-    };
-    let start_time: std::time::SystemTime = a.started_at.into();
-    // the claim's time is the database's, the end this worker's: a worker clock behind the
-    // database's must not end a span before it starts
-    let end_time = std::time::SystemTime::now().max(start_time);
+        Status {
+            message,
+            code: StatusCode::Error as i32,
+        }
+    });
+    let links = r.links.iter().filter_map(link_of).collect();
+    // a parent passed in a context came from elsewhere: remote
     let remote = if parent.is_empty() {
         HAS_IS_REMOTE
     } else {
         HAS_IS_REMOTE | IS_REMOTE
     };
-    // the context's W3C flags (the sampled bit set: only sampled attempts get here), then
+    // the context's W3C flags (the sampled bit set: only sampled spans get here), then
     // whether the parent is remote
-    let flags = u32::from(a.context.flags()) | SAMPLED;
+    let flags = u32::from(r.context.flags()) | SAMPLED;
     Some(Span {
         trace_id,
         span_id,
-        trace_state: a.context.tracestate.clone().unwrap_or_default(),
+        trace_state: r.context.tracestate.clone().unwrap_or_default(),
         parent_span_id: parent,
         flags: flags | remote,
-        name: a.kind,
-        kind: SpanKind::Consumer as i32,
-        start_time_unix_nano: unix_nanos(start_time),
-        end_time_unix_nano: unix_nanos(end_time),
+        name: r.name,
+        kind: r.kind.proto() as i32,
+        start_time_unix_nano: unix_nanos(r.start),
+        end_time_unix_nano: unix_nanos(r.end.max(r.start)),
         attributes,
+        links,
         status,
+        ..Default::default()
+    })
+}
+
+/// A link to the span a context names (its parent id), remote.
+fn link_of(to: &TraceContext) -> Option<Link> {
+    Some(Link {
+        trace_id: bytes_of(to.trace_id()).filter(|b| b.len() == 16)?,
+        span_id: bytes_of(to.parent_id()).filter(|b| b.len() == 8)?,
+        trace_state: to.tracestate.clone().unwrap_or_default(),
+        flags: u32::from(to.flags()) | HAS_IS_REMOTE | IS_REMOTE,
         ..Default::default()
     })
 }
@@ -155,7 +187,6 @@ pub(super) fn request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::TraceContext;
     use chrono::Utc;
 
     fn attempt(context: TraceContext, error: Option<(String, String)>) -> Attempt {
@@ -171,6 +202,7 @@ mod tests {
             started_at: now + chrono::Duration::seconds(5),
             context,
             parent: Some("00f067aa0ba902b7".into()),
+            link: None,
             outcome: "error",
             error,
         }

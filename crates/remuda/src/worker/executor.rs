@@ -295,6 +295,7 @@ fn report(
     context: Option<crate::TraceContext>,
 ) {
     if let (Some(spans), Some(context)) = (&shared.spans, context) {
+        let (parent, link) = spans.enqueuer(job.trace.as_ref());
         spans.record(crate::telemetry::Attempt {
             job_id: job.id,
             kind: job.kind.clone(),
@@ -304,7 +305,8 @@ fn report(
             run_at: job.run_at,
             started_at: job.started_at,
             context,
-            parent: job.trace.as_ref().map(|t| t.parent_id().to_string()),
+            parent,
+            link,
             outcome: match ended.said.split(' ').next() {
                 Some("completed") => "completed",
                 Some("snoozed") => "snoozed",
