@@ -130,10 +130,12 @@ fn init_logging(
         Some(spec) => spec.parse::<tracing_subscriber::filter::Targets>().map_err(|e| {
             format!("RUST_LOG={spec:?} is not a log filter ({e}): write levels like warn, or remuda=debug,info")
         })?,
-        // a worker says what it does at info, but each job only with -v
+        // a worker says what it does at info, but each job (its lines, its spans) only with -v
         None if worker && verbose == 0 => tracing_subscriber::filter::Targets::new()
             .with_default(level)
-            .with_target(remuda::worker::JOB_LOG, tracing::Level::WARN),
+            .with_target(remuda::worker::JOB_LOG, tracing::Level::WARN)
+            .with_target(remuda::telemetry::tracing_spans::ATTEMPT, tracing::Level::WARN)
+            .with_target(remuda::telemetry::tracing_spans::SEND, tracing::Level::WARN),
         None if quiet_pool && verbose == 0 => tracing_subscriber::filter::Targets::new()
             .with_default(level)
             .with_target("deadpool.postgres", tracing::Level::ERROR),

@@ -78,13 +78,7 @@ async fn the_dashboard_prints_its_address_and_token_serves_and_stops_on_sigterm(
         .await
         .expect("request");
     assert_eq!(answered.status().as_u16(), 200);
-    let pid = nix::unistd::Pid::from_raw(child.id().expect("pid") as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
-        .await
-        .expect("it stops")
-        .expect("status");
-    assert!(status.success(), "{status:?}");
+    common::terminate(&mut child, Duration::from_secs(10)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,13 +162,7 @@ async fn a_worker_serves_its_metrics_at_metrics_bind() {
     assert!(text.contains(wanted), "{text}");
     assert!(text.contains("remuda_job_run_seconds_bucket{"), "{text}");
     assert!(text.contains("remuda_worker_running{worker="), "{text}");
-    let pid = nix::unistd::Pid::from_raw(child.id().expect("pid") as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
-    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
-        .await
-        .expect("it stops")
-        .expect("status");
-    assert!(status.success(), "{status:?}");
+    common::terminate(&mut child, Duration::from_secs(20)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -835,3 +835,99 @@ async fn an_enqueue_is_a_producer_span_under_its_caller_and_the_attempt_its_chil
         "the task is handed the attempt's own trace"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_write_of_the_api_is_a_server_span_under_its_callers_and_its_job_continues_it() {
+    use tokio::io::AsyncBufReadExt;
+    let db = migrated().await;
+    let (port, received) = receiver().await;
+    let mut dashboard = tokio::process::Command::new(common::BIN)
+        .args(["--database-url", db.conninfo()])
+        .args(["dashboard", "--bind", "127.0.0.1:0", "--no-auth"])
+        .env_remove("DATABASE_URL")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the dashboard");
+    let stderr = dashboard.stderr.take().expect("stderr");
+    let mut lines = tokio::io::BufReader::new(stderr).lines();
+    let address = loop {
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
+            .await
+            .expect("it says where it listens")
+            .expect("read")
+            .expect("a line");
+        if let Some(rest) = line.strip_prefix("remuda dashboard on ") {
+            break rest
+                .split_whitespace()
+                .next()
+                .expect("an address")
+                .to_string();
+        }
+    };
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client");
+    let made = http
+        .post(format!("{address}api/v1/jobs"))
+        .header("traceparent", format!("00-{TRACE}-{ENQUEUER}-01"))
+        .json(&serde_json::json!({"kind": "step", "args": {}}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(made.status().as_u16(), 201);
+    let id = made.json::<serde_json::Value>().await.expect("json")["id"]
+        .as_i64()
+        .expect("an id");
+    let missing = http
+        .post(format!("{address}api/v1/jobs/{}/retry", id + 1000))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(missing.status().as_u16(), 404);
+    let read = http.get(format!("{address}api/v1/jobs/{id}")).send().await;
+    assert_eq!(read.expect("request").status().as_u16(), 200);
+    common::terminate(&mut dashboard, Duration::from_secs(10)).await;
+
+    let spans: Vec<Span> = received
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, s)| s.clone())
+        .collect();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["POST /api/v1/jobs", "POST /api/v1/jobs/{id}/retry"],
+        "a span per write, sent before the dashboard exits; none for a read"
+    );
+    let enqueue = &spans[0];
+    assert_eq!(enqueue.kind, SpanKind::Server as i32);
+    assert_eq!(hex(&enqueue.trace_id), TRACE);
+    assert_eq!(
+        hex(&enqueue.parent_span_id),
+        ENQUEUER,
+        "under the caller's span"
+    );
+    assert_eq!(text(enqueue, "http.request.method"), "POST");
+    assert_eq!(text(enqueue, "http.route"), "/api/v1/jobs");
+    assert_eq!(int(enqueue, "http.response.status_code"), 201);
+    let job = remuda(&db, &["job", &id.to_string(), "--json"]).await;
+    assert_eq!(
+        common::json(&job)["trace"]["traceparent"],
+        format!("00-{TRACE}-{}-01", hex(&enqueue.span_id)),
+        "the job continues the request's span"
+    );
+    let retry = &spans[1];
+    assert!(retry.parent_span_id.is_empty(), "no caller: a root");
+    assert_eq!(int(retry, "http.response.status_code"), 404);
+    assert!(
+        retry.status.is_none(),
+        "a client's error is not the server's"
+    );
+}

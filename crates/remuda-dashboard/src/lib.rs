@@ -26,6 +26,7 @@ mod extract;
 pub mod metrics;
 mod origin;
 mod pages;
+mod server_span;
 
 pub use auth::{Principal, Token, Via};
 pub use error::{ApiError, ApiResult};
@@ -55,6 +56,7 @@ pub struct Access {
 pub struct Dashboard {
     client: Client,
     access: Access,
+    spans: Option<remuda::telemetry::SpanSender>,
 }
 
 /// What every handler shares.
@@ -65,6 +67,8 @@ pub(crate) struct State {
     pub(crate) sessions: Arc<auth::Sessions>,
     /// The queues' counts, shared by every request.
     pub(crate) counts: Arc<counts::QueueCounts>,
+    /// Where the spans of the API's writes go, if anywhere.
+    pub(crate) spans: Option<remuda::telemetry::SpanSender>,
 }
 
 impl Dashboard {
@@ -74,7 +78,15 @@ impl Dashboard {
         Dashboard {
             client,
             access: Access::default(),
+            spans: None,
         }
+    }
+
+    /// Exports a `SERVER` span for each write of the API through `spans`, under the
+    /// request's `traceparent` header; the jobs and runs the request makes continue it.
+    pub fn spans(mut self, spans: remuda::telemetry::SpanSender) -> Dashboard {
+        self.spans = Some(spans);
+        self
     }
 
     /// Adds a token that opens it.
@@ -120,8 +132,9 @@ impl Dashboard {
             config: Arc::new(self.access),
             sessions: Arc::default(),
             counts: Arc::default(),
+            spans: self.spans,
         };
-        api::routes()
+        api::routes(&state)
             .merge(pages::routes())
             .layer(axum::middleware::from_fn_with_state(
                 state.clone(),

@@ -22,6 +22,11 @@ pub async fn run(db: &DbArgs, args: DashboardArgs) -> CliResult<u8> {
     };
     let client = connect::client(db).await?;
     let mut dashboard = Dashboard::new(client);
+    // the API's writes as spans, when spans are exported (the `OTEL_*` environment)
+    let spans = remuda::telemetry::SpanSender::start(&Default::default());
+    if let Some(spans) = &spans {
+        dashboard = dashboard.spans(spans.clone());
+    }
     let made_up = args.token.is_none();
     if let Some(token) = &token {
         dashboard = dashboard.token(token.clone());
@@ -63,6 +68,9 @@ pub async fn run(db: &DbArgs, args: DashboardArgs) -> CliResult<u8> {
         .with_graceful_shutdown(stopped())
         .await
         .map_err(|e| CliError::Usage(format!("the dashboard stopped: {e}")))?;
+    if let Some(spans) = spans {
+        spans.finish(std::time::Duration::from_secs(2)).await;
+    }
     Ok(0)
 }
 

@@ -44,6 +44,17 @@ pub fn code(output: &Output) -> i32 {
     output.status.code().unwrap_or(-1)
 }
 
+/// Sends SIGTERM to `child` and waits (at most `limit`) for it to exit cleanly.
+pub async fn terminate(child: &mut tokio::process::Child, limit: std::time::Duration) {
+    let pid = nix::unistd::Pid::from_raw(child.id().expect("pid") as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("signal");
+    let status = tokio::time::timeout(limit, child.wait())
+        .await
+        .expect("it stops")
+        .expect("status");
+    assert!(status.success(), "{status:?}");
+}
+
 /// A temporary directory removed on drop.
 pub struct TempDir(pub PathBuf);
 

@@ -191,7 +191,7 @@ impl Enqueue {
 /// The W3C trace context of a request (`traceparent`, `tracestate` headers), if it has a
 /// valid one: as W3C asks of a receiver, a malformed one is ignored (a proxy's header must not
 /// refuse the job), and the job starts no trace of its own.
-fn trace_of(headers: &axum::http::HeaderMap) -> Option<remuda::TraceContext> {
+pub(crate) fn trace_of(headers: &axum::http::HeaderMap) -> Option<remuda::TraceContext> {
     let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let traceparent = text("traceparent")?;
     // a bad tracestate loses only itself (W3C), a bad traceparent the whole context
@@ -215,7 +215,8 @@ pub async fn enqueue(
     ApiJson(body): ApiJson<Enqueue>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let mut job = body.to_job()?;
-    if let Some(trace) = trace_of(&headers) {
+    // (under the request's span, when spans are exported, the job continues that instead)
+    if let Some(trace) = remuda::trace::current().or_else(|| trace_of(&headers)) {
         job = job.trace(trace);
     }
     let result = match state.client.insert_each(&[job]).await {

@@ -7,6 +7,8 @@ pub(crate) mod others;
 pub(crate) mod queues;
 pub(crate) mod workflows;
 
+pub(crate) use jobs::trace_of;
+
 use crate::error::{ApiError, ApiResult};
 use crate::State;
 use axum::extract::State as S;
@@ -19,8 +21,8 @@ use serde_json::json;
 /// The OpenAPI 3.1 description of every route.
 const OPENAPI: &str = include_str!("openapi.json");
 
-/// Every API route.
-pub fn routes() -> Router<State> {
+/// Every API route, each write under a span of its own when spans are exported.
+pub fn routes(state: &State) -> Router<State> {
     let v1 = Router::new()
         .route("/queues", get(queues::list))
         .route("/queues/{name}", get(queues::get).patch(queues::change))
@@ -48,6 +50,10 @@ pub fn routes() -> Router<State> {
         )
         .route("/audit", get(others::audit))
         .route("/openapi.json", get(openapi))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::server_span::around,
+        ))
         .fallback(not_found);
     Router::new()
         .nest("/api/v1", v1)

@@ -180,7 +180,7 @@ async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {
         None => {}
     }
     let notify = job.notify.as_ref().map(crate::notify::NotifyTarget::stored);
-    let trace = job.trace_or(crate::trace::current().as_ref());
+    let trace = job.trace_or(crate::telemetry::tracing_spans::inherited().as_ref());
     let group = job.group_or(crate::group::current().as_deref());
     let row = conn
         .query_one(

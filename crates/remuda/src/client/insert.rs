@@ -5,6 +5,7 @@ use crate::db::Jsonb;
 use crate::db::Sql;
 use crate::names::check_name;
 use crate::task::Task;
+use crate::telemetry::tracing_spans;
 use crate::{sql, Error, Result};
 use chrono::{DateTime, Utc};
 use futures_util::pin_mut;
@@ -12,6 +13,7 @@ use postgres_types::Type;
 use serde::Serialize;
 use std::time::Duration;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
+use tracing::Instrument;
 
 /// A job to enqueue.
 #[derive(Clone, Debug)]
@@ -544,7 +546,7 @@ impl<'a> Columns<'a> {
             traceparents: Vec::with_capacity(n),
             tracestates: Vec::with_capacity(n),
         };
-        let current = crate::trace::current();
+        let current = tracing_spans::inherited();
         let current_group = crate::group::current();
         for job in jobs {
             c.queues.push(job.queue.as_str());
@@ -596,7 +598,7 @@ pub(crate) fn any_unique(jobs: &[NewJob]) -> bool {
 }
 
 /// Inserts jobs with one statement and returns, in the same order, each one's id and whether
-/// it was a duplicate of an existing unique job.
+/// it was a duplicate of an existing unique job; inside the send's `tracing` span.
 pub(crate) async fn insert_many(
     conn: &impl Sql,
     jobs: &[NewJob],
@@ -605,6 +607,26 @@ pub(crate) async fn insert_many(
     if jobs.is_empty() {
         return Ok(Vec::new());
     }
+    let span = tracing_spans::send_span(destination(jobs), jobs.len());
+    let inserted = write_many(conn, jobs, max_payload)
+        .instrument(span.clone())
+        .await;
+    if let Ok([one]) = inserted.as_deref() {
+        tracing_spans::sent(&span, one.id);
+    }
+    inserted
+}
+
+/// The queue jobs are sent to, as their send's span names it ("" for several).
+fn destination(jobs: &[NewJob]) -> &str {
+    match jobs.split_first() {
+        Some((first, rest)) if rest.iter().all(|j| j.queue == first.queue) => &first.queue,
+        _ => "",
+    }
+}
+
+/// [`insert_many`]'s work.
+async fn write_many(conn: &impl Sql, jobs: &[NewJob], max_payload: usize) -> Result<Vec<Inserted>> {
     // a task's declared debounce or throttle, on the keyed jobs that take it
     let formed: Vec<NewJob>;
     let jobs = if jobs.iter().any(NewJob::takes_keyed_formation) {
@@ -752,7 +774,21 @@ async fn insert_unique(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>
 
 /// Inserts jobs inside `tx` the fastest way: jobs due now with binary COPY, jobs with a
 /// `run_at` with `insert_jobs.sql`. Returns how many were inserted (COPY returns no ids).
+/// Inside the send's `tracing` span.
 pub(crate) async fn insert_bulk(
+    tx: &tokio_postgres::Transaction<'_>,
+    statements: &impl Sql,
+    jobs: &[NewJob],
+    max_payload: usize,
+) -> Result<u64> {
+    let span = tracing_spans::send_span(destination(jobs), jobs.len());
+    write_bulk(tx, statements, jobs, max_payload)
+        .instrument(span)
+        .await
+}
+
+/// [`insert_bulk`]'s work.
+async fn write_bulk(
     tx: &tokio_postgres::Transaction<'_>,
     statements: &impl Sql,
     jobs: &[NewJob],
@@ -771,7 +807,7 @@ pub(crate) async fn insert_bulk(
     let mut inserted = 0;
     if !later.is_empty() {
         let later: Vec<NewJob> = later.into_iter().cloned().collect();
-        inserted += insert_many(statements, &later, max_payload)
+        inserted += write_many(statements, &later, max_payload)
             .await?
             .iter()
             .filter(|i| !i.duplicate && !i.joined)
@@ -798,7 +834,7 @@ pub(crate) async fn insert_bulk(
             ],
         );
         pin_mut!(writer);
-        let current = crate::trace::current();
+        let current = tracing_spans::inherited();
         let current_group = crate::group::current();
         for job in now {
             let timeout = job.timeout_ms();

@@ -15,6 +15,7 @@ mod sampler;
 mod sender;
 mod settings;
 mod span;
+pub mod tracing_spans;
 
 pub use record::{new_span_id, new_trace_id, send_attributes, Attr, SpanKind, SpanRecord};
 pub use sender::SpanSender;

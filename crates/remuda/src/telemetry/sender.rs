@@ -6,15 +6,20 @@ use super::record::{new_span_id, new_trace_id, SpanRecord};
 use super::{Spans, TelemetryConfig};
 use crate::metrics::SpanCounts;
 use crate::trace::TraceContext;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// Spans sent over OTLP by a process that makes them one by one.
-#[derive(Debug)]
+/// Spans sent over OTLP by a process that makes them one by one; cheap to clone (the clones
+/// share one sender).
+#[derive(Clone, Debug)]
 pub struct SpanSender {
     spans: Spans,
-    task: tokio::task::JoinHandle<()>,
-    close: super::Close,
+    /// The sending task and what stops it, until [`SpanSender::finish`] takes them.
+    end: Arc<Mutex<Option<Ending>>>,
 }
+
+/// The task that sends, and what tells it to stop.
+type Ending = (tokio::task::JoinHandle<()>, super::Close);
 
 impl SpanSender {
     /// Starts sending when telemetry is on ([`TelemetryConfig::enabled`]: an endpoint here
@@ -22,7 +27,10 @@ impl SpanSender {
     /// (said once as a warning). Needs a Tokio runtime.
     pub fn start(config: &TelemetryConfig) -> Option<SpanSender> {
         let (spans, task, close) = Spans::start(config, 0, SpanCounts::default())?;
-        Some(SpanSender { spans, task, close })
+        Some(SpanSender {
+            spans,
+            end: Arc::new(Mutex::new(Some((task, close)))),
+        })
     }
 
     /// The context of a new span: a child of `parent` in its trace, or the root of a new
@@ -49,14 +57,13 @@ impl SpanSender {
     }
 
     /// Sends what is queued, waiting at most `within` (what the collector has not taken by
-    /// then is said as a warning), and stops.
-    pub async fn finish(self, within: Duration) {
-        let SpanSender {
-            spans,
-            mut task,
-            close,
-        } = self;
-        drop(spans);
+    /// then is said as a warning), and stops: spans recorded after are not sent. A second
+    /// call does nothing.
+    pub async fn finish(&self, within: Duration) {
+        let taken = self.end.lock().ok().and_then(|mut end| end.take());
+        let Some((mut task, close)) = taken else {
+            return;
+        };
         close.send_replace(Some(tokio::time::Instant::now() + within));
         if tokio::time::timeout(within + Duration::from_millis(500), &mut task)
             .await

@@ -15,6 +15,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
+use tracing::Instrument;
 
 /// The log target of the line each job's start and end writes (at info): a program that logs
 /// at info but not each job filters it out (`remuda::job=warn`), as `remuda worker` does
@@ -202,7 +203,27 @@ fn start(
     let args = std::mem::replace(&mut job.args, Jsonb(String::new()));
     tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
     // the attempt's trace is current in the task: what it enqueues continues it
-    let attempt = attempt(registered.task.clone(), ctx, args, trace.clone(), timeout);
+    // the attempt's `tracing` span: under remuda's own span of the attempt when that is
+    // exported, else it is the attempt's span, under the job's enqueuer
+    let span_parent = match shared.spans {
+        Some(_) => trace.as_ref(),
+        None => job.trace.as_ref(),
+    };
+    let span = crate::telemetry::tracing_spans::attempt_span(
+        &job.kind,
+        &job.queue,
+        job.id,
+        job.attempt,
+        span_parent,
+    );
+    let attempt = attempt(
+        registered.task.clone(),
+        ctx,
+        args,
+        trace.clone(),
+        timeout,
+        span,
+    );
     (attempt, trace)
 }
 
@@ -355,6 +376,7 @@ fn attempt(
     args: Jsonb,
     trace: Option<crate::TraceContext>,
     timeout: Option<Duration>,
+    span: tracing::Span,
 ) -> impl std::future::Future<Output = Ran> {
     use futures_util::future::{ready, Either};
     // A job outside any trace (or group) runs with no context set, which reads as none: this
@@ -366,9 +388,13 @@ fn attempt(
         Some(_) => crate::group::sync_scope(group.clone(), call),
         None => call(),
     };
-    let called = match &trace {
+    let traced_call = || match &trace {
         Some(_) => crate::trace::sync_scope(trace.clone(), grouped_call),
         None => grouped_call(),
+    };
+    let called = match span.is_disabled() {
+        true => traced_call(),
+        false => span.in_scope(traced_call),
     };
     let run = match called {
         Ok(future) => {
@@ -380,7 +406,11 @@ fn attempt(
                 Some(trace) => Either::Left(crate::trace::scope(Some(trace), grouped)),
                 None => Either::Right(grouped),
             };
-            Either::Left(AssertUnwindSafe(traced).catch_unwind())
+            let spanned = match span.is_disabled() {
+                true => Either::Right(traced),
+                false => Either::Left(traced.instrument(span)),
+            };
+            Either::Left(AssertUnwindSafe(spanned).catch_unwind())
         }
         Err(panic) => Either::Right(ready(Err(panic))),
     };

@@ -189,7 +189,7 @@ impl Client {
         input: &Value,
         key: Option<&str>,
     ) -> Result<Started> {
-        let trace = crate::trace::current();
+        let trace = crate::telemetry::tracing_spans::inherited();
         let traceparent = trace.as_ref().map(|t| t.traceparent.as_str());
         let tracestate = trace.as_ref().and_then(|t| t.tracestate.as_deref());
         crate::group::check_current()?;
