@@ -718,6 +718,10 @@ pub struct QueueSetArgs {
     /// concurrency key.
     #[arg(long, requires = "rate")]
     pub rate_per: Option<remuda::RatePer>,
+    /// Most starts at once under --rate (the bucket's size; default: its N): 1 spreads the
+    /// starts evenly over the period, as Inngest's throttle does.
+    #[arg(long, requires = "rate", value_parser = clap::value_parser!(i32).range(1..))]
+    pub rate_burst: Option<i32>,
     /// Most jobs waiting; an enqueue beyond it is refused (exit 2).
     #[arg(long, value_parser = parse_limit, allow_hyphen_values = true)]
     pub max_depth: Option<Limit>,

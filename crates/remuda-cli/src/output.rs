@@ -203,6 +203,9 @@ fn limits(s: &remuda::QueueSettings) -> String {
             remuda::duration::format(period),
             s.rate_per.as_str()
         ));
+        if let Some(burst) = s.rate_burst {
+            parts.push(format!("burst={burst}"));
+        }
     }
     if let Some(n) = s.max_depth {
         parts.push(format!("max_depth={n}"));

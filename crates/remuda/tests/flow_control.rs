@@ -291,6 +291,105 @@ async fn a_rate_limit_spaces_starts_across_workers() {
     );
 }
 
+/// Asserts that no more than `burst` of `starts` (in order) went at once, and the rest came
+/// no faster than `per_start` apart after them (the bucket's refill).
+fn assert_bursts(
+    starts: &[chrono::DateTime<chrono::Utc>],
+    burst: usize,
+    per_start: i64,
+    what: &str,
+) {
+    // (the claim's time and its bucket's clock differ by the statement's own microseconds)
+    let slack = chrono::Duration::milliseconds(15);
+    for (k, at) in starts.iter().enumerate().skip(burst) {
+        let least = chrono::Duration::milliseconds(per_start * (k + 1 - burst) as i64);
+        assert!(
+            *at - starts[0] + slack >= least,
+            "{what}: start {k} came {} after the first, before {least}",
+            *at - starts[0]
+        );
+    }
+    assert!(
+        starts[burst - 1] - starts[0] < chrono::Duration::milliseconds(per_start),
+        "{what}: the burst of {burst} did not go at once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rates_burst_caps_the_starts_at_once_and_spreads_the_rest_evenly() {
+    let (_db, client) = setup().await;
+    let refused = client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate_burst: Some(2),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect_err("a burst without a rate");
+    assert!(
+        refused.to_string().contains("give the rate too"),
+        "{refused}"
+    );
+    // one bucket per key, of 2 tokens, refilled 10 a second
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate: Some(Some((10, Duration::from_secs(1)))),
+                rate_per: Some(remuda::RatePer::Key),
+                rate_burst: Some(2),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rate");
+    assert_eq!(
+        client.queue("limited").await.expect("show").rate_burst,
+        Some(2)
+    );
+    let mut jobs = Vec::new();
+    for key in ["a", "b"] {
+        jobs.extend(naps(6, 1).into_iter().map(|j| j.concurrency_key(key)));
+    }
+    client.insert_many(&jobs).await.expect("enqueue");
+    let racing = workers(&client, 2, &["limited"]);
+    wait_all_completed(&client, 12, Duration::from_secs(30)).await;
+    stop(racing).await;
+    for key in ["a", "b"] {
+        assert_bursts(&start_times(&client, Some(key)).await, 2, 100, key);
+    }
+    // the queue's one bucket, of 1 token: every start a tenth of a second after the last
+    client
+        .change_queue(
+            "limited",
+            &QueueChange {
+                rate: Some(Some((10, Duration::from_secs(1)))),
+                rate_burst: Some(1),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("rate");
+    let conn = client.database().conn().await.expect("conn");
+    conn.execute("DELETE FROM remuda.jobs", &[])
+        .await
+        .expect("clear");
+    client.insert_many(&naps(6, 1)).await.expect("enqueue");
+    let racing = workers(&client, 2, &["limited"]);
+    wait_all_completed(&client, 6, Duration::from_secs(30)).await;
+    stop(racing).await;
+    assert_bursts(&start_times(&client, None).await, 1, 100, "the queue");
+    // a rate set again without a burst holds its N again
+    let again = QueueChange {
+        rate: Some(Some((10, Duration::from_secs(1)))),
+        ..Default::default()
+    };
+    let shown = client.change_queue("limited", &again).await.expect("rate");
+    assert_eq!(shown.rate_burst, None);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_paused_queue_keeps_its_jobs_until_resumed() {
     let (_db, client) = setup().await;

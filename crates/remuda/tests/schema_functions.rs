@@ -101,7 +101,7 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
          ALTER TABLE remuda.jobs DROP COLUMN formed;
          DROP TABLE remuda.queue_groups, remuda.fair_clocks;
          ALTER TABLE remuda.jobs DROP COLUMN group_key, DROP COLUMN fair_tag;
-         ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock;
+         ALTER TABLE remuda.queues DROP COLUMN fairness, DROP COLUMN fair_clock, DROP COLUMN rate_burst;
          ALTER TABLE remuda.jobs DROP COLUMN traceparent, DROP COLUMN tracestate;
          ALTER TABLE remuda.workflows DROP COLUMN traceparent, DROP COLUMN tracestate;
          ALTER TABLE remuda.workflows DROP COLUMN group_key;
@@ -125,7 +125,8 @@ async fn a_database_migrated_before_function_files_gets_them_and_keeps_its_hooks
             "0027_live_fillfactor",
             "0028_run_and_schedule_groups",
             "0029_fair_tags",
-            "0030_kind_walk"
+            "0030_kind_walk",
+            "0031_rate_burst"
         ]
     );
     assert!(report.functions.len() >= 40, "{report:?}");

@@ -33,6 +33,7 @@ pub async fn run(db: &DbArgs, command: QueueCommand) -> CliResult<u8> {
                 key_limit: args.key_limit.map(|l| l.0),
                 rate: args.rate.map(|r| r.0),
                 rate_per: args.rate_per,
+                rate_burst: args.rate_burst,
                 max_depth: args.max_depth.map(|l| l.0),
                 fairness: args.fairness,
                 retain_completed: args.retain_completed.map(|r| r.0),
@@ -103,9 +104,12 @@ fn print_settings(s: &QueueSettings) {
         s.rate.map_or_else(
             || "none".to_string(),
             |(n, p)| format!(
-                "{n}/{} per {}",
+                "{n}/{} per {}{}",
                 remuda::duration::format(p),
-                s.rate_per.as_str()
+                s.rate_per.as_str(),
+                s.rate_burst
+                    .map(|b| format!(", at most {b} at once"))
+                    .unwrap_or_default()
             )
         )
     );

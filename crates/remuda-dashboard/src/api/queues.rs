@@ -57,6 +57,8 @@ pub struct Limits {
     rate: Option<Option<String>>,
     /// `queue`, `kind` or `key`.
     rate_per: Option<String>,
+    /// Most starts at once under the rate given with it (default: its N).
+    rate_burst: Option<i32>,
     #[serde(default, deserialize_with = "present")]
     max_depth: Option<Option<i32>>,
     /// `group` (fair share between the jobs' groups) or `none`.
@@ -79,6 +81,7 @@ impl Limits {
         key_limit: Option<Option<i32>>,
         rate: Option<Option<String>>,
         rate_per: Option<String>,
+        rate_burst: Option<i32>,
         max_depth: Option<Option<i32>>,
         fairness: Option<String>,
     ) -> Limits {
@@ -87,6 +90,7 @@ impl Limits {
             key_limit,
             rate,
             rate_per,
+            rate_burst,
             max_depth,
             fairness,
         }
@@ -110,6 +114,7 @@ impl Limits {
             key_limit: self.key_limit,
             rate,
             rate_per,
+            rate_burst: self.rate_burst,
             max_depth: self.max_depth,
             fairness,
             ..Default::default()

@@ -53,6 +53,7 @@ pub async fn page(
 <label>key limit <input name=\"key_limit\" value=\"{}\" size=\"6\"></label>\
 <label>rate <input name=\"rate\" value=\"{}\" size=\"8\" placeholder=\"100/1s\"></label>\
 <label>rate per <select name=\"rate_per\">{}</select></label>\
+<label>burst <input name=\"rate_burst\" value=\"{}\" size=\"5\"></label>\
 <label>max depth <input name=\"max_depth\" value=\"{}\" size=\"8\"></label>\
 <label>fairness <select name=\"fairness\">{}</select></label>\
 <button{disabled}>Save</button></form></td></tr>",
@@ -69,6 +70,7 @@ pub async fn page(
                     format!("<option{selected}>{p}</option>")
                 })
                 .collect::<String>(),
+            number(s.rate_burst),
             number(s.max_depth),
             ["none", "group"]
                 .iter()
@@ -134,6 +136,8 @@ pub struct LimitsForm {
     #[serde(default)]
     rate_per: String,
     #[serde(default)]
+    rate_burst: String,
+    #[serde(default)]
     max_depth: String,
     #[serde(default)]
     fairness: String,
@@ -154,11 +158,17 @@ impl LimitsForm {
                 .map_err(|_| format!("{field}: {text:?} is not a whole number"))
         };
         let rate = self.rate.trim();
+        // (a burst goes with a rate: without one it is not read)
+        let burst = match rate.is_empty() {
+            true => None,
+            false => number("burst", &self.rate_burst)?.flatten(),
+        };
         Ok(Limits::new(
             number("max running", &self.max_running)?,
             number("key limit", &self.key_limit)?,
             Some((!rate.is_empty()).then(|| rate.to_string())),
             Some(self.rate_per.clone()).filter(|p| !p.is_empty()),
+            burst,
             number("max depth", &self.max_depth)?,
             Some(self.fairness.clone()).filter(|f| !f.is_empty()),
         ))

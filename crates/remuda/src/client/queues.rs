@@ -24,6 +24,9 @@ pub struct QueueSettings {
     pub rate: Option<(i32, Duration)>,
     /// What the rate applies to: the queue as a whole, each kind, or each concurrency key.
     pub rate_per: RatePer,
+    /// Most starts at once (the bucket's size; `None`: the rate's N): 1 spreads the starts
+    /// evenly over the period.
+    pub rate_burst: Option<i32>,
     /// Most jobs waiting (available or scheduled); an enqueue beyond it is refused.
     pub max_depth: Option<i32>,
     /// How its starts are shared: first come first served, or between the jobs' groups by
@@ -56,6 +59,7 @@ impl QueueSettings {
             key_limit: None,
             rate: None,
             rate_per: RatePer::Queue,
+            rate_burst: None,
             max_depth: None,
             fairness: Fairness::None,
             retention: QueueRetention::default(),
@@ -87,6 +91,7 @@ impl QueueSettings {
                 .try_get::<_, String>("rate_per")?
                 .parse()
                 .map_err(Error::InvalidInput)?,
+            rate_burst: row.try_get("rate_burst")?,
             max_depth: row.try_get("max_depth")?,
             fairness: row
                 .try_get::<_, Option<String>>("fairness")?
@@ -210,6 +215,8 @@ pub struct QueueChange {
     pub rate: Option<Option<(i32, Duration)>>,
     /// What a rate set now applies to (default: the whole queue).
     pub rate_per: Option<RatePer>,
+    /// Most starts at once under a rate set now (default: the rate's N).
+    pub rate_burst: Option<i32>,
     /// Most jobs waiting.
     pub max_depth: Option<Option<i32>>,
     /// How starts are shared.
@@ -238,6 +245,14 @@ impl QueueChange {
                 return bad(
                     "a rate is N/PERIOD with N at least 1 and PERIOD at least 1ms, e.g. 100/1s",
                 );
+            }
+        }
+        if let Some(burst) = self.rate_burst {
+            if !matches!(self.rate, Some(Some(_))) {
+                return bad("a rate's burst is set with the rate: give the rate too (N/PERIOD)");
+            }
+            if burst < 1 {
+                return bad("a rate's burst must be at least 1 (1 spreads the starts evenly)");
             }
         }
         if matches!(self.max_depth, Some(Some(n)) if n < 0) {
@@ -356,6 +371,7 @@ impl Client {
                         Fairness::None => None,
                         Fairness::Group => Some(f.as_str()),
                     }),
+                    &change.rate_burst,
                 ],
             )
             .await?;

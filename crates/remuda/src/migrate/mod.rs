@@ -217,10 +217,16 @@ const MIGRATIONS: &[Migration] = &[
         mode: Mode::Outside,
         sql: include_str!("0030_kind_walk.sql"),
     },
+    Migration {
+        version: 31,
+        name: "rate_burst",
+        mode: Mode::Transaction,
+        sql: include_str!("0031_rate_burst.sql"),
+    },
 ];
 
 /// The schema version this build needs.
-pub const LATEST: i32 = 30;
+pub const LATEST: i32 = 31;
 
 /// Creates or upgrades the schema to [`LATEST`], finishing first a migration that an earlier
 /// run left half-done.

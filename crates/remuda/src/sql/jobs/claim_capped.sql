@@ -12,7 +12,7 @@
 -- `remuda_queue` and then uses claim_limited.sql).
 -- The jobs claimed are flagged `counted`, which is how the counts find them.
 WITH cfg AS (
-    SELECT q.max_running, q.rate_limit, q.rate_period_ms,
+    SELECT q.max_running, q.rate_limit, q.rate_period_ms, coalesce(q.rate_burst, q.rate_limit) AS rate_burst,
            c.max_running AS cluster_max,
            coalesce(q.paused, false)
              OR q.key_limit IS NOT NULL
@@ -21,8 +21,8 @@ WITH cfg AS (
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
 ), bucket AS (
     SELECT CASE WHEN cfg.rate_limit IS NULL THEN NULL
-                ELSE least(cfg.rate_limit::float8,
-                           coalesce(b.tokens, cfg.rate_limit::float8)
+                ELSE least(cfg.rate_burst::float8,
+                           coalesce(b.tokens, cfg.rate_burst::float8)
                            + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
     FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text)::text

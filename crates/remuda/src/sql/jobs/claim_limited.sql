@@ -2,7 +2,8 @@
 -- (named $6, with capabilities $7: routing as in claim.sql):
 -- at most $4 (free slots), and no more than max_running minus its running jobs, the
 -- cluster's cap minus all running jobs, and the rate limit's tokens allow (one bucket for the
--- queue, or with rate_per 'kind' / 'key' one per kind or concurrency key of the queue). With a key_limit,
+-- queue, or with rate_per 'kind' / 'key' one per kind or concurrency key of the queue; each
+-- holds rate_burst tokens at most, else rate_limit). With a key_limit,
 -- each concurrency key gets at most key_limit running jobs, and keys take turns: the first
 -- waiting job of every key comes before the second of any, walking the keys from the cursor
 -- $8 (the last key this worker served) so no tenant starves another. Under a cap or a key
@@ -23,6 +24,7 @@
 -- to wait that gives none) is tagged before a deep claim (fair_tag_queue.sql).
 WITH RECURSIVE cfg AS (
     SELECT q.max_running, q.key_limit, q.rate_limit, q.rate_period_ms, coalesce(q.rate_per, 'queue') AS rate_per,
+           coalesce(q.rate_burst, q.rate_limit) AS rate_burst,
            c.max_running AS cluster_max, coalesce(q.paused, false) AS paused,
            coalesce(q.fairness = 'group', false) AS fair
     FROM remuda.cluster c LEFT JOIN remuda.queues q ON q.name = $1
@@ -34,8 +36,8 @@ WITH RECURSIVE cfg AS (
                 ELSE (SELECT count(*) FROM remuda.jobs_live r WHERE r.state = 'running' AND r.counted) END AS in_cluster
 ), bucket AS (
     SELECT CASE WHEN cfg.rate_limit IS NULL OR cfg.rate_per <> 'queue' THEN NULL
-                ELSE least(cfg.rate_limit::float8,
-                           coalesce(b.tokens, cfg.rate_limit::float8)
+                ELSE least(cfg.rate_burst::float8,
+                           coalesce(b.tokens, cfg.rate_burst::float8)
                            + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                              * cfg.rate_limit / cfg.rate_period_ms) END AS tokens
     FROM cfg LEFT JOIN remuda.rate_buckets b ON b.scope = jsonb_build_array($1::text)::text
@@ -44,7 +46,7 @@ WITH RECURSIVE cfg AS (
                              coalesce(cfg.max_running - counts.in_queue, $4::bigint),
                              coalesce(cfg.cluster_max - counts.in_cluster, $4::bigint),
                              coalesce(floor(bucket.tokens)::bigint, $4::bigint))) END AS n,
-           cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_period_ms, cfg.fair
+           cfg.key_limit, cfg.rate_per, cfg.rate_limit, cfg.rate_burst, cfg.rate_period_ms, cfg.fair
     FROM cfg, counts, bucket
 ), after_cursor(key) AS (
     -- (each next key found by an ordered walk taking its first entry, never min(): planned
@@ -205,8 +207,8 @@ WITH RECURSIVE cfg AS (
 ), group_tokens AS (
     -- rate per kind or key: the tokens of each group among the candidates
     SELECT g.grp,
-           least(q.rate_limit::float8,
-                 coalesce(b.tokens, q.rate_limit::float8)
+           least(q.rate_burst::float8,
+                 coalesce(b.tokens, q.rate_burst::float8)
                  + extract(epoch FROM statement_timestamp() - coalesce(b.refreshed_at, statement_timestamp())) * 1000.0
                    * q.rate_limit / q.rate_period_ms) AS tokens
     FROM (SELECT DISTINCT grp FROM candidates WHERE grp IS NOT NULL) g

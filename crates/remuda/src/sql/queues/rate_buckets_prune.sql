@@ -1,5 +1,6 @@
--- Delete the rate-limit token buckets that are full again (not refreshed for a whole period
--- of their queue's rate: a missing bucket counts as full) or whose queue has no rate limit
+-- Delete the rate-limit token buckets that are full again (not refreshed for as long as
+-- their queue's rate takes to refill its burst, at least a period: a missing bucket counts
+-- as full) or whose queue has no rate limit
 -- any more, and those whose scope is not a JSON array (an older format, or written by
 -- hand: no claim reads them). Only for the leader $1 at term $2.
 WITH lease AS (
@@ -14,7 +15,8 @@ WITH lease AS (
           WHERE b.scope LIKE '[%]'
             AND q.name = (CASE WHEN b.scope LIKE '[%]' THEN b.scope::jsonb ->> 0 END)
             AND q.rate_limit IS NOT NULL
-            AND b.refreshed_at >= now() - q.rate_period_ms * interval '1 millisecond')
+            AND b.refreshed_at >= now() - q.rate_period_ms * interval '1 millisecond'
+                                     * greatest(1, coalesce(q.rate_burst, q.rate_limit)::float8 / q.rate_limit))
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted
