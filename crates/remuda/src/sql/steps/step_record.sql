@@ -26,9 +26,12 @@ WITH input AS (
     ON CONFLICT (job_id, name) DO NOTHING
     RETURNING job_id, name, output::text AS output
 )
+-- (the rows stored are joined, not looked up row by row: a lookup scans the CTE, and a
+-- batch of 500 steps compared 250 000 pairs)
 SELECT i.n, h.id IS NOT NULL AS held,
-       COALESCE((SELECT s.output FROM stored s WHERE s.job_id = i.job_id AND s.name = i.name LIMIT 1),
+       COALESCE(s.output,
                 (SELECT x.output::text FROM remuda.steps x WHERE x.job_id = i.job_id AND x.name = i.name)) AS output
 FROM input i
 LEFT JOIN held h ON h.id = i.job_id AND h.attempt = i.attempt AND h.started_at = i.started_at
+LEFT JOIN stored s ON s.job_id = i.job_id AND s.name = i.name
 ORDER BY i.n
