@@ -258,6 +258,26 @@ async fn queues_are_paused_resumed_and_limited() {
         .call(
             "PATCH",
             "/api/v1/queues/mail",
+            Some(json!({"rate": "10/1m", "rate_per": "key", "rate_burst": 2})),
+        )
+        .await;
+    assert_eq!((status, &body["rate_burst"]), (200, &json!(2)), "{body}");
+    let (status, body) = s
+        .call(
+            "PATCH",
+            "/api/v1/queues/mail",
+            Some(json!({"rate_burst": 3})),
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (422, "invalid"),
+        "a burst without its rate: {body}"
+    );
+    let (status, body) = s
+        .call(
+            "PATCH",
+            "/api/v1/queues/mail",
             Some(json!({"key_limit": 0})),
         )
         .await;

@@ -213,12 +213,16 @@ async fn forms_retry_cancel_delete_and_pause_with_the_sessions_token() {
             ("max_running", "7"),
             ("rate", "50/1s"),
             ("rate_per", "queue"),
+            ("rate_burst", "5"),
         ],
     )
     .await;
     assert!(location.contains("notice="), "{location}");
     let settings = s.client.queue("mail").await.expect("queue");
     assert_eq!(settings.max_running, Some(7));
+    assert_eq!(settings.rate_burst, Some(5));
+    let (_, html) = page(&s, &session.cookie, "/queues").await;
+    assert!(html.contains("name=\"rate_burst\" value=\"5\""), "{html}");
     // fair share from the same form, and the fair queue's groups listed below it
     submit(
         &s,
