@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, Sequence, TypedDict
 
@@ -192,9 +193,16 @@ def send_span(tracer_provider: Any, queue: str, count: int, options: dict[str, A
     w3c = TraceContextTextMapPropagator()
     parent: Any = None
     given = "traceparent" in options
+    if "tracestate" in options and not (given and _well_formed(options["traceparent"], options["tracestate"])):
+        # (refused as given, with the reason, by the enqueue)
+        yield options, _unused
+        return
     if given or not trace.get_current_span().get_span_context().is_valid:
         found = (options["traceparent"], options.get("tracestate")) if given else _task_trace()
         if found is not None:
+            if given and not _well_formed(found[0], found[1]):
+                yield options, _unused
+                return
             given_carrier = {"traceparent": str(found[0]), **({"tracestate": str(found[1])} if found[1] else {})}
             parent = w3c.extract(given_carrier)
             if not trace.get_current_span(parent).get_span_context().is_valid:
@@ -228,6 +236,21 @@ def send_span(tracer_provider: Any, queue: str, count: int, options: dict[str, A
 
 def _unused(id: int) -> None:
     """(no span to tell)"""
+
+
+_TRACEPARENT = re.compile(r"00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}")
+
+
+def _well_formed(traceparent: Any, tracestate: Any) -> bool:
+    """Whether a context given is one the enqueue takes as it is (version 00, lowercase hex,
+    ids not all zeros; a ``tracestate`` of at most 512 bytes of printable ASCII): only then
+    is it a span's parent, anything else goes on to be refused with its reason."""
+    if not isinstance(traceparent, str) or not isinstance(tracestate, (str, type(None))):
+        return False
+    found = _TRACEPARENT.fullmatch(traceparent)
+    if found is None or set(found.group(1)) == {"0"} or set(found.group(2)) == {"0"}:
+        return False
+    return tracestate is None or (len(tracestate) <= 512 and all(" " <= c <= "~" for c in tracestate))
 
 
 def _task_trace() -> tuple[str, str | None] | None:

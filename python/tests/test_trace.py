@@ -95,7 +95,14 @@ def test_a_send_is_a_producer_span_under_its_caller_and_its_job_carries_the_span
     assert third.context is not None and job_info(inside)["trace"]["traceparent"].split("-")[2] == f"{third.context.span_id:016x}"
     assert third.parent is None, "no caller: the send starts a trace"
     assert dict(many.attributes or {})["messaging.batch.message_count"] == 2
-    # a malformed context makes no span and is refused as before
+    # a malformed context makes no span and is refused as before, whatever OpenTelemetry
+    # would make of it
     with pytest.raises(remuda.RemudaError, match="traceparent"):
         add.send(a=1, b=1, traceparent="00-abc")
+    with pytest.raises(remuda.RemudaError, match="traceparent"):
+        add.send(a=1, b=1, traceparent="01" + TP[2:])
+    with pytest.raises(remuda.RemudaError, match="tracestate"):
+        add.send(a=1, b=1, tracestate="vendor=abc")
+    with pytest.raises(remuda.RemudaError, match="tracestate"):
+        add.send(a=1, b=1, traceparent=TP, tracestate="bad\tstate")
     assert len([s for s in exported.get_finished_spans() if s.kind == SpanKind.PRODUCER]) == 4

@@ -44,6 +44,20 @@ impl Task for Parent {
     }
 }
 
+/// Runs job `id` (a `parent`) on a worker of `config` until it completes.
+async fn run_parent(client: &Client, config: remuda::WorkerConfig, id: i64) -> remuda::Job {
+    let parent = Parent::default();
+    *parent.client.lock().expect("lock") = Some(client.clone());
+    let running = start(Worker::new(client.clone()).config(config).register(parent));
+    let done = client
+        .wait(id, Duration::from_secs(30))
+        .await
+        .expect("done");
+    running.shutdown().await;
+    assert_eq!(done.state, remuda::JobState::Completed, "{done:?}");
+    done
+}
+
 fn named<'a>(spans: &'a [SpanData], name: &str) -> &'a SpanData {
     let found: Vec<&SpanData> = spans.iter().filter(|s| s.name == name).collect();
     assert_eq!(
@@ -64,38 +78,30 @@ fn traceparent_of(span: &SpanData) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_job_sent_in_a_tracing_span_carries_the_send_and_the_tasks_own_spans_nest_under_its_attempt(
-) {
+/// Installs a `tracing-opentelemetry` layer exporting to memory, for the whole process (the
+/// worker's tasks run on every thread of the runtime; each test is a process of its own).
+fn install() -> (SdkTracerProvider, InMemorySpanExporter) {
     let exported = InMemorySpanExporter::default();
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(exported.clone())
         .build();
     let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("tests"));
-    // (the worker's tasks run on every thread of the runtime: the subscriber is global, and
-    // each test is a process of its own)
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
         .expect("the only subscriber");
+    (provider, exported)
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_sent_in_a_tracing_span_carries_the_send_and_the_tasks_own_spans_nest_under_its_attempt(
+) {
+    let (provider, exported) = install();
     let (_db, client) = setup().await;
-    let parent = Parent::default();
-    *parent.client.lock().expect("lock") = Some(client.clone());
     let id = client
         .insert(NewJob::new("parent", &json!({})).expect("job"))
         .instrument(tracing::info_span!("request"))
         .await
         .expect("enqueue");
-    let running = start(
-        Worker::new(client.clone())
-            .config(fast_config())
-            .register(parent.clone()),
-    );
-    let done = client
-        .wait(id, Duration::from_secs(30))
-        .await
-        .expect("done");
-    running.shutdown().await;
-    assert_eq!(done.state, remuda::JobState::Completed, "{done:?}");
+    let done = run_parent(&client, fast_config(), id).await;
     let leaf: i64 = match &done.result {
         Some(remuda::JobResult::Ok(v)) => serde_json::from_value(v.clone()).expect("an id"),
         other => panic!("no result: {other:?}"),
@@ -174,4 +180,61 @@ async fn a_job_sent_in_a_tracing_span_carries_the_send_and_the_tasks_own_spans_n
         stored.map(|t| t.traceparent),
         Some(traceparent_of(sends[0]))
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_send_is_an_error_and_a_linked_attempt_roots_its_own_trace() {
+    let (provider, exported) = install();
+    let (_db, client) = setup().await;
+    let too_big = json!({"blob": "x".repeat(2 * 1024 * 1024)});
+    let refused = client
+        .insert(NewJob::new("parent", &too_big).expect("job"))
+        .instrument(tracing::info_span!("request"))
+        .await;
+    assert!(refused.is_err(), "over the args limit");
+    let id = client
+        .insert(NewJob::new("parent", &json!({})).expect("job"))
+        .instrument(tracing::info_span!("request"))
+        .await
+        .expect("enqueue");
+    let mut config = fast_config();
+    config.telemetry.propagation = remuda::telemetry::Propagation::Link;
+    run_parent(&client, config, id).await;
+    let _ = provider.force_flush();
+    let spans = exported.get_finished_spans().expect("spans");
+
+    let sends: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| s.span_kind == SpanKind::Producer)
+        .collect();
+    let failed = sends
+        .iter()
+        .filter(|s| matches!(s.status, opentelemetry::trace::Status::Error { .. }))
+        .count();
+    assert_eq!(failed, 1, "the refused send ends in an error: {sends:?}");
+    let send = sends
+        .iter()
+        .find(|s| {
+            s.attributes.iter().any(|kv| {
+                kv.key.as_str() == "messaging.message.id" && kv.value.to_string() == id.to_string()
+            })
+        })
+        .expect("the send of the job, its id a string");
+    let attempt = named(&spans, "parent");
+    assert_eq!(attempt.span_kind, SpanKind::Consumer);
+    assert_eq!(
+        attempt.parent_span_id,
+        opentelemetry::trace::SpanId::INVALID,
+        "a root"
+    );
+    assert_ne!(
+        attempt.span_context.trace_id(),
+        send.span_context.trace_id()
+    );
+    let links: Vec<_> = attempt
+        .links
+        .iter()
+        .map(|l| l.span_context.span_id())
+        .collect();
+    assert_eq!(links, [send.span_context.span_id()], "linked to its send");
 }

@@ -415,7 +415,11 @@ pub async fn batch(db: &DbArgs, args: EnqueueBatchArgs) -> CliResult<u8> {
         lines.push(n + 1);
     }
     let client = client_for(db, &args.options).await?;
-    let span = SendSpan::begin(&telemetry(defaults.as_ref()), template.trace.as_ref());
+    // (an empty file sends nothing: no span)
+    let span = match jobs.is_empty() {
+        true => None,
+        false => SendSpan::begin(&telemetry(defaults.as_ref()), template.trace.as_ref()),
+    };
     if let Some(span) = &span {
         for job in &mut jobs {
             job.trace = Some(span.context.clone());

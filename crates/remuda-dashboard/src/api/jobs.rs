@@ -215,9 +215,12 @@ pub async fn enqueue(
     ApiJson(body): ApiJson<Enqueue>,
 ) -> ApiResult<(StatusCode, Json<Value>)> {
     let mut job = body.to_job()?;
-    // (under the request's span, when spans are exported, the job continues that instead)
-    if let Some(trace) = remuda::trace::current().or_else(|| trace_of(&headers)) {
-        job = job.trace(trace);
+    // (under the request's span, when spans are exported, the job continues that instead,
+    // through its send)
+    if remuda::trace::current().is_none() {
+        if let Some(trace) = trace_of(&headers) {
+            job = job.trace(trace);
+        }
     }
     let result = match state.client.insert_each(&[job]).await {
         Ok(list) => match list.first() {

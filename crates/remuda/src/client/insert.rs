@@ -13,7 +13,6 @@ use postgres_types::Type;
 use serde::Serialize;
 use std::time::Duration;
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use tracing::Instrument;
 
 /// A job to enqueue.
 #[derive(Clone, Debug)]
@@ -608,9 +607,7 @@ pub(crate) async fn insert_many(
         return Ok(Vec::new());
     }
     let span = tracing_spans::send_span(destination(jobs), jobs.len());
-    let inserted = write_many(conn, jobs, max_payload)
-        .instrument(span.clone())
-        .await;
+    let inserted = tracing_spans::sending(&span, write_many(conn, jobs, max_payload)).await;
     if let Ok([one]) = inserted.as_deref() {
         tracing_spans::sent(&span, one.id);
     }
@@ -782,9 +779,7 @@ pub(crate) async fn insert_bulk(
     max_payload: usize,
 ) -> Result<u64> {
     let span = tracing_spans::send_span(destination(jobs), jobs.len());
-    write_bulk(tx, statements, jobs, max_payload)
-        .instrument(span)
-        .await
+    tracing_spans::sending(&span, write_bulk(tx, statements, jobs, max_payload)).await
 }
 
 /// [`insert_bulk`]'s work.

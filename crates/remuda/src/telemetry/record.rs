@@ -1,6 +1,5 @@
 //! Spans besides the attempts' that remuda exports through the same sender: an enqueue's
-//! (`PRODUCER`, made by the client that enqueues: the CLI, the HTTP API) and an API
-//! request's (`SERVER`).
+//! (`PRODUCER`, made by the CLI) and an API write's (`SERVER`).
 
 use crate::trace::TraceContext;
 use std::time::SystemTime;
@@ -113,6 +112,7 @@ pub fn send_attributes(queue: &str, count: usize, id: Option<i64>) -> Vec<(Strin
             attributes.push(("messaging.message.id".into(), id.to_string().into()));
             attributes.push(("remuda.job.id".into(), id.into()));
         }
+        _ if count == 1 => {}
         _ => attributes.push((
             "messaging.batch.message_count".into(),
             i64::try_from(count).unwrap_or(i64::MAX).into(),

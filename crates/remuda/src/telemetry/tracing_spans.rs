@@ -6,7 +6,8 @@
 //! OpenTelemetry spans as well (`otel.kind` `producer` and `consumer`, the messaging
 //! conventions' attributes): a job enqueued inside a `tracing` span carries the send's
 //! context (so its attempts descend from it), and the attempt's span continues the job's
-//! trace. Without the layer, or the feature, the W3C context of [`crate::trace`] is carried as
+//! trace (or, with `propagation = "link"`, roots one linked to it); when the worker exports
+//! the attempt's span itself, the `tracing` one is an internal span under it. Without the layer, or the feature, the W3C context of [`crate::trace`] is carried as
 //! before; without a subscriber that wants them the spans cost a look at a cached interest.
 
 use crate::trace::TraceContext;
@@ -19,38 +20,89 @@ pub const ATTEMPT: &str = "remuda::attempt";
 /// The span an enqueue of `count` jobs to `queue` runs in (its one job's id recorded by
 /// [`sent`]), under the context the jobs continue when no `tracing` span gives one.
 pub(crate) fn send_span(queue: &str, count: usize) -> tracing::Span {
+    use tracing::field::Empty;
     let span = tracing::info_span!(
         target: SEND,
         "send",
         otel.name = %format_args!("send{}{queue}", if queue.is_empty() { "" } else { " " }),
         otel.kind = "producer",
+        otel.status_code = Empty,
+        otel.status_description = Empty,
         messaging.system = "remuda",
         messaging.operation.type = "send",
-        messaging.operation.name = "send",
         messaging.destination.name = %queue,
-        messaging.batch.message_count = count,
-        messaging.message.id = tracing::field::Empty,
+        messaging.batch.message_count = Empty,
+        messaging.message.id = Empty,
+        remuda.job.id = Empty,
     );
     if !span.is_disabled() {
+        if count != 1 {
+            span.record("messaging.batch.message_count", count);
+        }
         continue_remuda_context(&span);
     }
     span
 }
 
-/// Tells an enqueue's span the id of the one job it wrote.
-pub(crate) fn sent(span: &tracing::Span, id: i64) {
-    span.record("messaging.message.id", id);
+/// Runs an enqueue's `work` in its `span`: the jobs continue the send's context, or, when
+/// the send carries none (no OpenTelemetry layer takes it), the caller's as it was before
+/// the send began; an error ends the span with an error status.
+pub(crate) async fn sending<T>(
+    span: &tracing::Span,
+    work: impl std::future::Future<Output = crate::Result<T>>,
+) -> crate::Result<T> {
+    use tracing::Instrument;
+    if span.is_disabled() {
+        return work.await;
+    }
+    let caller = inherited();
+    let result = crate::trace::scope(caller, work.instrument(span.clone())).await;
+    if let Err(e) = &result {
+        span.record("otel.status_code", "error");
+        span.record("otel.status_description", e.to_string());
+    }
+    result
 }
 
-/// The span a task's attempt runs in: under `parent` (the context the job continues, or
-/// the attempt's own when remuda exports the attempt's span itself).
+/// Tells an enqueue's span the id of the one job it wrote.
+pub(crate) fn sent(span: &tracing::Span, id: i64) {
+    span.record("messaging.message.id", tracing::field::display(id));
+    span.record("remuda.job.id", id);
+}
+
+/// Where an attempt's `tracing` span stands in the trace.
+pub(crate) enum AttemptSpan<'a> {
+    /// remuda exports the attempt's span itself: this one is a child of it (the context the
+    /// task is handed), an internal span, so no attempt counts twice.
+    UnderExported(Option<&'a TraceContext>),
+    /// It is the attempt's span, a child of the enqueuer's (the job's context).
+    Child(Option<&'a TraceContext>),
+    /// It is the attempt's span, a root linked to the enqueuer's.
+    Linked(Option<&'a TraceContext>),
+}
+
+/// The span a task's attempt runs in.
 pub(crate) fn attempt_span(
     kind: &str,
     queue: &str,
     job_id: i64,
     attempt: i32,
-    parent: Option<&TraceContext>,
+    place: AttemptSpan<'_>,
 ) -> tracing::Span {
+    if let AttemptSpan::UnderExported(parent) = place {
+        let span = tracing::info_span!(
+            target: ATTEMPT,
+            "attempt",
+            otel.name = %kind,
+            otel.kind = "internal",
+            remuda.job.id = job_id,
+            remuda.attempt = attempt,
+        );
+        if let Some(parent) = parent.filter(|_| !span.is_disabled()) {
+            set_parent(&span, parent);
+        }
+        return span;
+    }
     let span = tracing::info_span!(
         target: ATTEMPT,
         "attempt",
@@ -58,15 +110,17 @@ pub(crate) fn attempt_span(
         otel.kind = "consumer",
         messaging.system = "remuda",
         messaging.operation.type = "process",
-        messaging.operation.name = "process",
         messaging.destination.name = %queue,
-        messaging.message.id = job_id,
+        messaging.message.id = %job_id,
         remuda.job.id = job_id,
-        remuda.job.kind = %kind,
         remuda.attempt = attempt,
     );
-    if let Some(parent) = parent.filter(|_| !span.is_disabled()) {
-        set_parent(&span, parent);
+    if !span.is_disabled() {
+        match place {
+            AttemptSpan::Child(Some(parent)) => set_parent(&span, parent),
+            AttemptSpan::Linked(enqueuer) => otel::root_linked(&span, enqueuer),
+            _ => {}
+        }
     }
     span
 }
@@ -121,28 +175,42 @@ mod otel {
         .ok()
     }
 
-    /// Makes `parent` (a W3C context from elsewhere) the span's parent.
-    pub(super) fn set_parent(span: &tracing::Span, parent: &TraceContext) {
+    /// The span a W3C context from elsewhere names (its parent id), as remote.
+    fn remote(context: &TraceContext) -> Option<SpanContext> {
         let (Ok(trace_id), Ok(span_id)) = (
-            TraceId::from_hex(parent.trace_id()),
-            SpanId::from_hex(parent.parent_id()),
+            TraceId::from_hex(context.trace_id()),
+            SpanId::from_hex(context.parent_id()),
         ) else {
-            return;
+            return None;
         };
-        let state = parent
+        let state = context
             .tracestate
             .as_deref()
             .and_then(|s| s.parse::<TraceState>().ok())
             .unwrap_or_default();
-        let remote = SpanContext::new(
+        Some(SpanContext::new(
             trace_id,
             span_id,
-            TraceFlags::new(parent.flags()),
+            TraceFlags::new(context.flags()),
             true,
             state,
-        );
-        // (no layer, or a span already started: it keeps the parent it has)
-        let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+        ))
+    }
+
+    /// Makes `parent` (a W3C context from elsewhere) the span's parent.
+    pub(super) fn set_parent(span: &tracing::Span, parent: &TraceContext) {
+        if let Some(remote) = remote(parent) {
+            // (no layer, or a span already started: it keeps the parent it has)
+            let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+        }
+    }
+
+    /// Makes the span a root, linked to `to` when there is one.
+    pub(super) fn root_linked(span: &tracing::Span, to: Option<&TraceContext>) {
+        let _ = span.set_parent(opentelemetry::Context::new());
+        if let Some(remote) = to.and_then(remote) {
+            span.add_link(remote);
+        }
     }
 }
 
@@ -155,4 +223,6 @@ mod otel {
     }
 
     pub(super) fn set_parent(_span: &tracing::Span, _parent: &TraceContext) {}
+
+    pub(super) fn root_linked(_span: &tracing::Span, _to: Option<&TraceContext>) {}
 }

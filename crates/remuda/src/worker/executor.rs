@@ -204,18 +204,14 @@ fn start(
     tracing::info!(target: JOB_LOG, job = job.id, kind = %job.kind, queue = %job.queue, attempt = job.attempt, worker = %shared.worker_id, "job started");
     // the attempt's trace is current in the task: what it enqueues continues it
     // the attempt's `tracing` span: under remuda's own span of the attempt when that is
-    // exported, else it is the attempt's span, under the job's enqueuer
-    let span_parent = match shared.spans {
-        Some(_) => trace.as_ref(),
-        None => job.trace.as_ref(),
+    // exported, else it is the attempt's span, under the job's enqueuer or linked to it
+    use crate::telemetry::{tracing_spans, Propagation};
+    let place = match (&shared.spans, shared.config.telemetry.propagation) {
+        (Some(_), _) => tracing_spans::AttemptSpan::UnderExported(trace.as_ref()),
+        (None, Propagation::Child) => tracing_spans::AttemptSpan::Child(job.trace.as_ref()),
+        (None, Propagation::Link) => tracing_spans::AttemptSpan::Linked(job.trace.as_ref()),
     };
-    let span = crate::telemetry::tracing_spans::attempt_span(
-        &job.kind,
-        &job.queue,
-        job.id,
-        job.attempt,
-        span_parent,
-    );
+    let span = tracing_spans::attempt_span(&job.kind, &job.queue, job.id, job.attempt, place);
     let attempt = attempt(
         registered.task.clone(),
         ctx,

@@ -339,12 +339,18 @@ pub(crate) async fn run(shared: Arc<Shared>, stop: CancellationToken, drained: C
 /// How long a rate-limited queue that came back short (`free` slots wanted) waits before
 /// its next claim: until a quarter of the tokens it could use have come back, at least 5 ms
 /// (not at the next poll, which for a period shorter than `poll_interval` would leave the
-/// rate unused; and not a token at a time, a claim per token). `None` for a queue without a
-/// rate limit.
+/// rate unused; and not a token at a time, a claim per token). It can use no more than its
+/// bucket holds (the burst): waiting for more would lose what the full bucket no longer
+/// takes. `None` for a queue without a rate limit.
 fn refill_wait(settings: &crate::QueueSettings, free: usize) -> Option<Duration> {
     let (n, period) = settings.rate?;
     let n = u32::try_from(n).ok().filter(|&n| n > 0)?;
-    let wanted = u32::try_from(free).unwrap_or(u32::MAX).clamp(1, n);
+    let held = settings
+        .rate_burst
+        .and_then(|b| u32::try_from(b).ok())
+        .unwrap_or(n)
+        .clamp(1, n);
+    let wanted = u32::try_from(free).unwrap_or(u32::MAX).clamp(1, held);
     Some((period * wanted / n / 4).max(Duration::from_millis(5)))
 }
 
@@ -435,5 +441,24 @@ async fn left(shared: &Shared, kinds: &[String]) -> Left {
     Left {
         next_retry: row.try_get("next_retry").ok().flatten(),
         available_retry: row.try_get("available_retry").unwrap_or(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_claim_waits_for_the_tokens_its_bucket_can_hold_not_more() {
+        let mut settings = crate::QueueSettings::new("q");
+        assert_eq!(refill_wait(&settings, 32), None, "no rate, no wait");
+        settings.rate = Some((100, Duration::from_secs(1)));
+        // a quarter of the refill of 32 tokens
+        assert_eq!(refill_wait(&settings, 32), Some(Duration::from_millis(80)));
+        // a bucket of 1 holds no more than the one token: a claim at each, not 12 a second
+        settings.rate_burst = Some(1);
+        assert_eq!(refill_wait(&settings, 32), Some(Duration::from_millis(5)));
+        settings.rate_burst = Some(20);
+        assert_eq!(refill_wait(&settings, 32), Some(Duration::from_millis(50)));
     }
 }

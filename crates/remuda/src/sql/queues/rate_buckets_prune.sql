@@ -15,8 +15,10 @@ WITH lease AS (
           WHERE b.scope LIKE '[%]'
             AND q.name = (CASE WHEN b.scope LIKE '[%]' THEN b.scope::jsonb ->> 0 END)
             AND q.rate_limit IS NOT NULL
-            AND b.refreshed_at >= now() - q.rate_period_ms * interval '1 millisecond'
-                                     * greatest(1, coalesce(q.rate_burst, q.rate_limit)::float8 / q.rate_limit))
+            -- (in milliseconds as a float: a long period times a large burst is past any
+            -- timestamp)
+            AND extract(epoch FROM now() - b.refreshed_at) * 1000.0
+                <= q.rate_period_ms * greatest(1.0, coalesce(q.rate_burst, q.rate_limit)::float8 / q.rate_limit))
     RETURNING 1
 )
 SELECT count(*) AS deleted FROM deleted
