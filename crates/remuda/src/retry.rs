@@ -95,6 +95,23 @@ pub(crate) mod serde_duration {
     }
 }
 
+/// The wait a `Retry-After` header asks: seconds, or an HTTP date (a date past asks none);
+/// `None` when it says neither.
+pub(crate) fn retry_after(value: &str) -> Option<Duration> {
+    let value = value.trim();
+    match value.parse::<u64>() {
+        Ok(seconds) => Some(Duration::from_secs(seconds)),
+        Err(_) => {
+            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+            Some(
+                (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                    .to_std()
+                    .unwrap_or(Duration::ZERO),
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -757,3 +757,67 @@ async fn a_debounce_declared_on_the_task_forms_its_keyed_enqueues_and_an_enqueue
         "{refused}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyed_enqueues_of_one_call_take_their_keys_in_order_so_two_transactions_never_deadlock() {
+    let (db, client) = setup().await;
+    let connect = async || {
+        let (conn, connection) = tokio_postgres::connect(db.conninfo(), tokio_postgres::NoTls)
+            .await
+            .expect("connect");
+        tokio::spawn(connection);
+        conn
+    };
+    let (mut first, mut second) = (connect().await, connect().await);
+    let day = Duration::from_secs(86_400);
+    let one = first.transaction().await.expect("begin");
+    let a = client
+        .insert_each_in(&one, &[debounced("a", json!("one"), day)])
+        .await
+        .expect("a");
+    // the other transaction enqueues b then a, in one call: it waits for a, holding nothing
+    let other = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            let two = second.transaction().await.expect("begin");
+            let jobs = [
+                debounced("b", json!("two"), day),
+                debounced("a", json!("two"), day),
+            ];
+            let inserted = client.insert_each_in(&two, &jobs).await;
+            two.commit().await.expect("commit");
+            inserted
+        })
+    };
+    let watch = connect().await;
+    // (the second transaction waits for a lock)
+    common::until(Duration::from_secs(10), || async {
+        let waiting: i64 = watch
+            .query_one(
+                "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+                 WHERE NOT l.granted AND d.datname = current_database()",
+                &[],
+            )
+            .await
+            .expect("locks")
+            .get(0);
+        waiting > 0
+    })
+    .await;
+    // …so this one takes b at once (in the callers' orders, the two would deadlock here)
+    let b = client
+        .insert_each_in(&one, &[debounced("b", json!("one"), day)])
+        .await
+        .expect("b, without a deadlock");
+    one.commit().await.expect("commit");
+    let two = other
+        .await
+        .expect("joined")
+        .expect("the second call, without a deadlock");
+    assert_eq!(
+        (two[0].id, two[1].id),
+        (b[0].id, a[0].id),
+        "answered in the caller's order, each joining the waiting job of its key"
+    );
+    assert!(two[0].joined && two[1].joined);
+}

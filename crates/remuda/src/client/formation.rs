@@ -146,11 +146,26 @@ fn ms(d: Option<Duration>) -> Option<i64> {
 
 /// Enqueues the jobs one statement each, in order, through the database's rules.
 pub(crate) async fn insert_formed(conn: &impl Sql, jobs: &[NewJob]) -> Result<Vec<Inserted>> {
-    let mut out = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        out.push(insert_one(conn, job).await?);
+    // each key is locked as its job is enqueued, until the transaction ends: in one order
+    // for every caller (kind, queue, key), two transactions enqueueing the same keys wait for
+    // each other in turn, where in their callers' orders they could deadlock
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| lock_order(&jobs[i]));
+    let mut out: Vec<Option<Inserted>> = vec![None; jobs.len()];
+    for i in order {
+        out[i] = Some(insert_one(conn, &jobs[i]).await?);
     }
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// Where a job's key comes in the order keys are locked.
+fn lock_order(job: &NewJob) -> (&str, &str, Option<&str>, Option<&str>, &str) {
+    let batch_key = match &job.formation {
+        Some(Formation::Batch { key, .. }) => Some(key.as_str()),
+        _ => None,
+    };
+    let unique_key = job.unique.as_ref().and_then(|u| u.key.as_deref());
+    (&job.kind, &job.queue, batch_key, unique_key, &job.args.0)
 }
 
 async fn insert_one(conn: &impl Sql, job: &NewJob) -> Result<Inserted> {

@@ -133,17 +133,7 @@ fn describe(error: &reqwest::Error) -> String {
 
 /// `Retry-After` as seconds or an HTTP date, capped at a day.
 pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
-    let value = value.trim();
-    let wait = match value.parse::<u64>() {
-        Ok(seconds) => Duration::from_secs(seconds),
-        Err(_) => {
-            let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-            (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
-                .to_std()
-                .unwrap_or(Duration::ZERO)
-        }
-    };
-    Some(wait.min(MAX_RETRY_AFTER))
+    crate::retry::retry_after(value).map(|wait| wait.min(MAX_RETRY_AFTER))
 }
 
 #[cfg(test)]

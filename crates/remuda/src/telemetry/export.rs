@@ -5,7 +5,7 @@
 //!
 //! Retries follow the OTLP specification: 429, 502, 503 and 504, and a collector that cannot
 //! be reached or does not answer in time, are tried again after a backoff (1 s, then half as
-//! long again each time: 1.5, 2.25, 3.4 s, with jitter; or the seconds `Retry-After` asks,
+//! long again each time: 1.5, 2.25, 3.4 s, with jitter; or the wait `Retry-After` asks,
 //! at most 30 s), up to five tries; anything else is a failure at once. Spans that come
 //! meanwhile wait in the queue. When the worker stops, what is left (the queue, a batch
 //! waiting to be tried again, a request still in flight) gets until the worker's deadline,
@@ -33,6 +33,16 @@ const FLUSH_AT_ONCE: usize = 16;
 const FLUSH_UNSET: Duration = Duration::from_secs(5);
 /// Longest wait a collector's `Retry-After` gets.
 const MAX_RETRY_AFTER: Duration = Duration::from_secs(30);
+
+/// The wait a collector's answer asks before the next try (`Retry-After`: seconds or an HTTP
+/// date), capped.
+fn asked_wait(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    headers
+        .get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::retry::retry_after)
+        .map(|wait| wait.min(MAX_RETRY_AFTER))
+}
 
 /// When the worker stops: `None` while it runs, then the moment by which the last spans
 /// must have gone.
@@ -281,12 +291,7 @@ impl Exporter {
             }
         };
         let status = response.status();
-        let after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(|s| Duration::from_secs(s).min(MAX_RETRY_AFTER));
+        let after = asked_wait(response.headers());
         let body = response.bytes().await.unwrap_or_default();
         if status.is_success() {
             let partial = ExportTraceServiceResponse::decode(body.as_ref())
@@ -321,4 +326,34 @@ async fn deadline(closing: &mut Closing) {
         .and_then(|d| *d)
         .unwrap_or_else(|| Instant::now() + FLUSH_UNSET);
     tokio::time::sleep_until(until).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+
+    fn asking(value: &str) -> Option<Duration> {
+        let mut headers = HeaderMap::new();
+        headers.insert(RETRY_AFTER, HeaderValue::from_str(value).expect("a header"));
+        asked_wait(&headers)
+    }
+
+    #[test]
+    fn a_collectors_retry_after_is_read_as_seconds_or_a_date_and_capped() {
+        assert_eq!(asking("3"), Some(Duration::from_secs(3)));
+        assert_eq!(asking("3600"), Some(MAX_RETRY_AFTER));
+        let soon = (chrono::Utc::now() + chrono::Duration::seconds(10)).to_rfc2822();
+        let wait = asking(&soon).expect("a date");
+        assert!(
+            wait > Duration::from_secs(8) && wait <= Duration::from_secs(10),
+            "{wait:?}"
+        );
+        assert_eq!(
+            asking("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(asking("later"), None);
+        assert_eq!(asked_wait(&HeaderMap::new()), None);
+    }
 }
