@@ -279,6 +279,26 @@ def step_with(name: str, options: StepOptions, fn: Callable[P, T], /, *args: P.a
     return value if recorded == text else cast(T, _replay(name, fn, recorded))
 
 
+async def _within(call: Awaitable[T], timeout: float, timed_out: Callable[[], StepError]) -> T:
+    """``call``'s value, or ``timed_out()`` raised once ``timeout`` seconds pass (the call
+    cancelled first). Not ``asyncio.wait_for``, whose own TimeoutError cannot be told from
+    one the function raises: the function's is its own error."""
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except BaseException:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        try:
+            await task
+        except (asyncio.CancelledError, Exception):
+            pass  # (cancelled, or failed on the way out: the time limit is what it ran into)
+        raise timed_out()
+    return task.result()
+
+
 async def step_with_async(
     name: str, options: StepOptions, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
 ) -> T:
@@ -297,10 +317,7 @@ async def step_with_async(
             if options.timeout is None:
                 value = await fn(*args, **kwargs)
             else:
-                try:
-                    value = await asyncio.wait_for(fn(*args, **kwargs), options.timeout)
-                except asyncio.TimeoutError:
-                    raise _timed_out(name, options, tried) from None
+                value = await _within(fn(*args, **kwargs), options.timeout, lambda: _timed_out(name, options, tried))
             break
         except Exception as e:
             if not options.again(e, tried) or (ctx is not None and ctx.is_cancelled()):

@@ -330,8 +330,10 @@ def make_app(database_url: str) -> remuda.App:
         return remuda.step_with("quote", remuda.StepOptions(retries=3, backoff=0.01), ask)
 
     @app.task("slow_quote", queue="async", retry=RetryPolicy.none())
-    async def slow_quote(seconds: float) -> int:
+    async def slow_quote(seconds: float, own_timeout: bool = False) -> int:
         async def ask() -> int:
+            if own_timeout:
+                raise TimeoutError("the quote service's own time ran out")
             await asyncio.sleep(seconds)
             return 1
 

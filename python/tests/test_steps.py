@@ -78,6 +78,10 @@ def test_a_step_with_retries_is_tried_again_in_its_attempt_and_records_only_its_
     # a try over its time limit is cancelled and fails the step
     slow = app.tasks["slow_quote"].send(seconds=30).get(timeout=60)
     assert slow.err_value.code == "STEP_TIMEOUT", slow
+    # the function's own TimeoutError is its own error, not the step's time limit
+    own = app.tasks["slow_quote"].send(seconds=0, own_timeout=True).get(timeout=60)
+    assert own.err_value.code != "STEP_TIMEOUT", own
+    assert "own time ran out" in own.err_value.message, own
 
 
 @pytest.mark.parametrize(
