@@ -183,13 +183,24 @@ impl Spans {
         span_id: &str,
     ) -> TraceContext {
         let trace = trace.filter(|_| self.propagation == Propagation::Child);
-        let (trace_id, flags, tracestate) = match trace {
+        self.span_context(trace, span_id, || root_trace_id(self.installation, job_id))
+    }
+
+    /// The context of span `span_id`: a child of `parent` in its trace, or the root of trace
+    /// `root()`; flagged sampled as the sampler decides.
+    pub(crate) fn span_context(
+        &self,
+        parent: Option<&TraceContext>,
+        span_id: &str,
+        root: impl FnOnce() -> String,
+    ) -> TraceContext {
+        let (trace_id, flags, tracestate) = match parent {
             Some(t) => (t.trace_id().to_string(), t.flags(), t.tracestate.clone()),
-            None => (root_trace_id(self.installation, job_id), 0, None),
+            None => (root(), 0, None),
         };
         let sampled = self
             .sampler
-            .decide(trace.map(TraceContext::sampled), &trace_id);
+            .decide(parent.map(TraceContext::sampled), &trace_id);
         let flags = if sampled { flags | 1 } else { flags & !1 };
         TraceContext {
             traceparent: format!("00-{trace_id}-{span_id}-{flags:02x}"),

@@ -36,19 +36,8 @@ impl SpanSender {
     /// The context of a new span: a child of `parent` in its trace, or the root of a new
     /// trace; sampled as the configured sampler decides (by default, as the parent is).
     pub fn new_context(&self, parent: Option<&TraceContext>) -> TraceContext {
-        let (trace_id, flags, tracestate) = match parent {
-            Some(p) => (p.trace_id().to_string(), p.flags(), p.tracestate.clone()),
-            None => (new_trace_id(), 0, None),
-        };
-        let sampled = self
-            .spans
-            .sampler
-            .decide(parent.map(TraceContext::sampled), &trace_id);
-        let flags = if sampled { flags | 1 } else { flags & !1 };
-        TraceContext {
-            traceparent: format!("00-{trace_id}-{}-{flags:02x}", new_span_id()),
-            tracestate,
-        }
+        self.spans
+            .span_context(parent, &new_span_id(), new_trace_id)
     }
 
     /// Queues a finished span (nothing for one not sampled).
