@@ -9,7 +9,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, ParamSpec, Protocol, TypeVar, overload
 
-from . import _native
+from . import _native, sending
 from .errors import InputTypeError, InputValueError
 from .retry import RetryPolicy
 from .result import TaskResult
@@ -38,6 +38,16 @@ class TaskDecorator(Protocol):
 
     @overload
     def __call__(self, fn: Callable[P, R], /) -> SyncTask[P, R]: ...
+
+
+def check_mapper(kind: str, mapper: dict[Any, Any]) -> None:
+    """An ``exception_mapper`` maps exception classes to error codes (text), or is refused
+    at the task's declaration."""
+    for cls, code in mapper.items():
+        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+            raise InputTypeError(f"task {kind}: exception_mapper key {cls!r} is not an exception class (such as TimeoutError)")
+        if not isinstance(code, str) or not code:
+            raise InputTypeError(f"task {kind}: exception_mapper[{cls.__name__}]={code!r}: give the error code as text, such as 'UPSTREAM_TIMEOUT'")
 
 
 def plain_url(url: str | None) -> str | None:
@@ -160,13 +170,23 @@ class App:
 
         def declare(fn: Callable[..., Any]) -> Task[Any, Any]:
             kind = name if isinstance(name, str) else default_kind(fn)
+            if not kind.strip():
+                raise InputValueError("@app.task(''): give the task a name, or use @app.task bare (named after the function)")
             if kind in self.tasks:
                 raise InputValueError(f"task {kind!r} is declared twice")
             policy = retry or self.retry
             if max_attempts is not None:
                 policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
             mapper = {**self.exception_mapper, **(exception_mapper or {})}
+            check_mapper(kind, mapper)
             task = task_class(fn)(self, kind, fn, queue, priority, timeout, policy, mapper)
+            try:
+                # checked here as a send checks them, not first at a send or in a worker
+                sending.normalise(task.defaults())
+            except InputTypeError as e:
+                raise InputTypeError(f"task {kind}: {e.message}") from None
+            except InputValueError as e:
+                raise InputValueError(f"task {kind}: {e.message}") from None
             if batch_size is not None or batch_wait is not None:
                 task.take_batches(batch_size, batch_wait)
             task.form_keyed(debounce=debounce, debounce_max=debounce_max, throttle=throttle, throttle_latest=throttle_latest)

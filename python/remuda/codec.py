@@ -19,9 +19,14 @@ pydantic v2 model              ``model_dump(mode="json")``         ``model_valid
 
 and rebuilt when the task's parameter (for args) or return annotation (for ``get()``) says
 the type, inside ``list[…]``, ``dict[str, …]``, ``tuple[…]``, ``X | None`` and
-``TaskResult[…]`` too. A value the annotation cannot take fails the job with ``BAD_ARGS``
-(not retried), naming the parameter and the task's signature. Unannotated parameters get
-the JSON as it is.
+``TaskResult[…]`` too. Plain JSON types are checked as they are: ``int`` takes an integer
+(not ``true``, not ``1.5``), ``float`` any number but a boolean, ``str`` text only, ``bool``
+a boolean only, a bare ``list`` or ``dict`` an array or object, a ``Literal[…]`` one of its
+values; inside containers and the fields of dataclasses too (pydantic models check their
+own). A value the annotation cannot take fails the job with ``BAD_ARGS`` (not retried),
+naming the parameter and the task's signature, whoever sent it (SQL, another language); a
+send from Python is refused before it is written (``InputTypeError``). Unannotated
+parameters, ``Any`` and ``object`` get the JSON as it is.
 """
 
 from __future__ import annotations
@@ -43,8 +48,21 @@ from .result import TaskResult
 
 Decoder = Callable[[Any], Any]
 
-#: annotations whose JSON is the value itself
-_PLAIN: tuple[Any, ...] = (int, float, str, bool, type(None), Any, object, dict, list, inspect.Parameter.empty)
+#: annotations that take any JSON as it is
+_ANYTHING: tuple[Any, ...] = (Any, object, inspect.Parameter.empty)
+
+#: the plain annotations, and the Python values each takes (a boolean is taken by ``bool``
+#: alone, though Python counts it an ``int``; a tuple or set given to a send is the array it
+#: is stored as)
+_PLAIN: dict[Any, tuple[type, ...]] = {
+    int: (int,),
+    float: (int, float),
+    str: (str,),
+    bool: (bool,),
+    type(None): (type(None),),
+    dict: (dict,),
+    list: (list, tuple, set, frozenset),
+}
 
 
 class BadArgs(Exception):
@@ -113,6 +131,17 @@ class TaskCodec:
         except TypeError as e:
             raise InputTypeError(f"task {kind}: the arguments are not JSON: {e}") from None
 
+    def check_args(self, kind: str, args: dict[str, Any]) -> None:
+        """Refuses (:class:`InputTypeError`) a send whose argument its parameter's annotation
+        cannot take, as the worker would read it: checked before the job is written, so
+        that a job no worker can run is never made."""
+        for name, decoder in self.params.items():
+            if name in args:
+                try:
+                    decoder(args[name])
+                except Exception as e:  # noqa: BLE001 - whatever reading the value raised
+                    raise InputTypeError(f"{self.where(kind)}: {name}={_shown(args[name])} does not fit its annotation: {e}") from None
+
     def decode_args(self, kind: str, args: Any) -> dict[str, Any]:
         """A job's args as the function takes them; :class:`BadArgs` naming the parameter
         and the signature when they cannot bind."""
@@ -130,7 +159,7 @@ class TaskCodec:
                 try:
                     values[name] = decoder(values[name])
                 except Exception as e:  # noqa: BLE001 - whatever building the value raised (a class's own checks too)
-                    raise BadArgs(f"{self.where(kind)}: {name}={json.dumps(values[name], default=str)[:200]} cannot be read as annotated: {e}") from None
+                    raise BadArgs(f"{self.where(kind)}: {name}={_shown(values[name])} cannot be read as annotated: {e}") from None
         return values
 
     def where(self, kind: str) -> str:
@@ -146,6 +175,11 @@ class TaskCodec:
             return self.result(value)
         except Exception:  # noqa: BLE001 - see above
             return value
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: its JSON, cut at 200 characters."""
+    return json.dumps(value, default=str)[:200]
 
 
 def returns_task_result(fn: Callable[..., Any]) -> bool:
@@ -197,8 +231,10 @@ def decoder_for(annotation: Any) -> Decoder | None:
     if isinstance(annotation, str):
         # unresolvable text: only a TaskResult is recognised by its name
         return _task_result(None) if annotation.split("[", 1)[0].strip().endswith("TaskResult") else None
-    if annotation in _PLAIN:
+    if any(annotation is a for a in _ANYTHING):
         return None
+    if isinstance(annotation, type) and annotation in _PLAIN:
+        return _plain(annotation)
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return decoder_for(typing.get_args(annotation)[0])
@@ -210,15 +246,75 @@ def decoder_for(annotation: Any) -> Decoder | None:
     return None if supertype is None else decoder_for(supertype)
 
 
+def _plain(cls: type) -> Decoder:
+    """A plain annotation's check: the value as it is, if the annotation takes it."""
+    taken = _PLAIN[cls]
+    refuses_bool = cls is not bool
+
+    def check(value: Any) -> Any:
+        if isinstance(value, taken) and not (refuses_bool and isinstance(value, bool)):
+            return value
+        raise TypeError(f"expected {_NAMES[cls]}, got {_json_kind(value)}")
+
+    return check
+
+
+#: how errors name what a plain annotation takes
+_NAMES: dict[Any, str] = {
+    int: "an integer (int)",
+    float: "a number (float)",
+    str: "text (str)",
+    bool: "true or false (bool)",
+    type(None): "null (None)",
+    dict: "a JSON object (dict)",
+    list: "a JSON array (list)",
+}
+
+
+def _json_kind(value: Any) -> str:
+    """What a value is, as JSON would call it (and a float's value: 1.5 is not an int)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def _literal(values: tuple[Any, ...]) -> Decoder:
+    """``Literal[…]``: one of its values (an enum member's by its value), a boolean never
+    taken for 1 or 0."""
+
+    def check(value: Any) -> Any:
+        for allowed in values:
+            if isinstance(allowed, enum.Enum):
+                if value is allowed or (not isinstance(value, enum.Enum) and value == allowed.value):
+                    return allowed
+            elif value == allowed and isinstance(value, bool) == isinstance(allowed, bool):
+                return value
+        raise ValueError(f"expected one of {', '.join(_shown(v.value if isinstance(v, enum.Enum) else v) for v in values)}, got {_shown(value)}")
+
+    return check
+
+
 def _leaf(cls: type) -> Decoder | None:
     if cls is TaskResult:
         return _task_result(None)
     if issubclass(cls, dt.datetime):
-        return lambda v: v if isinstance(v, dt.datetime) else cls.fromisoformat(_text(v))
+        return lambda v: v if isinstance(v, dt.datetime) else cls.fromisoformat(_text(v, "ISO 8601 text"))
     if issubclass(cls, dt.date):
-        return lambda v: v if isinstance(v, dt.date) else cls.fromisoformat(_text(v))
+        return lambda v: v if isinstance(v, dt.date) else cls.fromisoformat(_text(v, "ISO 8601 text"))
     if issubclass(cls, dt.time):
-        return lambda v: v if isinstance(v, dt.time) else cls.fromisoformat(_text(v))
+        return lambda v: v if isinstance(v, dt.time) else cls.fromisoformat(_text(v, "ISO 8601 text"))
     if issubclass(cls, dt.timedelta):
         return lambda v: v if isinstance(v, dt.timedelta) else dt.timedelta(seconds=_number(v))
     if issubclass(cls, uuid.UUID):
@@ -245,31 +341,36 @@ def _generic(origin: Any, args: tuple[Any, ...]) -> Decoder | None:
         inner = decoder_for(args[0]) if args else None
         build: Callable[[list[Any]], Any] = list if origin is abc.Sequence else cast("Callable[[list[Any]], Any]", origin)
         if inner is None and origin in (list, abc.Sequence):
-            return None
+            return _array
         return lambda v: build(_each(inner, _array(v)))
     if origin is tuple:
         return _tuple(args)
     if origin in (dict, abc.Mapping):
         inner = decoder_for(args[1]) if len(args) == 2 else None
         if inner is None:
-            return None
-        return lambda v: {k: inner(x) for k, x in _object(v).items()}
+            return _object
+        return lambda v: {k: _at(k, inner, x) for k, x in _object(v).items()}
     if origin is typing.Literal:
-        return None
+        return _literal(args)
     return None
 
 
 def _union(arms: tuple[Any, ...]) -> Decoder | None:
-    """``A | B | None``: a value whose JSON type a plain arm takes (``int``, ``str``, …) is
-    passed as it is (``str | datetime`` keeps text as text); any other is given to each
-    structured arm in turn, the first that reads it wins."""
-    decoders = [d for d in (decoder_for(a) for a in arms if a is not type(None)) if d is not None]
-    if not decoders:
+    """``A | B | None``: a value a plain arm takes (``int``, ``str``, ``None``, …) is passed as
+    it is (``str | datetime`` keeps text as text); any other is given to each structured
+    arm in turn, the first that reads it wins. None of them: refused, unless an arm is one
+    no check knows (an unresolved name, a plain class), which then takes it as it is."""
+    if any(any(a is x for x in _ANYTHING) for a in arms):
         return None
-    kept = tuple(t for a in arms for t in _json_types(a))
+    plain = [a for a in arms if isinstance(a, type) and a in _PLAIN]
+    kept = tuple(t for a in plain for t in _PLAIN[a])
+    refuses_bool = bool not in plain
+    others = [decoder_for(a) for a in arms if a not in plain]
+    lenient = any(d is None for d in others)
+    decoders = [d for d in others if d is not None]
 
     def decode(value: Any) -> Any:
-        if isinstance(value, kept):
+        if isinstance(value, kept) and not (refuses_bool and isinstance(value, bool)):
             return value
         errors: list[str] = []
         for decoder in decoders:
@@ -277,23 +378,13 @@ def _union(arms: tuple[Any, ...]) -> Decoder | None:
                 return decoder(value)
             except Exception as e:  # noqa: BLE001 - the next arm may read it
                 errors.append(str(e))
+        if lenient:
+            return value
+        if plain:
+            errors.insert(0, f"expected {' or '.join(_NAMES[a] for a in plain)}, got {_json_kind(value)}")
         raise ValueError("; ".join(errors))
 
     return decode
-
-
-def _json_types(arm: Any) -> tuple[type, ...]:
-    """The JSON values an arm of a union takes as they are."""
-    if arm is type(None):
-        return (type(None),)
-    if arm is Any or arm is object:
-        return (object,)
-    plain = typing.get_origin(arm) or arm
-    if plain is float:
-        return (float, int)
-    if plain in (int, str, bool, dict, list) and decoder_for(arm) is None:
-        return (plain,)
-    return ()
 
 
 def _tuple(args: tuple[Any, ...]) -> Decoder:
@@ -308,7 +399,7 @@ def _tuple(args: tuple[Any, ...]) -> Decoder:
             raise ValueError(f"expected {len(decoders)} items, got {len(items)}")
         if not args:
             return tuple(items)
-        return tuple(x if d is None else d(x) for d, x in zip(decoders, items))
+        return tuple(x if d is None else _at(i, d, x) for i, (d, x) in enumerate(zip(decoders, items)))
 
     return decode
 
@@ -318,16 +409,20 @@ def _dataclass(cls: type) -> Decoder:
     fields: dict[str, Decoder | None] = {}
 
     def decode(value: Any) -> Any:
-        if isinstance(value, cls):
-            return value
         if not fields:
             hints = _hints_of_class(cls)
             fields.update({f.name: decoder_for(hints.get(f.name, f.type)) for f in dataclasses.fields(cls) if f.init})
+        if isinstance(value, cls):
+            # one made in Python (a send): its fields checked as they will be read
+            for name, field in fields.items():
+                if field is not None:
+                    _at(f".{name}", field, getattr(value, name))
+            return value
         data = _object(value)
         unknown = sorted(data.keys() - fields.keys())
         if unknown:
             raise ValueError(f"{cls.__name__} has no field {', '.join(unknown)}")
-        return cls(**{k: (v if fields[k] is None else fields[k](v)) for k, v in data.items()})  # type: ignore[misc]
+        return cls(**{k: (v if (field := fields[k]) is None else _at(f".{k}", field, v)) for k, v in data.items()})
 
     return decode
 
@@ -351,34 +446,55 @@ def _task_result(inner: Decoder | None) -> Decoder:
 
 
 def _each(inner: Decoder | None, items: list[Any]) -> list[Any]:
-    return items if inner is None else [inner(x) for x in items]
+    return items if inner is None else [_at(i, inner, x) for i, x in enumerate(items)]
+
+
+def _at(where: int | str, decoder: Decoder, value: Any) -> Any:
+    """An element (``where`` its position or key) or a field (``where`` ``.name``) read by
+    ``decoder``, its error saying which one it was: ``at [2].user: expected …``."""
+    try:
+        return decoder(value)
+    except Exception as e:  # noqa: BLE001 - whatever reading it raised
+        step = where if isinstance(where, str) and where.startswith(".") else f"[{where!r}]"
+        if isinstance(e, _Inside):
+            raise _Inside(step + e.path, e.why) from None
+        raise _Inside(step, str(e)) from None
+
+
+class _Inside(ValueError):
+    """A value inside another that could not be read: where (``[3]``, ``.user``) and why."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"at {path}: {why}")
+        self.path = path
+        self.why = why
 
 
 def _array(value: Any) -> list[Any]:
-    if not isinstance(value, (list, tuple)):
-        raise TypeError(f"expected a JSON array, got {type(value).__name__}")
+    if not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError(f"expected a JSON array, got {_json_kind(value)}")
     return list(cast("list[Any]", value))
 
 
 def _object(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+        raise TypeError(f"expected a JSON object, got {_json_kind(value)}")
     return cast("dict[str, Any]", value)
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, what: str = "text") -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected text, got {type(value).__name__}")
+        raise TypeError(f"expected {what}, got {_json_kind(value)}")
     return value
 
 
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"expected a number, got {type(value).__name__}")
+        raise TypeError(f"expected a number, got {_json_kind(value)}")
     return float(value)
 
 
 def _number_or_text(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise TypeError(f"expected a number or text, got {type(value).__name__}")
+        raise TypeError(f"expected a number or text, got {_json_kind(value)}")
     return value

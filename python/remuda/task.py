@@ -211,8 +211,11 @@ class Task(Generic[P, R]):
         return out
 
     def encode(self, args: dict[str, Any]) -> str:
-        """The job's args as JSON (see :mod:`remuda.codec` for the types beyond JSON)."""
-        return self.codec.encode_args(self.name, args)
+        """The job's args as JSON (see :mod:`remuda.codec` for the types beyond JSON),
+        each checked against its parameter's annotation as the worker will read it."""
+        payload = self.codec.encode_args(self.name, args)
+        self.codec.check_args(self.name, args)
+        return payload
 
     def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """The job's args as JSON and the send options among the keywords (an option that

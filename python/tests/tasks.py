@@ -352,6 +352,15 @@ def make_app(database_url: str) -> remuda.App:
 
         return remuda.step("send", send)
 
+    @app.task("plot", retry=RetryPolicy.fixed(0.05, max_attempts=3))
+    def plot(point: Point, label: str = "", scale: float = 1.0) -> float:
+        assert isinstance(point.x, int) and isinstance(label, str), (point, label)
+        return point.x * scale
+
+    @app.task("sum_batch", batch_size=2, batch_wait=3600, retry=RetryPolicy.fixed(0.05, max_attempts=3))
+    def sum_batch(values: list[int]) -> int:
+        return sum(values)
+
     @app.task("digest", batch_size=3, batch_wait=3600)
     def digest(points: list[Point]) -> int:
         assert all(isinstance(p, Point) for p in points), points

@@ -150,3 +150,68 @@ def test_bad_input_is_a_remuda_error_and_a_type_or_value_error_naming_the_option
         assert type(error) is kind, (says, error)
         assert error.code == "BAD_INPUT" and says in error.message, (says, error.message)
         assert isinstance(error, TypeError if kind is remuda.InputTypeError else ValueError)
+
+
+def test_plain_arguments_a_parameter_refuses_are_refused_at_send(app: remuda.App, db: psycopg.Connection[Any]) -> None:
+    add, plot = app.tasks["add"], app.tasks["plot"]
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    for bad, why in (("x", "got text"), (1.5, "got the number 1.5"), (True, "got true")):
+        with pytest.raises(remuda.InputTypeError) as refused:
+            add.send(1, bad)
+        message = refused.value.message
+        assert f"b={json.dumps(bad)} does not fit its annotation: expected an integer (int), {why}" in message, message
+        assert "task add(a: int, b: int) -> int" in message, message
+    with pytest.raises(remuda.InputTypeError, match='b="x" does not fit'):
+        add.send_many([{"a": 1, "b": 2}, {"a": 1, "b": "x"}])
+    with pytest.raises(remuda.InputTypeError, match=r"at \.x: expected an integer \(int\), got text"):
+        plot.send(Point("a", 1, at))  # type: ignore[arg-type]
+    with pytest.raises(remuda.InputTypeError, match=r"label=5 does not fit its annotation: expected text \(str\)"):
+        plot.send(Point(1, 1, at), label=5)
+    with pytest.raises(remuda.InputTypeError, match="the batch item does not fit values"):
+        app.tasks["sum_batch"].add_to_batch("k", "not an int")
+    assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone() == (0,), "nothing refused was written"
+
+
+def test_plain_arguments_the_worker_cannot_read_fail_their_job_once_with_bad_args(
+    app: remuda.App, db: psycopg.Connection[Any], start_worker: StartWorker
+) -> None:
+    at = "2026-01-01T00:00:00+00:00"
+    sent = {
+        "b text": ("add", {"a": 1, "b": "x"}, 'b="x" cannot be read as annotated: expected an integer (int), got text'),
+        "b fraction": ("add", {"a": 1, "b": 1.5}, "b=1.5 cannot be read as annotated: expected an integer (int), got the number 1.5"),
+        "b boolean": ("add", {"a": 1, "b": True}, "b=true cannot be read as annotated: expected an integer (int), got true"),
+        "field": ("plot", {"point": {"x": "a", "y": 1, "at": at}}, "at .x: expected an integer (int), got text"),
+        "label": ("plot", {"point": {"x": 1, "y": 1, "at": at}, "label": 7}, "label=7 cannot be read as annotated: expected text (str)"),
+        "batch item": ("sum_batch", [5, "not an int"], "at [1]: expected an integer (int), got text"),
+    }
+    rows = {why: db.execute("SELECT remuda.enqueue(%s, %s::jsonb)", [kind, json.dumps(args)]).fetchone() for why, (kind, args, _) in sent.items()}
+    start_worker()
+    good = app.tasks["plot"].send(Point(2, 0, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)), scale=3)
+    for why, row in rows.items():
+        assert row is not None
+        handle = app.handle(row[0])
+        error = handle.get(timeout=30).err_value
+        assert error.code == "BAD_ARGS" and error.retryable is False, (why, error)
+        assert sent[why][2] in error.message, (why, error.message)
+        assert job_info(handle)["attempt"] == 1, f"{why}: not retried, the same args would fail again"
+    assert good.get(timeout=30).unwrap() == 6, "a float parameter takes an integer"
+
+
+def test_task_options_are_checked_at_declaration_with_the_sends_messages(app: remuda.App) -> None:
+    def body() -> None:
+        return None
+
+    cases: list[tuple[Any, type[Exception], str]] = [
+        (lambda: app.task("q2", queue=5)(body), remuda.InputTypeError, "task q2: queue=5: give a str"),  # type: ignore[call-overload]
+        (lambda: app.task("t2", timeout="30s")(body), remuda.InputTypeError, "task t2: timeout='30s'"),  # type: ignore[call-overload]
+        (lambda: app.task("p2", priority="high")(body), remuda.InputTypeError, "task p2: priority='high': give an int"),  # type: ignore[call-overload]
+        (lambda: app.task("m2", max_attempts=0)(body), remuda.InputValueError, "task m2: max_attempts=0"),
+        (lambda: app.task("")(body), remuda.InputValueError, "give the task a name"),
+        (lambda: app.task("e2", exception_mapper={int: "X"})(body), remuda.InputTypeError, "exception_mapper key <class 'int'>"),  # type: ignore[dict-item]
+        (lambda: app.task("e3", exception_mapper={TimeoutError: 5})(body), remuda.InputTypeError, "exception_mapper[TimeoutError]=5"),  # type: ignore[dict-item]
+    ]
+    for declare, error, text in cases:
+        with pytest.raises(error) as refused:
+            declare()
+        assert text in str(refused.value), (text, str(refused.value))
+    assert not {"q2", "t2", "p2", "m2", "", "e2", "e3"} & set(app.tasks), "a refused task is not declared"
