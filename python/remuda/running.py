@@ -7,7 +7,7 @@ import asyncio
 import builtins
 import json
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import codec
 from .context import JobContext, Sleeping, _enter, _leave
@@ -20,14 +20,18 @@ if TYPE_CHECKING:
 Outcome = tuple[str, str]
 
 
-def prepare(task: Task[Any, Any], args_json: str) -> dict[str, Any]:
+def prepare(task: Task[Any, Any], args_json: str, ctx: JobContext) -> dict[str, Any]:
     """The job's args as the function takes them: bound to its parameters and rebuilt from
     their annotations (:mod:`remuda.codec`; a tagged result passed by ``args_from`` becomes a
-    :class:`TaskResult` where the parameter is annotated as one)."""
+    :class:`TaskResult` where the parameter is annotated as one). An element of a map node
+    is given its ``index`` only if the function takes one."""
     args = json.loads(args_json)
     if task.batch is not None:
         # a batch's args are the list of its items: the task's one parameter
         args = {task.batch[2]: args}
+    elif ctx.workflow is not None and "index" in ctx.workflow and isinstance(args, dict):
+        if not task.codec.open and "index" not in task.codec.names:
+            cast("dict[str, Any]", args).pop("index", None)
     return task.codec.decode_args(task.name, args)
 
 
@@ -35,7 +39,7 @@ def call_sync(task: Task[Any, Any], args_json: str, ctx: JobContext) -> Outcome:
     """Runs a plain function."""
     token = _enter(ctx)
     try:
-        args = prepare(task, args_json)
+        args = prepare(task, args_json, ctx)
         outcome = encode(task, task.fn(**args))
     except BaseException as e:  # noqa: BLE001 - every failure becomes the job's error
         outcome = failure(task, e)
@@ -48,7 +52,7 @@ async def call_async(task: Task[Any, Any], args_json: str, ctx: JobContext) -> O
     """Runs an ``async def`` function on the worker's event loop."""
     token = _enter(ctx)
     try:
-        args = prepare(task, args_json)
+        args = prepare(task, args_json, ctx)
         outcome = encode(task, await task.fn(**args))
     except asyncio.CancelledError as e:
         # a cancelled task saw its stop; a cancel from elsewhere is its error

@@ -11,7 +11,7 @@ import inspect
 import json
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Generic, Iterable, Optional, ParamSpec, TypeVar, overload
 
-from . import _native, codec, sending
+from . import _native, codec, connections, sending
 from .errors import InputTypeError, InputValueError, RemudaError
 from .result import TaskError, TaskResult
 from .retry import RetryPolicy
@@ -232,12 +232,21 @@ class Task(Generic[P, R]):
         return self._send(payload, options)
 
     def send_in(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
-        """Enqueues a job inside the caller's psycopg (3) transaction (``conn`` is a
-        connection or cursor), through the SQL function ``remuda.enqueue_job``
+        """Enqueues a job inside the caller's transaction (``conn``: a psycopg 3 connection
+        or cursor, a SQLAlchemy ``Connection`` or ``Session``, Django's connection, a
+        psycopg2 connection or cursor; see :mod:`remuda.connections`), through the SQL
+        function ``remuda.enqueue_job``
         (``remuda.enqueue``'s, answering whether it was a duplicate or joined): the job exists
         if and only if that transaction commits."""
         payload, options = self.split(args, dict(kwargs))
         return self._send_in(conn, payload, options)
+
+    async def send_in_async(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """:meth:`send_in` on the caller's async connection (a psycopg ``AsyncConnection`` or
+        ``AsyncCursor``, a SQLAlchemy ``AsyncConnection`` or ``AsyncSession``): the job
+        exists if and only if that transaction commits."""
+        payload, options = self.split(args, dict(kwargs))
+        return await self._send_in_async(conn, payload, options)
 
     def call(self, *args: P.args, **kwargs: P.kwargs) -> Call[P, R]:
         """The arguments of one call of the task, checked by type checkers as a send's are:
@@ -316,7 +325,16 @@ class Task(Generic[P, R]):
         queue = str(merged.get("queue", self.queue))
         with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
             statement, params = sending.enqueue_sql(self.name, payload, merged)
-            row = conn.execute(statement, params).fetchone()
+            row = connections.fetch_one(conn, statement, params)
+            sent(int(row[0]))
+        return TaskHandle(self.app, int(row[0]), bool(row[2]), self.codec, joined=bool(row[1]))
+
+    async def _send_in_async(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
+        merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(options), **options}))
+        queue = str(merged.get("queue", self.queue))
+        with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
+            statement, params = sending.enqueue_sql(self.name, payload, merged)
+            row = await connections.fetch_one_async(conn, statement, params)
             sent(int(row[0]))
         return TaskHandle(self.app, int(row[0]), bool(row[2]), self.codec, joined=bool(row[1]))
 
@@ -391,6 +409,11 @@ class Sending(Generic[P, R]):
         """:meth:`Task.send_in` with these options."""
         payload, extra = self.task.split(args, dict(kwargs))
         return self.task._send_in(conn, payload, {**self.opts, **extra})
+
+    async def send_in_async(self, conn: Any, *args: P.args, **kwargs: P.kwargs) -> TaskHandle[R]:
+        """:meth:`Task.send_in_async` with these options."""
+        payload, extra = self.task.split(args, dict(kwargs))
+        return await self.task._send_in_async(conn, payload, {**self.opts, **extra})
 
     def send_many(self, calls: Iterable[Call[P, R] | dict[str, Any]]) -> int:
         """:meth:`Task.send_many` with these options."""

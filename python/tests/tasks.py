@@ -186,6 +186,14 @@ def make_app(database_url: str) -> remuda.App:
     def square(item: int, index: int) -> int:
         return item * item
 
+    @app.task("cube")
+    def cube(item: int) -> int:
+        return item * item * item
+
+    @app.task("placed")
+    def placed(item: int, index: int) -> list[int]:
+        return [index, item]
+
     @app.task("total", retry=RetryPolicy.none())
     def total(values: TaskResult[list[int]]) -> int:
         return sum(values.unwrap())

@@ -106,6 +106,21 @@ def test_a_maps_result_reaches_a_task_result_parameter_as_one(app: remuda.App, s
     assert result.unwrap() == 1 + 4 + 9, "TaskResult[list[int]] of the elements' values"
 
 
+def test_a_map_passes_index_only_to_a_task_that_takes_one(app: remuda.App, start_worker: StartWorker) -> None:
+    start_worker()
+    listing, cube, placed = app.tasks["listing"], app.tasks["cube"], app.tasks["placed"]
+    numbers = listing.node(n=3)
+    cubes = cube.node(map={"over": numbers, "pointer": "/items"}, node_id="cubes")
+    places = placed.node(map={"over": numbers, "pointer": "/items"}, node_id="places")
+    handle = app.workflow("mapped", [numbers, cubes, places]).start()
+    result = handle.get(timeout=60)
+    assert result.is_ok(), (result, handle.status())
+    nodes = handle.status()["nodes"]
+    assert nodes["cubes"]["state"] == "completed" and nodes["places"]["state"] == "completed", nodes
+    assert nodes["cubes"]["result"] == {"ok": [1, 8, 27]}, "item alone: no index passed"
+    assert nodes["places"]["result"] == {"ok": [[0, 1], [1, 2], [2, 3]]}, "index passed where taken"
+
+
 def test_a_map_a_sleep_a_condition_and_a_sub_workflow(app: remuda.App, start_worker: StartWorker) -> None:
     start_worker()
     add, listing, square = app.tasks["add"], app.tasks["listing"], app.tasks["square"]
