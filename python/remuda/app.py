@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shlex
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, ParamSpec, Protocol, TypeVar, overload
@@ -212,7 +213,7 @@ class App:
         why = "no worker is running" if not any_worker else f"no live worker runs {kind!r} on queue {queue!r}"
         warnings.warn(
             f"{why}: job of {kind!r} waits until a worker serving queue {queue!r} runs it "
-            f"(python -m remuda worker module:app --queues {queue})",
+            f"(python -m remuda worker module:app --queues {shlex.quote(queue)})",
             RuntimeWarning,
             stacklevel=3,
         )

@@ -485,8 +485,12 @@ class TaskHandle(Generic[R]):
         return None if text is None else dict(json.loads(text))
 
     def cancel(self) -> str:
-        """Cancels the job (a running one is asked to stop): the state it had."""
-        return str(self.app.client.cancel(self.id))
+        """Cancels the job, and says what happened: ``"cancelled"`` (it was waiting: it will
+        not run), ``"stopping"`` (it was running: its body is asked to stop, and the job ends
+        cancelled), or ``"already cancelled"``. A finished job cannot be cancelled
+        (``RemudaError`` ``WRONG_STATE``)."""
+        was = str(self.app.client.cancel(self.id))
+        return {"running": "stopping", "cancelled": "already cancelled"}.get(was, "cancelled")
 
     def _missing(self, e: RemudaError) -> TaskResult[R]:
         if e.code != "NOT_FOUND":

@@ -45,8 +45,10 @@ def run(
     overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Runs a worker for ``app``'s tasks until SIGINT or SIGTERM (a second one stops the
-    running jobs at once) or until ``stop`` is set: the report (completed, retried, failed,
-    released). With ``once``, it exits when its queues have no runnable job left (retries
+    running jobs at once) or until ``stop`` is set: the report (``completed``, ``retried``,
+    ``failed``, ``released``: attempts stopped unfinished whose jobs were given back, and
+    ``rejected``: outcomes the database refused because the job was no longer this worker's,
+    cancelled or rescued while it was cut off). With ``once``, it exits when its queues have no runnable job left (retries
     due within a minute are waited for), as ``remuda worker --once``. ``overrides``: the
     binary's other flags (``heartbeat_interval``, ``rescue_after``, ``cancel_grace`` as
     ``"200ms"``, ``crash_loop_limit``).

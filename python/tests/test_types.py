@@ -215,3 +215,20 @@ def test_task_options_are_checked_at_declaration_with_the_sends_messages(app: re
             declare()
         assert text in str(refused.value), (text, str(refused.value))
     assert not {"q2", "t2", "p2", "m2", "", "e2", "e3"} & set(app.tasks), "a refused task is not declared"
+
+
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # no worker: the job waits
+def test_cancel_says_what_happened(app: remuda.App) -> None:
+    waiting = app.tasks["add"].options(delay=3600).send(1, 2)
+    assert waiting.cancel() == "cancelled", "a waiting job will not run"
+    assert waiting.cancel() == "already cancelled"
+    assert job_info(waiting)["state"] == "cancelled"
+
+
+def test_the_unserved_warning_suggests_a_command_that_works_for_any_queue_name(app: remuda.App) -> None:
+    @app.task("spaced", queue="my queue")
+    def spaced() -> None:
+        return None
+
+    with pytest.warns(RuntimeWarning, match=r"--queues 'my queue'\)"):
+        spaced.send()

@@ -46,6 +46,20 @@ def test_a_mistake_in_the_config_file_is_named_with_the_file(app: remuda.App, tm
     assert str(config) in refused.stderr and "concurency" in refused.stderr
 
 
+def test_a_bad_setting_without_a_config_file_names_no_file(app: remuda.App, tmp_path: Path) -> None:
+    with pytest.raises(remuda.InputValueError) as refused:
+        app.run_worker(concurrency=0, once=True)
+    message = refused.value.message
+    assert message.startswith("invalid worker settings: concurrency is 0"), message
+    assert "remuda.toml" not in message, "no config file was given: none is blamed"
+    config = tmp_path / "remuda.toml"
+    config.write_text("[worker]\nconcurrency = 4\n")
+    refused_file = python_m_remuda(app.database_url, "worker", "tasks:app", "--config", str(config), "--concurrency", "0", "--once")
+    assert refused_file.returncode == 2, refused_file.stderr
+    assert f"{config}: invalid worker config: [worker] concurrency is 0" in refused_file.stderr, refused_file.stderr
+    assert "(with the command-line overrides)" in refused_file.stderr, "the flag is named as what to change"
+
+
 @pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
 def test_once_exits_1_when_a_job_failed(app: remuda.App) -> None:
     app.tasks["broken"].send()

@@ -46,8 +46,8 @@ def test_cancel_reaches_a_running_body_sync_and_async(app: remuda.App, start_wor
     async_job = app.tasks["nap"].send(seconds=60, marker=str(async_marker))
     wait_state(sync_job, "running")
     wait_state(async_job, "running")
-    assert sync_job.cancel() == "running"
-    assert async_job.cancel() == "running"
+    assert sync_job.cancel() == "stopping"
+    assert async_job.cancel() == "stopping"
     assert wait_file(sync_marker) == "saw the flag", "the flag reached the thread"
     assert wait_file(async_marker) == "cancelled", "the coroutine was cancelled"
     assert sync_job.get(timeout=10).err_value.code == "CANCELLED"

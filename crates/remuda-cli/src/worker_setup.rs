@@ -33,9 +33,14 @@ pub struct Overrides {
 }
 
 /// The worker settings a config file and the flags describe, checked: every mistake is
-/// reported with the file, before anything starts.
-pub fn settings(config: &Config, path: &Path, args: &Overrides) -> CliResult<WorkerConfig> {
-    let bad = |message: String| Config::error(path, &message);
+/// reported with the file, before anything starts. `path` is the file the config was read
+/// from; `None` when there was none (a worker set up in code, as Python's `run_worker`
+/// may be), and then a mistake names no file.
+pub fn settings(config: &Config, path: Option<&Path>, args: &Overrides) -> CliResult<WorkerConfig> {
+    let bad = |message: String| match path {
+        Some(path) => Config::error(path, &message),
+        None => CliError::Usage(format!("invalid worker settings: {message}")),
+    };
     if args.name.as_deref().is_some_and(str::is_empty) {
         return Err(CliError::Usage(
             "--name is empty: give the worker a name, or leave the flag out to use [worker] name or the host name".into(),
@@ -97,14 +102,11 @@ pub fn settings(config: &Config, path: &Path, args: &Overrides) -> CliResult<Wor
             || args.rescue_after.is_some()
             || args.crash_loop_limit.is_some()
             || args.cancel_grace.is_some();
-        bad(format!(
-            "[worker] {e}{}",
-            if from_flags {
-                " (with the command-line overrides)"
-            } else {
-                ""
-            }
-        ))
+        bad(match path {
+            Some(_) if from_flags => format!("[worker] {e} (with the command-line overrides)"),
+            Some(_) => format!("[worker] {e}"),
+            None => e.to_string(),
+        })
     })?;
     Ok(settings)
 }

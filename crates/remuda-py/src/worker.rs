@@ -377,7 +377,8 @@ impl Worker {
             once: settings.once,
             once_wait: Duration::from_secs(60),
         };
-        let mut config_settings = worker_setup::settings(&config, &path, &overrides)
+        let read_from = settings.config.is_some().then_some(path.as_path());
+        let mut config_settings = worker_setup::settings(&config, read_from, &overrides)
             .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
         let concurrency = config_settings.concurrency;
         let (tx, rx) = mpsc::channel();

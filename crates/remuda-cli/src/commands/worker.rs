@@ -16,7 +16,7 @@ pub async fn run(db: &DbArgs, args: WorkerArgs) -> CliResult<u8> {
             "it defines no tasks: add a [tasks.<kind>] table with command, url or builtin",
         ));
     }
-    let settings = settings(&config, &args.config, &overrides(&args))?;
+    let settings = settings(&config, Some(&args.config), &overrides(&args))?;
     let queues = settings.queues.clone();
     for warning in config.warnings(&queues) {
         eprintln!("remuda worker: warning: {warning}");
