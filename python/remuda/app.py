@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import shlex
 import threading
@@ -39,6 +40,36 @@ class TaskDecorator(Protocol):
 
     @overload
     def __call__(self, fn: Callable[P, R], /) -> SyncTask[P, R]: ...
+
+
+def queue_limits(
+    kind: str,
+    max_running: int | None,
+    key_limit: int | None,
+    rate: tuple[int, float | dt.timedelta] | None,
+    rate_burst: int | None,
+) -> dict[str, Any]:
+    """The queue limits a task declares, checked, as the native client takes them."""
+    limits: dict[str, Any] = {}
+    for key, value, low in (("max_running", max_running, 0), ("key_limit", key_limit, 1), ("rate_burst", rate_burst, 1)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputTypeError(f"task {kind}: {key}={value!r}: give an int")
+        if not low <= value <= 2**31 - 1:
+            raise InputValueError(f"task {kind}: {key}={value}: give an int of {low} or more")
+        limits[key] = value
+    if rate is not None:
+        if not isinstance(rate, tuple) or len(rate) != 2 or isinstance(rate[0], bool) or not isinstance(rate[0], int):
+            raise InputTypeError(f"task {kind}: rate={rate!r}: give (n, seconds), such as (100, 1) for 100 starts a second")
+        count, period = rate
+        seconds = sending.seconds("rate's period", period)
+        if count < 1 or seconds <= 0:
+            raise InputValueError(f"task {kind}: rate={rate!r}: give at least 1 start per period of more than 0 seconds")
+        limits["rate"] = [count, seconds]
+    elif rate_burst is not None:
+        raise InputValueError(f"task {kind}: rate_burst={rate_burst} without a rate: give rate=(n, seconds) too")
+    return limits
 
 
 def check_mapper(kind: str, mapper: dict[Any, Any]) -> None:
@@ -97,6 +128,9 @@ class App:
         #: ``PRODUCER``) when the ``opentelemetry`` API is installed; ``None``: the global one
         self.tracer_provider: Any = tracer_provider
         self.tasks: dict[str, Task[Any, Any]] = {}
+        #: the limits tasks declare on their queues (``@app.task(max_running=…)``), set on
+        #: each queue when a worker of this app starts
+        self.queue_limits: dict[str, dict[str, Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
         # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)
@@ -141,6 +175,10 @@ class App:
         debounce_max: float | dt.timedelta | None = None,
         throttle: float | dt.timedelta | None = None,
         throttle_latest: bool = False,
+        max_running: int | None = None,
+        key_limit: int | None = None,
+        rate: tuple[int, float | dt.timedelta] | None = None,
+        rate_burst: int | None = None,
     ) -> TaskDecorator: ...
 
     def task(
@@ -159,6 +197,10 @@ class App:
         debounce_max: float | dt.timedelta | None = None,
         throttle: float | dt.timedelta | None = None,
         throttle_latest: bool = False,
+        max_running: int | None = None,
+        key_limit: int | None = None,
+        rate: tuple[int, float | dt.timedelta] | None = None,
+        rate_burst: int | None = None,
     ) -> Any:
         """Declares a task: ``@app.task("resize", queue="media", retry=RetryPolicy.exponential(…))``
         (or bare ``@app.task``, named after the function). Plain ``def`` and ``async def``
@@ -167,7 +209,11 @@ class App:
         ``batch_size`` and ``batch_wait`` (seconds) make a task that takes batches: its one
         parameter is a list, fed by ``task.add_to_batch(key, item)``. ``debounce`` (with
         ``debounce_max``) or ``throttle`` (with ``throttle_latest``) form every send of the
-        task that gives a ``unique_key`` (or ``unique_by_args``) and no formation of its own."""
+        task that gives a ``unique_key`` (or ``unique_by_args``) and no formation of its own.
+        ``max_running``, ``key_limit`` (running jobs per ``concurrency_key``), ``rate``
+        (``(n, seconds)``: at most n starts per period) and ``rate_burst`` are limits of the
+        task's queue, set on it when a worker of the app starts, as ``remuda queue set``
+        does (tasks sharing a queue must not declare different ones)."""
 
         def declare(fn: Callable[..., Any]) -> Task[Any, Any]:
             kind = name if isinstance(name, str) else default_kind(fn)
@@ -191,6 +237,8 @@ class App:
             if batch_size is not None or batch_wait is not None:
                 task.take_batches(batch_size, batch_wait)
             task.form_keyed(debounce=debounce, debounce_max=debounce_max, throttle=throttle, throttle_latest=throttle_latest)
+            limits = queue_limits(kind, max_running=max_running, key_limit=key_limit, rate=rate, rate_burst=rate_burst)
+            self.declare_limits(kind, queue, limits)
             self.tasks[kind] = task
             return task
 
@@ -199,6 +247,26 @@ class App:
                 raise InputTypeError(f"@app.task({name!r}): give the task's name as a str, or use @app.task bare")
             return declare(name)
         return declare
+
+    def declare_limits(self, kind: str, queue: str, limits: dict[str, Any]) -> None:
+        """Keeps the limits ``kind`` declares on ``queue``; another task of the queue
+        declaring a different value for one of them is refused (one queue, one limit)."""
+        known = self.queue_limits.get(queue, {})
+        for key, value in limits.items():
+            if key in known and known[key] != value:
+                raise InputValueError(
+                    f"task {kind}: {key}={value!r} on queue {queue!r}, where another task declares {key}={known[key]!r}: "
+                    "a limit belongs to the queue; declare it once"
+                )
+        if limits:
+            self.queue_limits[queue] = {**known, **limits}
+
+    def apply_limits(self, queues: Iterable[str] | None) -> None:
+        """Sets the declared limits on the queues a worker serves (``None``: every queue
+        with some), as ``remuda queue set`` does."""
+        for queue, limits in self.queue_limits.items():
+            if queues is None or queue in queues:
+                self.client.limit_queue(queue, json.dumps(limits))
 
     def warn_if_unserved(self, kind: str, queue: str) -> None:
         """Warns (once per kind and queue in this process, as ``remuda enqueue`` notes it)

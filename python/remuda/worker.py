@@ -73,6 +73,8 @@ def run(
         with open(config, encoding="utf-8") as f:
             settings["config"] = f.read()
         settings["config_path"] = os.path.abspath(config)
+    # the limits the tasks declare, on the queues this worker serves, before it claims
+    app.apply_limits(queues)
     native = _native.Worker(app.client, json.dumps(settings))
     dispatcher = Dispatcher(app, native, native.concurrency, processes, app_path)
     pump = threading.Thread(target=dispatcher.serve, name="remuda-dispatcher", daemon=True)

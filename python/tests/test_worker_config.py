@@ -81,3 +81,33 @@ def test_the_benchmark_drains_every_job_and_measures_pickup(database_url: str) -
     figures = json.loads(done.stdout)
     assert figures["completed"] == 300
     assert figures["pickup_ms"]["p50"] > 0
+
+
+def test_limits_declared_on_a_task_are_set_on_its_queue_when_a_worker_starts(
+    app: remuda.App, db: psycopg.Connection[Any]
+) -> None:
+    @app.task("charged", queue="payments", max_running=3, key_limit=1, rate=(100, 2), rate_burst=5)
+    def charged() -> None:
+        return None
+
+    @app.task("refunded", queue="payments", key_limit=1)
+    def refunded() -> None:
+        return None
+
+    with pytest.raises(remuda.InputValueError, match="key_limit=2 on queue 'payments', where another task declares key_limit=1"):
+
+        @app.task("disputed", queue="payments", key_limit=2)
+        def disputed() -> None:
+            return None
+
+    with pytest.raises(remuda.InputValueError, match="rate_burst=5 without a rate"):
+        app.task("bursty", rate_burst=5)(charged.fn)
+    with pytest.raises(remuda.InputTypeError, match="rate='100/s': give \\(n, seconds\\)"):
+        app.task("rated", rate="100/s")(charged.fn)  # type: ignore[call-overload]
+    assert db.execute("SELECT count(*) FROM remuda.queues WHERE name = 'payments'").fetchone() == (0,), "set by a worker, not by a declaration"
+    report = app.run_worker(queues=["payments"], once=True)
+    assert report["completed"] == 0
+    row = db.execute(
+        "SELECT max_running, key_limit, rate_limit, rate_period_ms, rate_burst FROM remuda.queues WHERE name = 'payments'"
+    ).fetchone()
+    assert row == (3, 1, 100, 2000, 5), row

@@ -154,6 +154,24 @@ impl Client {
         Ok(block_on(py, self.inner.cancel(id))?.as_str().to_string())
     }
 
+    /// Sets the limits a task declares on its queue (JSON: `max_running`, `key_limit`,
+    /// `rate` as `[n, seconds]`, `rate_burst`; those absent are left as they are), as
+    /// `remuda queue set` does: the queue's settings after it, as JSON.
+    fn limit_queue(&self, py: Python<'_>, queue: &str, limits: &str) -> PyResult<String> {
+        let limits: QueueLimits = parse("queue limits", limits)?;
+        let change = remuda::QueueChange {
+            max_running: limits.max_running.map(Some),
+            key_limit: limits.key_limit.map(Some),
+            rate: limits
+                .rate
+                .map(|(n, period)| Ok::<_, PyErr>(Some((n, seconds("rate", period)?))))
+                .transpose()?,
+            rate_burst: limits.rate_burst,
+            ..remuda::QueueChange::default()
+        };
+        text(&block_on(py, self.inner.change_queue(queue, &change))?)
+    }
+
     /// Checks and compiles a workflow spec (JSON): the compiled definition.
     #[staticmethod]
     fn compile_workflow(spec: &str) -> PyResult<String> {
@@ -323,4 +341,14 @@ impl Client {
 pub fn database_url(py: Python<'_>) -> PyResult<String> {
     let config = block_on(py, remuda::db::setup::Resolve::from_env().resolve())?;
     Ok(remuda::db::conninfo(&config, None))
+}
+
+/// The limits a task declares on its queue (`@app.task(max_running=…, key_limit=…, rate=…)`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueueLimits {
+    max_running: Option<i32>,
+    key_limit: Option<i32>,
+    rate: Option<(i32, f64)>,
+    rate_burst: Option<i32>,
 }
