@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--config", help="a worker config file (remuda.toml): every key of `remuda worker`")
     worker.add_argument("--name", help="the worker's name in `remuda workers`")
     worker.add_argument("--once", action="store_true", help="exit when the queues are drained (exit 1 if a job failed)")
+    worker.add_argument("--once-wait", help="with --once: how far ahead a scheduled retry is still waited for (default 60s; 0s: only what is due)")
     worker.add_argument("--heartbeat-interval", help="override [worker].heartbeat_interval (200ms, 5s)")
     worker.add_argument("--rescue-after", help="override [worker].rescue_after")
     worker.add_argument("--cancel-grace", help="override [worker].cancel_grace")
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def overrides(args: argparse.Namespace) -> dict[str, object]:
     """The flags that override the config file's ``[worker]`` table."""
-    names = ("heartbeat_interval", "rescue_after", "cancel_grace", "crash_loop_limit")
+    names = ("heartbeat_interval", "rescue_after", "cancel_grace", "crash_loop_limit", "once_wait")
     return {n: getattr(args, n) for n in names if getattr(args, n) is not None}
 
 

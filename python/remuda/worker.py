@@ -49,8 +49,9 @@ def run(
     ``failed``, ``released``: attempts stopped unfinished whose jobs were given back, and
     ``rejected``: outcomes the database refused because the job was no longer this worker's,
     cancelled or rescued while it was cut off). With ``once``, it exits when its queues have no runnable job left (retries
-    due within a minute are waited for), as ``remuda worker --once``. ``overrides``: the
-    binary's other flags (``heartbeat_interval``, ``rescue_after``, ``cancel_grace`` as
+    due within a minute are waited for; ``overrides={"once_wait": "0s"}`` stops at what is
+    due), as ``remuda worker --once``. ``overrides``: the binary's other flags
+    (``heartbeat_interval``, ``rescue_after``, ``cancel_grace``, ``once_wait`` as
     ``"200ms"``, ``crash_loop_limit``).
 
     ``config``: a worker config file (``remuda.toml``): every ``[worker]``, ``[retention]``,

@@ -121,6 +121,10 @@ def make_app(database_url: str) -> remuda.App:
             raise Upstream(f"attempt {job.attempt} failed")
         return job.attempt
 
+    @app.task("retried_later", retry=RetryPolicy.fixed(2, max_attempts=2))
+    def retried_later() -> None:
+        raise Upstream("not yet")
+
     @app.task("broken", retry=RetryPolicy.none())
     def broken() -> None:
         nothing: dict[str, None] = {}

@@ -68,6 +68,21 @@ def test_once_exits_1_when_a_job_failed(app: remuda.App) -> None:
     assert "1 failed" in done.stderr
 
 
+@pytest.mark.filterwarnings("ignore:no worker is running:RuntimeWarning")  # sent before any worker runs
+def test_once_wait_says_how_far_ahead_a_retry_is_waited_for(app: remuda.App, db: psycopg.Connection[Any]) -> None:
+    handle = app.tasks["retried_later"].send()
+    due_only = python_m_remuda(app.database_url, "worker", "tasks:app", "--once", "--once-wait", "0s")
+    assert due_only.returncode == 0, due_only.stderr
+    row = db.execute("SELECT state::text, attempt FROM remuda.jobs WHERE id = %s", [handle.id]).fetchone()
+    assert row == ("scheduled", 1), f"the retry 2 s ahead was not waited for: {row}"
+    waited = python_m_remuda(app.database_url, "worker", "tasks:app", "--once", "--once-wait", "10s")
+    assert waited.returncode == 1 and "1 failed" in waited.stderr, waited.stderr
+    row = db.execute("SELECT state::text, attempt FROM remuda.jobs WHERE id = %s", [handle.id]).fetchone()
+    assert row == ("failed", 2), row
+    bad = python_m_remuda(app.database_url, "worker", "tasks:app", "--once", "--once-wait", "soon")
+    assert bad.returncode == 2 and "once_wait" in bad.stderr, bad.stderr
+
+
 def test_the_benchmark_drains_every_job_and_measures_pickup(database_url: str) -> None:
     env = {**os.environ, "DATABASE_URL": database_url}
     done = subprocess.run(

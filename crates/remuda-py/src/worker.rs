@@ -303,6 +303,9 @@ struct Settings {
     /// Exit once the queues have no runnable job left (batch runs, benchmarks).
     #[serde(default)]
     once: bool,
+    /// With `once`: how far ahead a scheduled retry is still waited for (`30s`; `0s`: only
+    /// what is due now); a minute when not given, as the binary's `--once-wait`.
+    once_wait: Option<String>,
     /// Processes plain functions run in (0: threads): the concurrency when nothing else
     /// sets one, so that claimed jobs do not wait in the pool with their timeouts running.
     #[serde(default)]
@@ -375,7 +378,8 @@ impl Worker {
             cancel_grace: duration("cancel_grace", &settings.cancel_grace)?,
             crash_loop_limit: settings.crash_loop_limit,
             once: settings.once,
-            once_wait: Duration::from_secs(60),
+            once_wait: duration("once_wait", &settings.once_wait)?
+                .unwrap_or(Duration::from_secs(60)),
         };
         let read_from = settings.config.is_some().then_some(path.as_path());
         let mut config_settings = worker_setup::settings(&config, read_from, &overrides)
