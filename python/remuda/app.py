@@ -9,7 +9,7 @@ import os
 import shlex
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, ParamSpec, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from . import _native, sending
 from .errors import InputTypeError, InputValueError
@@ -48,6 +48,7 @@ def queue_limits(
     key_limit: int | None,
     rate: tuple[int, float | dt.timedelta] | None,
     rate_burst: int | None,
+    rate_per: str | None,
 ) -> dict[str, Any]:
     """The queue limits a task declares, checked, as the native client takes them."""
     limits: dict[str, Any] = {}
@@ -67,8 +68,12 @@ def queue_limits(
         if count < 1 or seconds <= 0:
             raise InputValueError(f"task {kind}: rate={rate!r}: give at least 1 start per period of more than 0 seconds")
         limits["rate"] = [count, seconds]
-    elif rate_burst is not None:
-        raise InputValueError(f"task {kind}: rate_burst={rate_burst} without a rate: give rate=(n, seconds) too")
+        if rate_per is not None:
+            if rate_per not in ("queue", "kind", "key"):
+                raise InputValueError(f"task {kind}: rate_per={rate_per!r}: give 'queue', 'kind' or 'key'")
+            limits["rate_per"] = rate_per
+    elif rate_burst is not None or rate_per is not None:
+        raise InputValueError(f"task {kind}: rate_burst or rate_per without a rate: give rate=(n, seconds) too")
     return limits
 
 
@@ -179,6 +184,7 @@ class App:
         key_limit: int | None = None,
         rate: tuple[int, float | dt.timedelta] | None = None,
         rate_burst: int | None = None,
+        rate_per: Literal["queue", "kind", "key"] | None = None,
     ) -> TaskDecorator: ...
 
     def task(
@@ -201,6 +207,7 @@ class App:
         key_limit: int | None = None,
         rate: tuple[int, float | dt.timedelta] | None = None,
         rate_burst: int | None = None,
+        rate_per: Literal["queue", "kind", "key"] | None = None,
     ) -> Any:
         """Declares a task: ``@app.task("resize", queue="media", retry=RetryPolicy.exponential(…))``
         (or bare ``@app.task``, named after the function). Plain ``def`` and ``async def``
@@ -211,7 +218,8 @@ class App:
         ``debounce_max``) or ``throttle`` (with ``throttle_latest``) form every send of the
         task that gives a ``unique_key`` (or ``unique_by_args``) and no formation of its own.
         ``max_running``, ``key_limit`` (running jobs per ``concurrency_key``), ``rate``
-        (``(n, seconds)``: at most n starts per period) and ``rate_burst`` are limits of the
+        (``(n, seconds)``: at most n starts per period, counted per ``rate_per``: the whole
+        queue by default, or per kind or per key) and ``rate_burst`` are limits of the
         task's queue, set on it when a worker of the app starts, as ``remuda queue set``
         does (tasks sharing a queue must not declare different ones)."""
 
@@ -237,7 +245,7 @@ class App:
             if batch_size is not None or batch_wait is not None:
                 task.take_batches(batch_size, batch_wait)
             task.form_keyed(debounce=debounce, debounce_max=debounce_max, throttle=throttle, throttle_latest=throttle_latest)
-            limits = queue_limits(kind, max_running=max_running, key_limit=key_limit, rate=rate, rate_burst=rate_burst)
+            limits = queue_limits(kind, max_running=max_running, key_limit=key_limit, rate=rate, rate_burst=rate_burst, rate_per=rate_per)
             self.declare_limits(kind, queue, limits)
             self.tasks[kind] = task
             return task
@@ -351,13 +359,21 @@ class App:
         app_path: str | None = None,
         stop: threading.Event | None = None,
         once: bool = False,
+        once_wait: float | dt.timedelta | None = None,
     ) -> dict[str, Any]:
         """Runs a worker for this app's tasks in this process until SIGINT or SIGTERM, until
-        ``stop`` is set, or with ``once`` until the queues are drained (see
+        ``stop`` is set, or with ``once`` until the queues are drained: a retry due within
+        ``once_wait`` seconds (default 60; 0: only what is due now) is waited for (see
         :func:`remuda.worker.run`)."""
         from .worker import run
 
-        return run(self, queues=queues, concurrency=concurrency, processes=processes, config=config, name=name, app_path=app_path, stop=stop, once=once)
+        overrides: dict[str, Any] = {}
+        if once_wait is not None:
+            overrides["once_wait"] = f"{round(sending.seconds('once_wait', once_wait) * 1000)}ms"
+        return run(
+            self, queues=queues, concurrency=concurrency, processes=processes, config=config, name=name, app_path=app_path,
+            stop=stop, once=once, overrides=overrides,
+        )
 
 
 def default_kind(fn: Callable[..., Any]) -> str:

@@ -115,6 +115,9 @@ class TaskCodec:
             if param.kind == param.VAR_KEYWORD:
                 continue
             decoder = decoder_for(hints.get(name, param.annotation))
+            if decoder is not None and param.default is None:
+                # `x: int = None`: None is taken, as Python before 3.11 read it (Optional)
+                decoder = _or_none(decoder)
             if decoder is not None:
                 self.params[name] = decoder
         self.result = decoder_for(_stored_result(hints.get("return", signature.return_annotation)))
@@ -247,16 +250,25 @@ def decoder_for(annotation: Any) -> Decoder | None:
 
 
 def _plain(cls: type) -> Decoder:
-    """A plain annotation's check: the value as it is, if the annotation takes it."""
+    """A plain annotation's check: the value as it is, if the annotation takes it (an
+    ``int`` also takes a whole number written with a fraction, ``5.0``, as PostgreSQL's
+    ``numeric`` writes it, and gets ``5``)."""
     taken = _PLAIN[cls]
     refuses_bool = cls is not bool
+    whole = cls is int
 
     def check(value: Any) -> Any:
         if isinstance(value, taken) and not (refuses_bool and isinstance(value, bool)):
             return value
+        if whole and type(value) is float and value.is_integer():
+            return int(value)
         raise TypeError(f"expected {_NAMES[cls]}, got {_json_kind(value)}")
 
     return check
+
+
+def _or_none(decoder: Decoder) -> Decoder:
+    return lambda value: None if value is None else decoder(value)
 
 
 #: how errors name what a plain annotation takes

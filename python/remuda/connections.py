@@ -46,12 +46,7 @@ def fetch_one(conn: Any, statement: str, params: list[Any]) -> tuple[Any, ...]:
     transaction; the one row it answers."""
     library, name = _named(conn)
     if library == "sqlalchemy":
-        if name.startswith("Async"):
-            raise InputTypeError(f"send_in was given {_shown(conn)}: an async connection is taken by send_in_async (await it)")
-        if callable(getattr(conn, "connection", None)):
-            # a Session: the Connection of its transaction
-            conn = conn.connection()
-        conn = conn.connection.driver_connection
+        conn = _sqlalchemy_driver(conn, name)
         library, name = _named(conn)
     if library == "psycopg" and name.startswith("Async"):
         raise InputTypeError(f"send_in was given {_shown(conn)}: an async connection is taken by send_in_async (await it)")
@@ -69,17 +64,21 @@ async def fetch_one_async(conn: Any, statement: str, params: list[Any]) -> tuple
     """:func:`fetch_one` for an async connection."""
     library, name = _named(conn)
     if library == "sqlalchemy":
-        if not name.startswith("Async"):
-            raise InputTypeError(f"send_in_async was given {_shown(conn)}: a sync connection is taken by send_in")
+        if name not in ("AsyncConnection", "AsyncSession"):
+            raise InputTypeError(f"send_in_async was given {_shown(conn)}: it takes {TAKEN_ASYNC}")
         if name == "AsyncSession":
+            # the Connection of the session's transaction (begun if it was not)
             conn = await conn.connection()
+        elif not conn.in_transaction():
+            # begun as a statement of its own would begin it, so that its commit commits
+            await conn.begin()
         raw = await conn.get_raw_connection()
         conn = raw.driver_connection
         library, name = _named(conn)
-    if library == "psycopg" and name == "AsyncConnection":
+    if library == "psycopg" and name.startswith("Async") and name.endswith("Connection"):
         cursor = await conn.execute(statement, params)
         return _row(await cursor.fetchone())
-    if library == "psycopg" and name == "AsyncCursor":
+    if library == "psycopg" and name.startswith("Async") and name.endswith("Cursor"):
         await conn.execute(statement, params)
         return _row(await conn.fetchone())
     if library == "psycopg" or library in ("psycopg2", "django"):
@@ -87,7 +86,24 @@ async def fetch_one_async(conn: Any, statement: str, params: list[Any]) -> tuple
     raise InputTypeError(f"send_in_async was given {_shown(conn)}: it takes {TAKEN_ASYNC}")
 
 
+def _sqlalchemy_driver(conn: Any, name: str) -> Any:
+    """The driver connection under a SQLAlchemy ``Connection`` or ``Session``, inside the
+    transaction SQLAlchemy commits: a statement run on the driver directly would not begin
+    one, and ``commit()`` of a connection with none commits nothing."""
+    if name.startswith("Async"):
+        raise InputTypeError(f"send_in was given {_shown(conn)}: an async connection is taken by send_in_async (await it)")
+    if name == "Session" or (name != "Connection" and callable(getattr(conn, "connection", None)) and hasattr(conn, "begin_nested")):
+        # the Connection of the session's transaction (begun if it was not)
+        conn = conn.connection()
+    elif name != "Connection":
+        raise InputTypeError(f"send_in was given {_shown(conn)}: it takes {TAKEN} (an Engine's: engine.begin() or engine.connect())")
+    if not conn.in_transaction():
+        conn.begin()
+    return conn.connection.driver_connection
+
+
 def _row(row: Any) -> tuple[Any, ...]:
     if row is None:
         raise InputTypeError("the connection answered no row: is it a cursor of another statement?")
-    return tuple(row)
+    # a dict row (psycopg's dict_row, psycopg2's RealDictCursor) in its columns' order
+    return tuple(row.values()) if isinstance(row, dict) else tuple(row)

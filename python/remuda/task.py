@@ -214,7 +214,9 @@ class Task(Generic[P, R]):
         """The job's args as JSON (see :mod:`remuda.codec` for the types beyond JSON),
         each checked against its parameter's annotation as the worker will read it."""
         payload = self.codec.encode_args(self.name, args)
-        self.codec.check_args(self.name, args)
+        if self.codec.params:
+            # the JSON as the worker will read it (a datetime sent to a str parameter is text)
+            self.codec.check_args(self.name, json.loads(payload))
         return payload
 
     def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:

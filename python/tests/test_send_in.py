@@ -13,6 +13,7 @@ import psycopg
 import pytest
 import sqlalchemy
 from psycopg.conninfo import conninfo_to_dict
+from psycopg.rows import dict_row
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
@@ -46,10 +47,24 @@ def test_a_sqlalchemy_connection_or_session_sends_with_its_transaction(
                 raise Undone
         with Session(engine) as session, session.begin():
             in_session = add.send_in(session, 5, 6)
+        with engine.connect() as conn:
+            # no transaction begun by SQLAlchemy before the send: its commit commits the job
+            committed = add.send_in(conn, 7, 8)
+            conn.commit()
+        with engine.connect() as conn:
+            gone.append(add.send_in(conn, 9, 10))  # closed without a commit: rolled back
+        with pytest.raises(remuda.InputTypeError, match="an Engine's: engine.begin"):
+            add.send_in(engine, 1, 2)
     finally:
         engine.dispose()
-    assert exists(db, kept) and exists(db, in_session)
-    assert len(gone) == 1 and not exists(db, gone[0]), "rolled back with the caller's transaction"
+    assert exists(db, kept) and exists(db, in_session) and exists(db, committed)
+    assert len(gone) == 2 and not any(exists(db, g) for g in gone), "rolled back with the caller's transaction"
+
+
+def test_a_psycopg_connection_with_dict_rows_sends(app: remuda.App, database_url: str, db: psycopg.Connection[Any]) -> None:
+    with psycopg.Connection[dict[str, Any]].connect(libpq(database_url), row_factory=dict_row) as conn:
+        handle = app.tasks["add"].send_in(conn, 1, 2)
+    assert exists(db, handle)
 
 
 def test_a_psycopg2_connection_or_cursor_sends_with_its_transaction(
@@ -124,6 +139,9 @@ def test_async_connections_send_with_their_transaction(app: remuda.App, database
         try:
             async with engine.begin() as conn:
                 handles.append(await add.send_in_async(conn, 7, 8))
+            async with engine.connect() as conn:
+                handles.append(await add.send_in_async(conn, 11, 12))
+                await conn.commit()
             async with AsyncSession(engine) as session, session.begin():
                 handles.append(await add.send_in_async(session, 9, 10))
         finally:
@@ -131,7 +149,7 @@ def test_async_connections_send_with_their_transaction(app: remuda.App, database
         return handles
 
     sent = asyncio.run(scenario())
-    assert [exists(db, h) for h in sent] == [True, True, False, True, True], "the rolled back one is gone"
+    assert [exists(db, h) for h in sent] == [True, True, False, True, True, True], "the rolled back one is gone"
 
 
 def test_anything_else_is_refused_naming_what_was_given_and_what_is_taken(app: remuda.App, database_url: str) -> None:

@@ -187,6 +187,8 @@ def test_plain_arguments_the_worker_cannot_read_fail_their_job_once_with_bad_arg
     rows = {why: db.execute("SELECT remuda.enqueue(%s, %s::jsonb)", [kind, json.dumps(args)]).fetchone() for why, (kind, args, _) in sent.items()}
     start_worker()
     good = app.tasks["plot"].send(Point(2, 0, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)), scale=3)
+    # a send is checked as the worker reads its JSON: a datetime is text to a str parameter
+    dated = app.tasks["plot"].send(Point(1, 0, dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)), label=dt.datetime(2026, 1, 1))
     for why, row in rows.items():
         assert row is not None
         handle = app.handle(row[0])
@@ -195,6 +197,7 @@ def test_plain_arguments_the_worker_cannot_read_fail_their_job_once_with_bad_arg
         assert sent[why][2] in error.message, (why, error.message)
         assert job_info(handle)["attempt"] == 1, f"{why}: not retried, the same args would fail again"
     assert good.get(timeout=30).unwrap() == 6, "a float parameter takes an integer"
+    assert dated.get(timeout=30).unwrap() == 1
 
 
 def test_task_options_are_checked_at_declaration_with_the_sends_messages(app: remuda.App) -> None:
@@ -232,3 +235,18 @@ def test_the_unserved_warning_suggests_a_command_that_works_for_any_queue_name(a
 
     with pytest.warns(RuntimeWarning, match=r"--queues 'my queue'\)"):
         spaced.send()
+
+
+def test_send_checks_the_json_the_worker_reads_and_old_forms_stay_taken() -> None:
+    from remuda import codec
+
+    def job(when: str, count: int, maybe: int = None) -> None:  # type: ignore[assignment]
+        return None
+
+    check = codec.TaskCodec(job, remuda.task.signature_of(job))
+    sent = {"when": dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc).isoformat(), "count": 5.0, "maybe": None}
+    assert check.decode_args("job", dict(sent)) == {"when": "2026-01-01T00:00:00+00:00", "count": 5, "maybe": None}, (
+        "a whole number written 5.0 (PostgreSQL's numeric) is an int; an `= None` default takes None"
+    )
+    with pytest.raises(codec.BadArgs, match="expected an integer"):
+        check.decode_args("job", {"when": "x", "count": 5.5})

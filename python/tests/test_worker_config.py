@@ -81,6 +81,10 @@ def test_once_wait_says_how_far_ahead_a_retry_is_waited_for(app: remuda.App, db:
     assert row == ("failed", 2), row
     bad = python_m_remuda(app.database_url, "worker", "tasks:app", "--once", "--once-wait", "soon")
     assert bad.returncode == 2 and "once_wait" in bad.stderr, bad.stderr
+    again = app.tasks["retried_later"].send()
+    app.run_worker(once=True, once_wait=0)
+    row = db.execute("SELECT state::text, attempt FROM remuda.jobs WHERE id = %s", [again.id]).fetchone()
+    assert row == ("scheduled", 1), f"run_worker(once_wait=0) stops at what is due: {row}"
 
 
 def test_the_benchmark_drains_every_job_and_measures_pickup(database_url: str) -> None:
@@ -101,7 +105,7 @@ def test_the_benchmark_drains_every_job_and_measures_pickup(database_url: str) -
 def test_limits_declared_on_a_task_are_set_on_its_queue_when_a_worker_starts(
     app: remuda.App, db: psycopg.Connection[Any]
 ) -> None:
-    @app.task("charged", queue="payments", max_running=3, key_limit=1, rate=(100, 2), rate_burst=5)
+    @app.task("charged", queue="payments", max_running=3, key_limit=1, rate=(100, 2), rate_burst=5, rate_per="key")
     def charged() -> None:
         return None
 
@@ -115,7 +119,7 @@ def test_limits_declared_on_a_task_are_set_on_its_queue_when_a_worker_starts(
         def disputed() -> None:
             return None
 
-    with pytest.raises(remuda.InputValueError, match="rate_burst=5 without a rate"):
+    with pytest.raises(remuda.InputValueError, match="rate_burst or rate_per without a rate"):
         app.task("bursty", rate_burst=5)(charged.fn)
     with pytest.raises(remuda.InputTypeError, match="rate='100/s': give \\(n, seconds\\)"):
         app.task("rated", rate="100/s")(charged.fn)  # type: ignore[call-overload]
@@ -123,6 +127,6 @@ def test_limits_declared_on_a_task_are_set_on_its_queue_when_a_worker_starts(
     report = app.run_worker(queues=["payments"], once=True)
     assert report["completed"] == 0
     row = db.execute(
-        "SELECT max_running, key_limit, rate_limit, rate_period_ms, rate_burst FROM remuda.queues WHERE name = 'payments'"
+        "SELECT max_running, key_limit, rate_limit, rate_period_ms, rate_burst, rate_per FROM remuda.queues WHERE name = 'payments'"
     ).fetchone()
-    assert row == (3, 1, 100, 2000, 5), row
+    assert row == (3, 1, 100, 2000, 5, "key"), row

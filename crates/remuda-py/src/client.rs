@@ -155,7 +155,8 @@ impl Client {
     }
 
     /// Sets the limits a task declares on its queue (JSON: `max_running`, `key_limit`,
-    /// `rate` as `[n, seconds]`, `rate_burst`; those absent are left as they are), as
+    /// `rate` as `[n, seconds]`, `rate_burst`, `rate_per`; those absent are left as they
+    /// are, but a rate set without `rate_per` counts the whole queue), as
     /// `remuda queue set` does: the queue's settings after it, as JSON.
     fn limit_queue(&self, py: Python<'_>, queue: &str, limits: &str) -> PyResult<String> {
         let limits: QueueLimits = parse("queue limits", limits)?;
@@ -167,6 +168,10 @@ impl Client {
                 .map(|(n, period)| Ok::<_, PyErr>(Some((n, seconds("rate", period)?))))
                 .transpose()?,
             rate_burst: limits.rate_burst,
+            rate_per: limits
+                .rate_per
+                .map(|per| per.parse().map_err(|e: String| error("BAD_INPUT", &e)))
+                .transpose()?,
             ..remuda::QueueChange::default()
         };
         text(&block_on(py, self.inner.change_queue(queue, &change))?)
@@ -351,4 +356,5 @@ struct QueueLimits {
     key_limit: Option<i32>,
     rate: Option<(i32, f64)>,
     rate_burst: Option<i32>,
+    rate_per: Option<String>,
 }
