@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -231,7 +232,7 @@ class App:
                 raise InputValueError(f"task {kind!r} is declared twice")
             policy = retry or self.retry
             if max_attempts is not None:
-                policy = RetryPolicy(max_attempts, policy.kind, policy.base, policy.max_delay, policy.jitter, policy.retry_on)
+                policy = dataclasses.replace(policy, max_attempts=max_attempts)
             mapper = {**self.exception_mapper, **(exception_mapper or {})}
             check_mapper(kind, mapper)
             task = task_class(fn)(self, kind, fn, queue, priority, timeout, policy, mapper)

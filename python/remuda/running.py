@@ -112,8 +112,15 @@ def failure(task: Task[Any, Any], e: BaseException) -> Outcome:
             break
     if type(e).__name__ == "CancelledError":
         code = "CANCELLED"
-    data = {"exception": type(e).__name__, "traceback": "".join(traceback.format_exception(e))}
-    error = TaskError(code, str(e) or type(e).__name__, data)
+    data: dict[str, Any] = {"exception": type(e).__name__, "traceback": "".join(traceback.format_exception(e))}
+    retryable: bool | None = None
+    if task.retry.when is not None and code != "CANCELLED":
+        try:
+            # the policy's predicate: False fails the job now, whatever its attempts left
+            retryable = None if task.retry.when(e) else False
+        except Exception as raised:  # noqa: BLE001 - a predicate's own failure leaves it to the policy
+            data["retry_when_raised"] = repr(raised)
+    error = TaskError(code, str(e) or type(e).__name__, data, retryable=retryable)
     return "err", json.dumps(error.to_json(), default=str)
 
 

@@ -121,6 +121,12 @@ def make_app(database_url: str) -> remuda.App:
             raise Upstream(f"attempt {job.attempt} failed")
         return job.attempt
 
+    @app.task("picky", retry=RetryPolicy.fixed(0.05, max_attempts=3, when=lambda e: not isinstance(e, KeyError)))
+    def picky(missing: bool) -> None:
+        if missing:
+            raise KeyError("no such key: retrying will not find it")
+        raise Upstream("the upstream timed out")
+
     @app.task("retried_later", retry=RetryPolicy.fixed(2, max_attempts=2))
     def retried_later() -> None:
         raise Upstream("not yet")

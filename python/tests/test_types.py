@@ -250,3 +250,14 @@ def test_send_checks_the_json_the_worker_reads_and_old_forms_stay_taken() -> Non
     )
     with pytest.raises(codec.BadArgs, match="expected an integer"):
         check.decode_args("job", {"when": "x", "count": 5.5})
+
+
+def test_a_retry_predicate_fails_at_once_what_it_refuses(app: remuda.App, start_worker: StartWorker) -> None:
+    start_worker()
+    picky = app.tasks["picky"]
+    missing, upstream = picky.send(missing=True), picky.send(missing=False)
+    refused = missing.get(timeout=30).err_value
+    assert refused.retryable is False and job_info(missing)["attempt"] == 1, refused
+    assert upstream.get(timeout=30).is_err() and job_info(upstream)["attempt"] == 3, "retried as the policy says"
+    with pytest.raises(TypeError, match="when=5: give a function"):
+        remuda.RetryPolicy.fixed(1, when=5)  # type: ignore[arg-type]
