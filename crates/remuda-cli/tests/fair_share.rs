@@ -380,7 +380,7 @@ async fn groups_refuse_what_would_break_their_list_and_the_list_says_what_it_sho
 /// The noisy neighbour a SaaS operator meets: one tenant's 30 000-job backlog, the jobs
 /// without a group with a backlog of their own beside it, and two small tenants enqueuing a
 /// job every 100 ms each, on two worker processes with the default poll interval. The small
-/// tenants' jobs start at once, and the jobs without a group take half of what the small
+/// tenants' jobs start at the next turns (behind a few claims' starts, not the backlog), and the jobs without a group take half of what the small
 /// tenants leave (they are one group of weight 1, as the noisy tenant is).
 ///
 /// The jobs are the built-in no-op, so that the workers start far more jobs a second than
@@ -448,27 +448,33 @@ async fn a_noisy_tenants_backlog_starves_neither_small_tenants_nor_the_jobs_with
     }
 
     let conn = client.database().conn().await.expect("conn");
-    let mut waits: Vec<f64> = conn
+    let early = common::count(
+        &client,
+        "SELECT count(*) FROM remuda.jobs WHERE group_key IN ('b', 'c') AND started_at < created_at",
+    )
+    .await;
+    assert_eq!(early, 0, "a job started before it was created");
+    // How long a job waits depends on how fast the machine is; how many starts go ahead of
+    // it after it came does not: a small tenant's job is due at the next turn of the groups,
+    // so at most the claims already under way (two workers, 10 slots each) and the next few
+    // go before it, where without fair share the whole backlog would
+    let ahead: Vec<i64> = conn
         .query(
-            "SELECT extract(epoch FROM started_at - created_at)::float8 * 1000 FROM remuda.jobs
-             WHERE group_key IN ('b', 'c')",
+            "SELECT (SELECT count(*) FROM remuda.jobs o
+                     WHERE o.queue = j.queue AND o.started_at > j.created_at AND o.started_at < j.started_at)
+             FROM remuda.jobs j WHERE j.group_key IN ('b', 'c') ORDER BY 1",
             &[],
         )
         .await
-        .expect("waits")
+        .expect("the starts ahead of each small tenant's job")
         .iter()
         .map(|r| r.get(0))
         .collect();
-    waits.sort_by(f64::total_cmp);
-    assert_eq!(waits.len(), 80);
+    assert_eq!(ahead.len(), 80);
+    let p99 = ahead[ahead.len() * 99 / 100 - 1];
     assert!(
-        waits[0] >= 0.0,
-        "a job started before it was created: {waits:?}"
-    );
-    let p99 = waits[waits.len() * 99 / 100 - 1];
-    assert!(
-        p99 <= 1000.0,
-        "the small tenants' p99 wait {p99:.0} ms: {waits:?}"
+        p99 <= 60,
+        "the small tenants' jobs waited behind up to {p99} starts (p99): {ahead:?}"
     );
 
     // the noisy tenant and the jobs without a group shared the rest one for one
