@@ -12,7 +12,7 @@ import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, Iterable, Literal, ParamSpec, Protocol, TypeVar, overload
 
-from . import _native, sending
+from . import _native, schedules, sending
 from .errors import InputTypeError, InputValueError
 from .retry import RetryPolicy
 from .result import TaskResult
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T", bound=Task[Any, Any])
 
 
 class TaskDecorator(Protocol):
@@ -137,6 +138,9 @@ class App:
         #: the limits tasks declare on their queues (``@app.task(max_running=…)``), set on
         #: each queue when a worker of this app starts
         self.queue_limits: dict[str, dict[str, Any]] = {}
+        #: the schedules declared in code (``@app.schedule``), by name: each a
+        #: ``[schedules.NAME]`` table, declared by every worker of this app as it starts
+        self.schedules: dict[str, dict[str, Any]] = {}
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
         # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)
@@ -269,6 +273,65 @@ class App:
                 )
         if limits:
             self.queue_limits[queue] = {**known, **limits}
+
+    def schedule(
+        self,
+        cron: str | None = None,
+        /,
+        *,
+        name: str | None = None,
+        every: str | float | dt.timedelta | None = None,
+        hourly: int | dict[str, int] | None = None,
+        daily: str | None = None,
+        weekly: dict[str, Any] | None = None,
+        monthly: dict[str, Any] | None = None,
+        args: dict[str, Any] | None = None,
+        tz: str | None = None,
+        catch_up: schedules.CatchUp | None = None,
+        catch_up_limit: int | None = None,
+        overlap: schedules.Overlap | None = None,
+        queue: str | None = None,
+        priority: int | None = None,
+        max_attempts: int | None = None,
+        group: str | None = None,
+    ) -> Callable[[T], T]:
+        """Fires the task it decorates (put it above ``@app.task``) on a schedule, as a
+        worker config's ``[schedules.NAME]`` table does, with the same keys: one pattern (a
+        cron expression, ``every="30s"`` or seconds, ``hourly=15``, ``daily="03:00"``,
+        ``weekly={"days": ["mon"], "at": "09:30"}``, ``monthly={"day": 1, "at": "06:00"}``)
+        in zone ``tz`` (default UTC), the ``args`` its jobs take (checked against the task's
+        signature here), ``catch_up``, ``overlap`` and the jobs' options (the queue defaults to
+        the task's). ``name`` defaults to the task's; a task with two schedules names them.
+
+        Every worker of the app declares its schedules as it starts (created, or replaced
+        when changed; one removed from the code stays until ``remuda schedule delete``), and
+        whichever worker leads maintenance fires each one, exactly once per time."""
+        pattern = {"cron": cron, "every": every, "hourly": hourly, "daily": daily, "weekly": weekly, "monthly": monthly}
+        options = {
+            "args": args,
+            "tz": tz,
+            "catch_up": catch_up,
+            "catch_up_limit": catch_up_limit,
+            "overlap": overlap,
+            "queue": queue,
+            "priority": priority,
+            "max_attempts": max_attempts,
+            "group": group,
+        }
+
+        def declare(task: T) -> T:
+            if not isinstance(task, Task):
+                raise InputTypeError(f"@app.schedule decorates a task, not {task!r}: put it above @app.task")
+            scheduled = name if name is not None else task.name
+            if scheduled in self.schedules:
+                raise InputValueError(
+                    f"schedule {scheduled} is declared twice (for task {self.schedules[scheduled]['kind']} and task {task.name}): "
+                    "give each schedule its own name="
+                )
+            self.schedules[scheduled] = schedules.table(task, scheduled, pattern, dict(options))
+            return task
+
+        return declare
 
     def apply_limits(self, queues: Iterable[str] | None) -> None:
         """Sets the declared limits on the queues a worker serves (``None``: every queue

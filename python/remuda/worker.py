@@ -69,6 +69,7 @@ def run(
         "processes": processes,
         **(overrides or {}),
         "tasks": [[kind, task.spec()] for kind, task in app.tasks.items()],
+        "schedules": [[name, table] for name, table in app.schedules.items()],
     }
     if config is not None:
         with open(config, encoding="utf-8") as f:

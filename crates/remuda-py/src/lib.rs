@@ -10,6 +10,7 @@ mod bench;
 mod client;
 mod convert;
 mod options;
+mod schedules;
 mod worker;
 
 use pyo3::prelude::*;
@@ -23,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Done>()?;
     m.add_class::<worker::Steps>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
+    m.add_function(wrap_pyfunction!(schedules::check_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
     m.add_function(wrap_pyfunction!(worker::log_worker, m)?)?;
     m.add_function(wrap_pyfunction!(bench::scratch_database, m)?)?;

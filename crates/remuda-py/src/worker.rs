@@ -317,6 +317,9 @@ struct Settings {
     crash_loop_limit: Option<u32>,
     /// Python tasks: kind and options.
     tasks: Vec<(String, TaskSpec)>,
+    /// Schedules declared in code (`@app.schedule`): name and `[schedules.NAME]` table.
+    #[serde(default)]
+    schedules: Vec<(String, serde_json::Value)>,
 }
 
 /// A worker, built and not yet run. Frozen (shared, never borrowed mutably): `take` is
@@ -405,6 +408,25 @@ impl Worker {
         };
         let mut worker = worker_setup::build(client.inner().clone(), &config, config_settings)
             .map_err(|e| error("BAD_INPUT", &e.to_string()))?;
+        for (name, table) in settings.schedules {
+            if config.schedules.contains_key(&name) {
+                return Err(error(
+                    "BAD_INPUT",
+                    &format!("schedule {name} is declared both in code and in the config file's [schedules.{name}]: declare it once"),
+                ));
+            }
+            let kind = table
+                .get("kind")
+                .and_then(|k| k.as_str())
+                .unwrap_or_default();
+            let queue = python
+                .iter()
+                .find(|(k, _)| k == kind)
+                .map(|(_, options)| options.queue.clone());
+            let schedule = crate::schedules::from_table(&name, table, queue.as_deref())
+                .map_err(|e| error("BAD_INPUT", &e))?;
+            worker = worker.schedule(schedule);
+        }
         for (kind, options) in python {
             let task = Arc::new(PythonTask {
                 kind: kind.clone(),

@@ -3,7 +3,7 @@
 //! policy and timeout. Unknown keys are errors, so a typo is reported, not ignored.
 
 pub mod notifications;
-mod schedules;
+pub mod schedules;
 
 use crate::error::{CliError, CliResult};
 use remuda::{Backoff, TaskOptions};
