@@ -7,15 +7,18 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 
 from . import _native
 from .errors import RemudaError
 from .worker import load_app, run
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, relaunch: list[str] | None = None) -> int:
     """The command line: the exit code (2 for bad input, 4 for the database). A worker that
-    ran ends the process itself once it has printed its report."""
+    ran ends the process itself once it has printed its report. ``relaunch``: how
+    ``--reload`` starts the worker again, its flags after it (``manage.py remuda_worker``;
+    by default ``python -m remuda worker APP``)."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["__remuda-supervise"]:
         # the supervisor of a command task of the config file (it never returns)
@@ -35,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     worker.add_argument("--rescue-after", help="override [worker].rescue_after")
     worker.add_argument("--cancel-grace", help="override [worker].cancel_grace")
     worker.add_argument("--crash-loop-limit", type=int, help="override [worker].crash_loop_limit")
+    worker.add_argument("--reload", action="store_true", help="development: restart the worker when a .py file under the current directory (or --reload-dir) changes")
+    worker.add_argument("--reload-dir", action="append", default=[], metavar="DIR", help="with --reload: a directory to watch (repeatable; default the current one)")
     worker.add_argument("-v", "--verbose", action="count", default=0, help="more log lines on stderr: -v a line per job start and end, -vv debug")
     bench = commands.add_parser("bench", help="drain no-op Python tasks and measure pickup latency")
     bench.add_argument("--jobs", type=int, default=20000, help="jobs enqueued in bulk, then drained")
@@ -48,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         from .bench import main as bench_main
 
         return bench_main(args)
+    if args.reload or args.reload_dir:
+        return reload(args, argv, relaunch)
     sys.path.insert(0, os.getcwd())
     try:
         app = load_app(args.app)
@@ -75,6 +82,37 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+def reload(args: argparse.Namespace, argv: list[str], relaunch: list[str] | None) -> int:
+    """``--reload``: the worker in a child process, restarted when the code changes."""
+    from .reloading import Reloader
+
+    if args.once:
+        print("error: --reload restarts the worker until it is stopped: it does not go with --once", file=sys.stderr)
+        return 2
+    if not args.reload:
+        print("error: --reload-dir goes with --reload", file=sys.stderr)
+        return 2
+    dirs = [Path(d).resolve() for d in args.reload_dir] or [Path.cwd()]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"error: --reload-dir {', '.join(missing)}: not a directory", file=sys.stderr)
+        return 2
+    child: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--reload":
+            continue
+        elif arg == "--reload-dir":
+            skip = True
+        elif not arg.startswith("--reload-dir="):
+            child.append(arg)
+    # (argv is "worker", the app, then the flags)
+    command = [sys.executable, "-m", "remuda", *child] if relaunch is None else [*relaunch, *child[2:]]
+    return Reloader(command, dirs).serve()
 
 
 def overrides(args: argparse.Namespace) -> dict[str, object]:

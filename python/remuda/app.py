@@ -19,6 +19,7 @@ from .result import TaskResult
 from .task import AsyncResultTask, AsyncTask, ResultTask, SyncTask, Task, TaskHandle, task_class
 
 if TYPE_CHECKING:
+    from .testing import Sent
     from .workflow import Workflow, WorkflowHandle, WorkflowNode
 
 P = ParamSpec("P")
@@ -141,6 +142,8 @@ class App:
         #: the schedules declared in code (``@app.schedule``), by name: each a
         #: ``[schedules.NAME]`` table, declared by every worker of this app as it starts
         self.schedules: dict[str, dict[str, Any]] = {}
+        #: while ``remuda.testing.recording`` or ``eager`` is on: where sends go instead
+        self.testing: Sent | None = None
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
         # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)

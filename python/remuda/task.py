@@ -99,6 +99,8 @@ class Task(Generic[P, R]):
         parameter's annotation here, so that a bad one is refused at once rather than
         failing its whole batch."""
         payload, merged = self._batch_item(key, item)
+        if self.app.testing is not None:
+            return self.app.testing.record(self, payload, merged)
         with sending.send_span(self.app.tracer_provider, str(merged.get("queue", self.queue)), 1, merged) as (merged, sent):
             id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
             sent(id)
@@ -265,6 +267,8 @@ class Task(Generic[P, R]):
         ]
         given = dict(options)
         merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(given), **given}))
+        if self.app.testing is not None:
+            return len([self.app.testing.record(self, payload, merged) for payload in payloads])
         with sending.send_span(self.app.tracer_provider, str(merged.get("queue", self.queue)), len(payloads), merged) as (merged, _):
             return int(self.app.client.send_bulk(self.name, payloads, sending.to_json(merged)))
 
@@ -310,6 +314,8 @@ class Task(Generic[P, R]):
 
     def _send(self, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
         merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(options), **options}))
+        if self.app.testing is not None:
+            return self.app.testing.record(self, payload, merged)
         queue = str(merged.get("queue", self.queue))
         with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
             id, duplicate, joined = self.app.client.send(self.name, payload, sending.to_json(merged))
@@ -324,6 +330,8 @@ class Task(Generic[P, R]):
     def _send_sql(self, conn: Any, payload: str, merged: dict[str, Any]) -> TaskHandle[R]:
         """Enqueues through SQL on the caller's connection: the handle says whether a unique
         job's holder was returned (``duplicate``) or the job joined one that was waiting."""
+        if self.app.testing is not None:
+            return self.app.testing.record(self, payload, merged)
         queue = str(merged.get("queue", self.queue))
         with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
             statement, params = sending.enqueue_sql(self.name, payload, merged)
@@ -333,6 +341,8 @@ class Task(Generic[P, R]):
 
     async def _send_in_async(self, conn: Any, payload: str, options: dict[str, Any]) -> TaskHandle[R]:
         merged = sending.grouped(sending.normalise({**self.defaults(), **self.keyed_options(options), **options}))
+        if self.app.testing is not None:
+            return self.app.testing.record(self, payload, merged)
         queue = str(merged.get("queue", self.queue))
         with sending.send_span(self.app.tracer_provider, queue, 1, merged) as (merged, sent):
             statement, params = sending.enqueue_sql(self.name, payload, merged)

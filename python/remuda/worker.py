@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -238,7 +239,14 @@ def load_app(path: str) -> App:
     module_name, _, attribute = path.partition(":")
     if not module_name or not attribute:
         raise ValueError(f"{path!r} is not module:attribute (such as myapp.tasks:app)")
-    module = importlib.import_module(module_name)
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        raise
+    except Exception as e:
+        # the module's own code failed (a syntax error after an edit): said with where it failed
+        said = "".join(traceback.format_exception(e)).rstrip()
+        raise ValueError(f"importing {module_name} failed:\n{said}") from None
     try:
         return getattr(module, attribute)  # type: ignore[no-any-return]
     except AttributeError:
@@ -256,6 +264,11 @@ def _child_init(app_path: str, path: list[str]) -> None:
     if parent is not None:
         threading.Thread(target=_exit_with, args=(parent.sentinel,), name="remuda-parent", daemon=True).start()
     sys.path[:] = path
+    if os.environ.get("REMUDA_DJANGO_SETUP") == "1":
+        # a worker of manage.py remuda_worker: the app's modules may use Django's models
+        import django
+
+        django.setup()
     _child_app = load_app(app_path)
 
 

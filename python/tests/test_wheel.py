@@ -40,7 +40,8 @@ def test_the_wheel_is_one_stripped_abi3_wheel_with_the_typed_package() -> None:
     assert "-cp310-abi3-" in wheel.name, wheel.name
     assert wheel.stat().st_size < 15 * 2**20, f"{wheel.stat().st_size} bytes"
     names = zipfile.ZipFile(wheel).namelist()
-    for part in ("remuda/__init__.py", "remuda/py.typed", "remuda/_native.pyi", "remuda/codec.py"):
+    for part in ("remuda/__init__.py", "remuda/py.typed", "remuda/_native.pyi", "remuda/codec.py", "remuda/pytest_plugin.py",
+                 "remuda/django/management/commands/remuda_worker.py"):
         assert part in names, names
     assert any(n.startswith("remuda/_native") and n.endswith(".so") for n in names), names
 

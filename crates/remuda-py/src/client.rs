@@ -8,6 +8,17 @@ use remuda::workflow::WorkflowSpec;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
+/// What [`Client::jobs`] filters on.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobsFilter {
+    state: Option<String>,
+    queue: Option<String>,
+    kind: Option<String>,
+    args: Option<Value>,
+    limit: Option<i64>,
+}
+
 /// A connection pool and the client over it: cheap to share between threads.
 #[pyclass(frozen, module = "remuda._native")]
 pub struct Client {
@@ -138,6 +149,27 @@ impl Client {
         block_on(py, self.inner.job(id))?
             .map(|j| text(&j))
             .transpose()
+    }
+
+    /// A page of the jobs matching `filter` (JSON: `state`, `queue`, `kind`, `args` (jobs
+    /// whose args contain it), `limit`), each as [`Client::job`] gives it, in the state's
+    /// listing order: a JSON list.
+    fn jobs(&self, py: Python<'_>, filter: &str) -> PyResult<String> {
+        let given: JobsFilter = parse("job filter", filter)?;
+        let state = given
+            .state
+            .map(|s| s.parse::<remuda::JobState>())
+            .transpose()
+            .map_err(|e| error("BAD_INPUT", &format!("job filter: state: {e}")))?;
+        let filter = remuda::client::JobFilter {
+            state,
+            queue: given.queue,
+            kind: given.kind,
+            args: given.args,
+            limit: given.limit,
+            ..Default::default()
+        };
+        text(&block_on(py, self.inner.job_page(&filter))?.jobs)
     }
 
     /// The ids of the jobs of `kind` that hold `key`, newest first (see
