@@ -144,6 +144,9 @@ class App:
         self.schedules: dict[str, dict[str, Any]] = {}
         #: while ``remuda.testing.recording`` or ``eager`` is on: where sends go instead
         self.testing: Sent | None = None
+        #: how the database is found at first use when no URL was given (else as the
+        #: ``remuda`` binary finds it): ``remuda.django`` reads Django's settings then
+        self.find_database: Callable[[], str] = _native.database_url
         self._client: _native.Client | None = None
         self._lock = threading.Lock()
         # the (kind, queue) pairs whose service was looked at (see warn_if_unserved)
@@ -155,7 +158,7 @@ class App:
         with self._lock:
             if self._client is None:
                 if self.database_url is None:
-                    self.database_url = _native.database_url()
+                    self.database_url = self.find_database()
                 self._client = _native.Client(self.database_url, self.migrate)
             return self._client
 

@@ -5,11 +5,13 @@ the watched directories (the current one by default) every ``interval`` seconds,
 one changed, stops the worker as SIGTERM does (running jobs finish within the shutdown
 timeout, a second SIGTERM after ``grace`` seconds stops them) and starts it again. A worker
 that exits on its own (an import error after an edit) is started again at the next change.
-SIGINT or SIGTERM to this process stops the worker and then this process.
+SIGINT, SIGTERM or SIGHUP to this process stops the worker and then this process (a second
+one stops its running jobs at once), and the worker never outlives this process.
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -49,7 +51,7 @@ def changed(before: dict[str, float], after: dict[str, float]) -> str | None:
 class Reloader:
     """The worker child and its restarts."""
 
-    def __init__(self, command: list[str], dirs: list[Path], interval: float = 0.5, grace: float = 10.0) -> None:
+    def __init__(self, command: list[str], dirs: list[Path], interval: float = 0.5, grace: float = 60.0) -> None:
         #: how the worker is started (``python -m remuda worker …`` without ``--reload``)
         self.command = command
         self.dirs = dirs
@@ -57,14 +59,17 @@ class Reloader:
         self.grace = grace
         self.child: subprocess.Popen[bytes] | None = None
         self.stopping = False
+        self.signals = 0
 
     def start(self) -> None:
         # (a session of its own: a Ctrl-C reaches this process only, which stops the worker
         # with one SIGTERM; two signals would stop its running jobs at once)
-        self.child = subprocess.Popen(self.command, start_new_session=True)
+        self.child = subprocess.Popen(self.command, start_new_session=True, preexec_fn=_die_with_parent)
 
     def stop_child(self) -> int | None:
-        """Stops the worker as SIGTERM does, and at once after ``grace`` seconds: its exit code."""
+        """Stops the worker as SIGTERM does (its running jobs finish within its shutdown
+        timeout), and at once after ``grace`` seconds or on a second signal: its exit code,
+        128 + the signal's number when a signal ended it."""
         child, self.child = self.child, None
         if child is None:
             return None
@@ -78,18 +83,31 @@ class Reloader:
                     return child.wait(timeout=self.grace)
                 except subprocess.TimeoutExpired:
                     child.kill()
-        return child.wait()
+        code = child.wait()
+        return 128 - code if code < 0 else code
 
     def serve(self) -> int:
-        """Runs until SIGINT or SIGTERM: the worker's last exit code."""
+        """Runs until SIGINT, SIGTERM or SIGHUP: the worker's last exit code."""
 
         def stop(signum: int, frame: object) -> None:
+            self.signals += 1
             self.stopping = True
+            child = self.child
+            if self.signals > 1 and child is not None and child.poll() is None:
+                child.send_signal(signal.SIGTERM)  # a second one: the running jobs stop at once
 
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(signum, stop)
         dirs = ", ".join(str(d) for d in self.dirs)
         print(f"remuda worker --reload: restarting the worker when a .py file under {dirs} changes", file=sys.stderr, flush=True)
+        try:
+            self.watch()
+        finally:
+            code = self.stop_child()
+        return 0 if code is None else code
+
+    def watch(self) -> None:
+        """Starts the worker, and again after each change, until asked to stop."""
         files = snapshot(self.dirs)
         self.start()
         said_exit = False
@@ -104,12 +122,21 @@ class Reloader:
                 said_exit = True
             now = snapshot(self.dirs)
             path = changed(files, now)
-            if path is None:
+            if path is None or self.stopping:
                 continue
             files = now
             print(f"remuda worker --reload: {path} changed: restarting the worker", file=sys.stderr, flush=True)
             self.stop_child()
-            self.start()
+            if not self.stopping:
+                self.start()
             said_exit = False
-        code = self.stop_child()
-        return 0 if code is None else code
+
+
+def _die_with_parent() -> None:
+    """In the worker's process before it runs (Linux): SIGTERM when this process dies, so a
+    reloader killed outright leaves no worker with old code behind."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the worker outlives a reloader killed with SIGKILL

@@ -23,12 +23,13 @@ Overlap = Literal["allow", "skip"]
 
 def interval(value: str | float | dt.timedelta) -> str:
     """``every=`` as the config takes it: text as given (``"30s"``), seconds or a
-    ``timedelta`` in whole milliseconds."""
+    ``timedelta`` as whole seconds (a fraction is passed on as milliseconds, which the
+    schedule's own check refuses, saying so)."""
     if isinstance(value, str):
         return value
     ms = round(sending.seconds("every", value) * 1000)
     if ms <= 0:
-        raise InputValueError(f"every={value!r}: give an interval of a millisecond or more")
+        raise InputValueError(f"every={value!r}: give an interval of a second or more")
     return f"{ms // 1000}s" if ms % 1000 == 0 else f"{ms}ms"
 
 

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from . import codec, running
+from . import _native, codec, running, sending
 from .context import JobContext, _enter, _leave
 from .errors import RemudaError
 from .result import TaskError, TaskResult
@@ -85,6 +85,8 @@ class Sent:
 
     def record(self, task: Task[Any, Any], payload: str, options: dict[str, Any]) -> TaskHandle[Any]:
         """Keeps a send (and with :func:`eager`, runs it): its handle."""
+        # refused as the client refuses it before writing (names, limits, size, deadline)
+        _native.check_send(task.name, payload, sending.to_json(options))
         if task.batch is not None:
             # a batch item: its job's args are the list of its batch's items
             payload = f"[{payload}]"
@@ -104,6 +106,7 @@ class Sent:
             max_attempts=int(job.options.get("max_attempts") or task.retry.max_attempts),
             worker_id="eager",
             group=job.options.get("group"),
+            steps=MemorySteps(),
         )
         (status, text), job.raised = _attempt(task, payload, ctx)
         if status == "ok":
@@ -112,11 +115,13 @@ class Sent:
             job.state, job.result = "snoozed", TaskResult(err=TaskError("SNOOZED", f"the job sleeps {text}s: eager runs do not wait"))
         else:
             job.state, job.result = "failed", job_result({"id": job.id, "state": "failed", "result": {"err": json.loads(text)}})
-        if self.propagate and job.raised is not None:
+        if self.propagate and job.raised is not None and status == "err":
             raise job.raised
 
     def _matching(self, task: Task[Any, Any] | str, args: dict[str, Any] | None, options: dict[str, Any]) -> list[SentJob]:
         wanted = _json_args(task, args)
+        # (as a send stores them: seconds for a timedelta, …)
+        options = sending.normalise(dict(options))
         return [
             job
             for job in self.of(task)
@@ -125,6 +130,23 @@ class Sent:
 
     def _shown(self) -> str:
         return ", ".join(f"{j.kind}({json.dumps(j.args)})" for j in self.jobs) or "nothing"
+
+
+class MemorySteps:
+    """The steps of an eager run, kept in memory: a step runs once and is replayed after,
+    and a durable sleep ends at once (a test does not wait for it)."""
+
+    def __init__(self) -> None:
+        self.steps: dict[str, str] = {}
+
+    def recorded(self, name: str) -> str | None:
+        return self.steps.get(name)
+
+    def record(self, name: str, output: str) -> str:
+        return self.steps.setdefault(name, output)
+
+    def sleep(self, until: str) -> float | None:
+        return None
 
 
 class SentHandle(TaskHandle[Any]):
@@ -170,8 +192,9 @@ def recording(app: App) -> Iterator[Sent]:
 def eager(app: App, *, propagate: bool = False) -> Iterator[Sent]:
     """:func:`recording`, and each send runs at once, in the caller's thread, as a worker
     would run its first attempt: ``handle.get()`` returns its outcome (retries are not run;
-    a durable sleep ends it ``SNOOZED``). ``propagate``: an exception the body raises is
-    raised from the send itself, with its traceback. A send from a task's body runs in turn."""
+    steps run and replay as in a worker, kept in memory, and a durable sleep ends at once).
+    ``propagate``: an exception the body raises is raised from the send itself, with its
+    traceback. A send from a task's body runs in turn."""
     with _testing(app, Sent(app, run=True, propagate=propagate)) as sent:
         yield sent
 
@@ -207,8 +230,14 @@ def enqueued(app: App, task: Task[Any, Any] | str, args: dict[str, Any] | None =
     wanted = _json_args(task, args)
     found: list[dict[str, Any]] = []
     for state in ("available", "scheduled"):
-        filter = {"state": state, "kind": _kind(task), "queue": queue, "args": wanted, "limit": 1000}
-        found.extend(json.loads(app.client.jobs(json.dumps(filter))))
+        after: str | None = None
+        while True:
+            filter = {"state": state, "kind": _kind(task), "queue": queue, "args": wanted, "limit": 1000, "after": after}
+            page = json.loads(app.client.jobs(json.dumps(filter)))
+            found.extend(page["jobs"])
+            after = page["next"]
+            if after is None:
+                break
     return found
 
 

@@ -4,6 +4,7 @@ remuda_worker`` running tasks that use Django's ORM connection, in processes too
 
 from __future__ import annotations
 
+import getpass
 import os
 import subprocess
 import sys
@@ -79,9 +80,10 @@ def test_a_django_project_sends_in_its_transactions_and_runs_the_worker_with_man
     database_url: str, db: psycopg.Connection[Any], tmp_path: Path
 ) -> None:
     params = conninfo_to_dict(libpq(database_url))
-    (tmp_path / "djsettings.py").write_text(
-        textwrap.dedent(SETTINGS).format(name=params["dbname"], user=params.get("user", ""), host=params.get("host", ""), port=str(params.get("port", "")))
-    )
+    # an empty HOST and USER, as many Django settings have: the local socket, the login user
+    host = "" if params.get("host") == "/var/run/postgresql" else params.get("host", "")
+    user = "" if params.get("user") == getpass.getuser() else params.get("user", "")
+    (tmp_path / "djsettings.py").write_text(textwrap.dedent(SETTINGS).format(name=params["dbname"], user=user, host=host, port=str(params.get("port", ""))))
     (tmp_path / "djtasks.py").write_text(textwrap.dedent(TASKS))
     (tmp_path / "manage.py").write_text(textwrap.dedent(MANAGE))
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REMUDA_TEST_URL")}
@@ -100,6 +102,12 @@ def test_a_django_project_sends_in_its_transactions_and_runs_the_worker_with_man
     assert worked.returncode == 0, worked.stdout + worked.stderr
     results = db.execute("SELECT state::text, result FROM remuda.jobs WHERE kind = 'dj_double' ORDER BY id").fetchall()
     assert results == [("completed", {"ok": 42}), ("completed", {"ok": 10})], worked.stderr
+
+    settings = (tmp_path / "djsettings.py").read_text()
+    (tmp_path / "djsettings.py").write_text(settings.replace('"PORT"', '"OPTIONS": {"service": "mine"}, "PORT"'))
+    refused = manage("remuda_worker", "--once")
+    assert refused.returncode != 0
+    assert "REMUDA_DATABASE = 'default': OPTIONS service: remuda's connections do not take them" in refused.stderr, refused.stderr
 
     (tmp_path / "djsettings.py").write_text('SECRET_KEY = "x"\nINSTALLED_APPS = ["remuda.django"]\nREMUDA_APP = "djtasks"\n')
     refused = manage("remuda_worker", "--once")

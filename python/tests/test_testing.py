@@ -52,7 +52,9 @@ def declare(app: remuda.App) -> tuple[Any, ...]:
         await asyncio.sleep(0)
         job = remuda.current_job()
         assert job is not None
-        return f"{job.kind}#{job.attempt}"
+        charged = remuda.step("charge", lambda: 1) + remuda.step("charge", lambda: 2)
+        job.sleep(3600)  # a durable sleep: an eager run does not wait for it
+        return f"{job.kind}#{job.attempt}+{charged}"
 
     return window_end, refuse, fan_out, whoami
 
@@ -69,7 +71,9 @@ def test_eager_runs_each_send_at_once_as_a_worker_would_and_writes_nothing(app: 
         assert failed.info() is not None and failed.info()["state"] == "failed"
         assert fan_out.send(3).get().unwrap() == 3
         assert [job.args["window"]["hours"] for job in sent.of(window_end)] == [5, 0, 1, 2], "a body's sends run in turn"
-        assert whoami.send().get().unwrap() == "eager_whoami#1", "an async body runs, current_job() set"
+        assert whoami.send().get().unwrap() == "eager_whoami#1+2", "an async body runs, current_job() set"
+        with pytest.raises(remuda.InputValueError, match="contains the control character"):
+            refuse.options(queue="two\nlines").send("refused as a real send is")
         with pytest.raises(remuda.InputTypeError, match="does not fit its annotation: at .start"):
             window_end.send({"start": "not a time", "hours": 1})
     assert db.execute("SELECT count(*) FROM remuda.jobs").fetchone() == (0,), "eager sends write no job"
@@ -85,7 +89,7 @@ def test_eager_runs_from_inside_a_running_event_loop(app: remuda.App) -> None:
             handle = await whoami.options(queue="elsewhere").send_in_async(object())
             return str((await handle.get_async()).unwrap())
 
-    assert asyncio.run(main()) == "eager_whoami#1"
+    assert asyncio.run(main()) == "eager_whoami#1+2"
 
 
 def test_recording_keeps_the_sends_and_says_what_was_sent_when_an_assertion_fails(app: remuda.App) -> None:

@@ -17,6 +17,7 @@ struct JobsFilter {
     kind: Option<String>,
     args: Option<Value>,
     limit: Option<i64>,
+    after: Option<String>,
 }
 
 /// A connection pool and the client over it: cheap to share between threads.
@@ -152,8 +153,8 @@ impl Client {
     }
 
     /// A page of the jobs matching `filter` (JSON: `state`, `queue`, `kind`, `args` (jobs
-    /// whose args contain it), `limit`), each as [`Client::job`] gives it, in the state's
-    /// listing order: a JSON list.
+    /// whose args contain it), `limit`, `after` (the previous page's `next`)), each as
+    /// [`Client::job`] gives it, in the state's listing order: `{"jobs": […], "next": …}`.
     fn jobs(&self, py: Python<'_>, filter: &str) -> PyResult<String> {
         let given: JobsFilter = parse("job filter", filter)?;
         let state = given
@@ -167,9 +168,10 @@ impl Client {
             kind: given.kind,
             args: given.args,
             limit: given.limit,
+            after: given.after,
             ..Default::default()
         };
-        text(&block_on(py, self.inner.job_page(&filter))?.jobs)
+        text(&block_on(py, self.inner.job_page(&filter))?)
     }
 
     /// The ids of the jobs of `kind` that hold `key`, newest first (see

@@ -25,6 +25,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Steps>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
     m.add_function(wrap_pyfunction!(schedules::check_schedule, m)?)?;
+    m.add_function(wrap_pyfunction!(options::check_send, m)?)?;
     m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
     m.add_function(wrap_pyfunction!(worker::log_worker, m)?)?;
     m.add_function(wrap_pyfunction!(bench::scratch_database, m)?)?;

@@ -180,3 +180,14 @@ impl BackoffSpec {
         }
     }
 }
+
+/// Checks a send as the client checks it before writing (its options, and the job's own
+/// checks: names, limits, size, a deadline it could meet), without a database: the sends
+/// `remuda.testing` keeps instead of writing go through it, so a test refuses what
+/// production would.
+#[pyo3::pyfunction]
+pub fn check_send(kind: &str, args: String, options: &str) -> PyResult<()> {
+    let job = crate::convert::parse::<SendOptions>("send options", options)?.job(kind, args)?;
+    job.check(remuda::client::DEFAULT_MAX_PAYLOAD)
+        .map_err(crate::convert::from_remuda)
+}

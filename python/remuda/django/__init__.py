@@ -7,13 +7,23 @@ the same PostgreSQL; ``python manage.py remuda_worker`` runs its worker with the
 
 from __future__ import annotations
 
+import getpass
+import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from ..app import App
 
-#: the Django database settings that are not libpq's
-NOT_LIBPQ = {"pool", "isolation_level", "server_side_binding", "assume_role", "cursor_factory"}
+#: where libpq looks for the server's socket when no host is given
+SOCKET_DIRS = ("/var/run/postgresql", "/tmp")
+#: the Django database settings that are not libpq's (psycopg's own: left out)
+NOT_LIBPQ = {"pool", "isolation_level", "server_side_binding", "assume_role", "cursor_factory", "prepare_threshold", "client_encoding"}
+#: the libpq parameters remuda's connections take from ``OPTIONS``
+TAKEN = {
+    "sslmode", "sslrootcert", "connect_timeout", "application_name", "options", "keepalives",
+    "keepalives_idle", "keepalives_interval", "keepalives_retries", "tcp_user_timeout",
+    "target_session_attrs", "channel_binding", "hostaddr",
+}
 
 
 def quoted(value: Any) -> str:
@@ -28,15 +38,23 @@ def database_url(settings: Mapping[str, Any]) -> str:
     engine = str(settings.get("ENGINE", ""))
     if not engine.endswith(("postgresql", "postgis", "postgresql_psycopg2")):
         raise ValueError(f"remuda works on PostgreSQL: this database's ENGINE is {engine!r}")
+    # (an empty HOST or USER means, to libpq, the local socket and the login user: said
+    # here, as remuda's connections do not guess them)
     params: dict[str, Any] = {
         "dbname": settings.get("NAME"),
-        "user": settings.get("USER"),
+        "user": settings.get("USER") or getpass.getuser(),
         "password": settings.get("PASSWORD"),
-        "host": settings.get("HOST"),
+        "host": settings.get("HOST") or next((d for d in SOCKET_DIRS if os.path.isdir(d)), "localhost"),
         "port": settings.get("PORT"),
     }
+    unknown = sorted(k for k in dict(settings.get("OPTIONS") or {}) if k not in TAKEN and k not in NOT_LIBPQ)
+    if unknown:
+        raise ValueError(
+            f"OPTIONS {', '.join(unknown)}: remuda's connections do not take them (they take {', '.join(sorted(TAKEN))}); "
+            "give remuda.App a database_url of its own"
+        )
     for key, value in dict(settings.get("OPTIONS") or {}).items():
-        if key not in NOT_LIBPQ and isinstance(value, (str, int)) and not isinstance(value, bool):
+        if key in TAKEN:
             params[key] = value
     return " ".join(f"{key}={quoted(value)}" for key, value in params.items() if value not in (None, ""))
 
@@ -61,7 +79,9 @@ def app() -> App:
 def bind() -> App | None:
     """Points ``settings.REMUDA_APP``, if it was made without a database URL (nor
     ``$DATABASE_URL``), at Django's database (``settings.REMUDA_DATABASE``, default
-    ``"default"``): the app, or ``None`` when the settings name none."""
+    ``"default"``): the app, or ``None`` when the settings name none. The connection's
+    settings are read when the app first connects, not now: under Django's test runner,
+    that is its test database. A setting remuda cannot use is refused now."""
     from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
@@ -71,7 +91,15 @@ def bind() -> App | None:
     if found.database_url is None:
         alias = getattr(settings, "REMUDA_DATABASE", "default")
         try:
-            found.database_url = database_url(settings.DATABASES[alias])
+            database_url(settings.DATABASES[alias])
         except (KeyError, ValueError) as e:
             raise ImproperlyConfigured(f"REMUDA_DATABASE = {alias!r}: {e}") from None
+        found.find_database = lambda: _current(alias)
     return found
+
+
+def _current(alias: str) -> str:
+    """The URL of Django's database ``alias`` as its connection is set now."""
+    from django.db import connections
+
+    return database_url(connections[alias].settings_dict)
