@@ -27,6 +27,10 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+#: the argument types JSON stores and gives back unchanged (subclasses, such as enums, excluded)
+_AS_IS = frozenset({int, str, bool, type(None)})
+
+
 class Task(Generic[P, R]):
     """A declared task: ``send`` it, ``options(…)`` then send it, or make a workflow
     ``node`` of it. ``P`` are the function's parameters, ``R`` what it returns (for an
@@ -217,8 +221,10 @@ class Task(Generic[P, R]):
         each checked against its parameter's annotation as the worker will read it."""
         payload = self.codec.encode_args(self.name, args)
         if self.codec.params:
-            # the JSON as the worker will read it (a datetime sent to a str parameter is text)
-            self.codec.check_args(self.name, json.loads(payload))
+            # the JSON as the worker will read it (a datetime sent to a str parameter is
+            # text); values JSON keeps as they are need no round trip (a tenth of a bulk send)
+            plain = all(type(value) in _AS_IS for value in args.values())
+            self.codec.check_args(self.name, args if plain else json.loads(payload))
         return payload
 
     def split(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, dict[str, Any]]:
