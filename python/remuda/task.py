@@ -6,6 +6,7 @@ arguments against them and returns a :class:`TaskHandle` whose ``get()`` is a
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime as dt
 import inspect
 import json
@@ -541,6 +542,10 @@ def wait_seconds(timeout: float | None, timeout_ms: int | None) -> float:
 
 
 Settle = Callable[[Optional[str], Optional[BaseException]], None]
+
+# a wait's callback still leaving Python on the client's thread when the program ends is let
+# finish before the interpreter is torn down under it (which aborted the process)
+atexit.register(_native.finish_waits)
 
 
 async def native_wait(start: Callable[[Settle], _native.Waiting]) -> str | None:

@@ -6,6 +6,7 @@ use crate::options::{seconds, SendOptions};
 use pyo3::prelude::*;
 use remuda::workflow::WorkflowSpec;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// What [`Client::jobs`] filters on.
@@ -344,23 +345,51 @@ where
         // the GIL is taken on a blocking thread, never on one of the runtime's, which also
         // drive the workers' claims and completions in this process
         let _ = tokio::task::spawn_blocking(move || {
-            Python::with_gil(|py| {
-                let (value, failure) = match outcome {
-                    Ok(text) => (text, None),
-                    Err(e) => (None, Some(from_remuda(e).into_value(py))),
-                };
-                if let Err(e) = callback.call1(py, (value, failure)) {
-                    // the callback only schedules the result on its event loop: a failure there
-                    // is a bug of the package, said where Python says unraisable errors
-                    e.write_unraisable(py, None);
-                }
-            })
+            // counted before the look at `EXITING`, so that `finish_waits` either waits for
+            // this call or this call sees the interpreter going and stays out of it
+            CALLING.fetch_add(1, Ordering::SeqCst);
+            if !EXITING.load(Ordering::SeqCst) {
+                Python::with_gil(|py| {
+                    let (value, failure) = match outcome {
+                        Ok(text) => (text, None),
+                        Err(e) => (None, Some(from_remuda(e).into_value(py))),
+                    };
+                    if let Err(e) = callback.call1(py, (value, failure)) {
+                        // the callback only schedules the result on its event loop: a failure
+                        // there is a bug of the package, said where Python says unraisable errors
+                        e.write_unraisable(py, None);
+                    }
+                    drop(callback);
+                });
+            }
+            CALLING.fetch_sub(1, Ordering::SeqCst);
         })
         .await;
     });
     Ok(Waiting {
         task: handle.abort_handle(),
     })
+}
+
+/// Wait callbacks under way on the runtime's threads (see [`finish_waits`]).
+static CALLING: AtomicUsize = AtomicUsize::new(0);
+/// Set once the interpreter exits: no wait callback enters Python after it.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// Called when the interpreter exits (`atexit`, before it starts tearing down): no wait's
+/// callback enters Python from now on, and those already calling are let finish (for 5 s at
+/// most). A callback resolving an awaited `get_async` wakes the program, which may end while
+/// the callback's thread is still leaving Python; an interpreter torn down under it aborted
+/// the process.
+#[pyfunction]
+pub fn finish_waits(py: Python<'_>) {
+    EXITING.store(true, Ordering::SeqCst);
+    py.allow_threads(|| {
+        let until = Instant::now() + Duration::from_secs(5);
+        while CALLING.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
 }
 
 /// Longest a wait holds on without looking at Python's signals.

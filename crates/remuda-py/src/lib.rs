@@ -24,6 +24,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<worker::Done>()?;
     m.add_class::<worker::Steps>()?;
     m.add_function(wrap_pyfunction!(client::database_url, m)?)?;
+    m.add_function(wrap_pyfunction!(client::finish_waits, m)?)?;
     m.add_function(wrap_pyfunction!(schedules::check_schedule, m)?)?;
     m.add_function(wrap_pyfunction!(options::check_send, m)?)?;
     m.add_function(wrap_pyfunction!(worker::supervise, m)?)?;
