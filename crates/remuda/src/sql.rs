@@ -73,6 +73,7 @@ pub(crate) const LEADER_ELECT: &str = include_str!("sql/maintenance/leader_elect
 pub(crate) const LEADER_RESIGN: &str = include_str!("sql/maintenance/leader_resign.sql");
 /// Declare dead the workers silent for longer than their own rescue_after (or already marked: …
 pub(crate) const MARK_DEAD: &str = include_str!("sql/workers/mark_dead.sql");
+pub(crate) const FORGOTTEN_WORKERS: &str = include_str!("sql/workers/forgotten_workers.sql");
 /// Promote up to $1 due scheduled jobs to available, wake their queues, and report when the …
 pub(crate) const PROMOTE: &str = include_str!("sql/jobs/promote.sql");
 /// Verification mode's history, job by job in the order it was written (see migration 20).
@@ -382,6 +383,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("leader_elect", LEADER_ELECT),
     ("leader_resign", LEADER_RESIGN),
     ("mark_dead", MARK_DEAD),
+    ("forgotten_workers", FORGOTTEN_WORKERS),
     ("promote", PROMOTE),
     ("promote_ids", PROMOTE_IDS),
     ("verify_history_read", VERIFY_HISTORY_READ),

@@ -65,7 +65,20 @@ fn when_due(cap: std::time::Duration, done: Result<(String, Option<Instant>)>) -
     }
 }
 
+/// Rounds of the rescue between two looks for workers the registry lost (the look scans the
+/// live jobs; what it finds comes only from a rare race), the first round included.
+const FORGOTTEN_EVERY: u32 = 10;
+
 async fn rescue(db: Database, lease: Lease, s: Arc<Settings>) -> Ran {
+    let round = s
+        .rescue_rounds
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if round % FORGOTTEN_EVERY == 0 {
+        // found now, rescued by this round's rescue below
+        if let Err(e) = rescuer::recall_forgotten(&db, &lease).await {
+            return after(s.interval, Err(e));
+        }
+    }
     let done = rescuer::rescue(&db, &lease, &s.metrics).await;
     after(
         s.interval,

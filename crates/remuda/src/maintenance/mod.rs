@@ -48,6 +48,9 @@ pub(crate) struct Settings {
     pub retention: Retention,
     /// Where the rescues are counted.
     pub metrics: crate::metrics::Metrics,
+    /// Rounds of the rescue run so far (every few, it also looks for workers the registry
+    /// lost: see `duties.rs`).
+    pub rescue_rounds: Arc<std::sync::atomic::AtomicU32>,
 }
 
 /// Connections maintenance may hold at once: the election and each duty.

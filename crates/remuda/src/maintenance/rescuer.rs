@@ -2,7 +2,8 @@
 //! threshold go back to available (or fail on their last attempt) with a `WORKER_LOST` error,
 //! and those workers are then forgotten. A worker's row is its jobs' lifeline: workers
 //! register before claiming and leave only after giving every job back. Expiry: jobs that did not start before their
-//! `expires_at` become `expired`.
+//! `expires_at` become `expired`. And every few rounds, workers that running jobs name but
+//! the registry lost are registered again as dead, for the rescue to find.
 
 use super::leader::Lease;
 use crate::db::Database;
@@ -61,6 +62,27 @@ pub(crate) async fn rescue(
     }
     conn.execute(sql::PRUNE_WORKERS, &[&dead]).await?;
     Ok((retried, failed))
+}
+
+/// Registers as dead the workers that running jobs name but the registry lost (a claim that
+/// committed after its worker's row was removed), so that the next rescue takes their jobs:
+/// returns them.
+pub(crate) async fn recall_forgotten(db: &Database, lease: &Lease) -> Result<Vec<String>> {
+    let conn = db.conn().await?;
+    let rows = conn
+        .query(sql::FORGOTTEN_WORKERS, &[&lease.leader_id, &lease.term])
+        .await?;
+    let ids = rows
+        .iter()
+        .map(|row| row.try_get::<_, String>("id"))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if !ids.is_empty() {
+        tracing::warn!(
+            "remuda rescuer: jobs run for workers no longer registered ({}): registered as dead, their jobs are rescued",
+            ids.join(", ")
+        );
+    }
+    Ok(ids)
 }
 
 /// Expires jobs past their start deadline; returns how many.

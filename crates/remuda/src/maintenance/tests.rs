@@ -82,3 +82,77 @@ async fn a_stale_leader_writes_nothing_once_another_was_elected() {
         "the leader declared it dead and forgot it (no jobs)"
     );
 }
+
+/// A claim can commit after its worker's row was removed (the server finishing a killed
+/// worker's last claim, after the leader forgot the worker): its jobs then run for no one.
+/// The leader registers such a worker again as dead, and the rescue takes its jobs; a stale
+/// leader does neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_running_for_a_worker_the_registry_lost_are_rescued() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.workers (id, name, host, pid, queues, kinds, concurrency, rescue_after_ms, heartbeat_at)
+         VALUES ('alive', 'alive', 'h', 1, '{default}', '{x}', 1, 3600000, now());
+         INSERT INTO remuda.jobs (state, queue, kind, args, attempt, max_attempts, worker_id, started_at)
+         VALUES ('running', 'default', 'x', '{\"n\": 1}', 1, 5, 'forgotten', now() - interval '1 second'),
+                ('running', 'default', 'x', '{\"n\": 2}', 1, 5, 'alive', now() - interval '1 second');",
+    )
+    .await
+    .expect("set the scene");
+    let lease = Duration::from_secs(60);
+    let stale: Lease = elect(&db, "alive", lease)
+        .await
+        .expect("elect")
+        .expect("leads");
+    conn.batch_execute("UPDATE remuda.leader SET expires_at = now() - interval '1 second'")
+        .await
+        .expect("expire the lease");
+    assert!(
+        rescuer::recall_forgotten(&db, &stale)
+            .await
+            .expect("stale look")
+            .is_empty(),
+        "a stale leader registers no one"
+    );
+    let leader = elect(&db, "other", lease)
+        .await
+        .expect("elect")
+        .expect("leads");
+    let found = rescuer::recall_forgotten(&db, &leader).await.expect("look");
+    assert_eq!(found, vec!["forgotten".to_string()]);
+    let (retried, failed) = rescuer::rescue(&db, &leader, &crate::metrics::Metrics::new())
+        .await
+        .expect("rescue");
+    assert_eq!((retried, failed), (1, 0));
+    let rows = conn
+        .query(
+            "SELECT args->>'n', state::text, coalesce(errors->-1->>'code', '') FROM remuda.jobs ORDER BY args->>'n'",
+            &[],
+        )
+        .await
+        .expect("jobs");
+    let jobs: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(
+        jobs,
+        vec![
+            ("1".into(), "available".into(), "WORKER_LOST".into()),
+            ("2".into(), "running".into(), String::new()),
+        ],
+        "the forgotten worker's job is rescued, the live worker's left alone"
+    );
+    let rows = conn
+        .query("SELECT id FROM remuda.workers ORDER BY id", &[])
+        .await
+        .expect("workers");
+    let workers: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        workers,
+        vec!["alive".to_string()],
+        "and forgotten again once its jobs were rescued"
+    );
+}

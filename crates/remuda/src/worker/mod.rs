@@ -800,6 +800,7 @@ fn maintenance_settings(
         reindex_interval: c.reindex_interval,
         retention: c.retention,
         metrics,
+        rescue_rounds: Default::default(),
     }
 }
 
