@@ -56,9 +56,17 @@ def checked_args(task: Task[Any, Any], name: str, args: dict[str, Any]) -> Any:
     return value
 
 
+#: the keys given as plain values, and the type each takes
+TYPED = {"cron": str, "priority": int, "max_attempts": int, "catch_up_limit": int, "tz": str, "catch_up": str, "overlap": str, "queue": str, "group": str, "daily": str}
+
+
 def table(task: Task[Any, Any], name: str, pattern: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     """The ``[schedules.NAME]`` table of ``task``'s schedule, checked as a worker would
     check it (``InputValueError`` saying which key is wrong)."""
+    for key, value in {**pattern, **options}.items():
+        wanted = TYPED.get(key)
+        if value is not None and wanted is not None and (type(value) is not wanted):
+            raise InputTypeError(f"schedule {name}: {key}={value!r}: give {'an int' if wanted is int else 'a str'}, not {type(value).__name__}")
     given = {key: value for key, value in pattern.items() if value is not None}
     if len(given) != 1:
         keys = ", ".join(f"{k}=" for k in given) or "none"

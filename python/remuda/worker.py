@@ -241,8 +241,13 @@ def load_app(path: str) -> App:
         raise ValueError(f"{path!r} is not module:attribute (such as myapp.tasks:app)")
     try:
         module = importlib.import_module(module_name)
-    except ImportError:
-        raise
+    except ImportError as e:
+        # the app's module itself not found: said as is; an import inside it that failed is
+        # said with where it failed, as any other error of its code
+        if e.name is not None and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise
+        said = "".join(traceback.format_exception(e)).rstrip()
+        raise ValueError(f"importing {module_name} failed:\n{said}") from None
     except Exception as e:
         # the module's own code failed (a syntax error after an edit): said with where it failed
         said = "".join(traceback.format_exception(e)).rstrip()

@@ -103,6 +103,21 @@ def test_the_reloading_worker_runs_the_code_as_edited_and_outlives_a_broken_edit
     assert sum("stopped;" in line for line in err.lines) == 3, "each worker stopped as a worker stops: " + "".join(err.lines)
 
 
+def test_an_import_failing_inside_the_app_module_is_said_with_where(database_url: str, tmp_path: Path) -> None:
+    (tmp_path / "needs_missing.py").write_text("import remuda\nimport not_installed_anywhere\n\napp = remuda.App()\n")
+    env = {**os.environ, "REMUDA_TEST_URL": database_url}
+    done = subprocess.run(
+        [sys.executable, "-m", "remuda", "worker", "needs_missing:app", "--once"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert "importing needs_missing failed" in done.stderr and 'needs_missing.py", line 2' in done.stderr, done.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "remuda", "worker", "no_such_module:app", "--once"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert "error: No module named 'no_such_module'" in done.stderr, done.stderr
+
+
 def test_reload_refuses_once_and_a_missing_directory(database_url: str, tmp_path: Path) -> None:
     env = {**os.environ, "REMUDA_TEST_URL": database_url}
     for args, said in (

@@ -71,6 +71,10 @@ def test_a_schedule_is_refused_where_it_is_declared_when_its_jobs_could_not_run(
         app.schedule("0 3 * * *", args={"rev": "x"})(reindex)
     with pytest.raises(remuda.InputValueError, match="schedule reindex: every: .*whole seconds"):
         app.schedule(every=1.5, args={"rev": 1})(reindex)
+    with pytest.raises(remuda.InputTypeError, match="schedule reindex: priority='high': give an int, not str"):
+        app.schedule("0 3 * * *", args={"rev": 1}, priority="high")(reindex)  # type: ignore[arg-type]
+    with pytest.raises(remuda.InputTypeError, match="schedule reindex: max_attempts=True: give an int, not bool"):
+        app.schedule("0 3 * * *", args={"rev": 1}, max_attempts=True)(reindex)
     with pytest.raises(remuda.InputValueError, match="schedule reindex: tz: .*Mars/Olympus"):
         app.schedule("0 3 * * *", args={"rev": 1}, tz="Mars/Olympus")(reindex)
     with pytest.raises(remuda.InputValueError, match="schedule reindex: unknown variant `sometimes`|schedule reindex: overlap: .*sometimes"):
