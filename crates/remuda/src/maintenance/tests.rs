@@ -156,3 +156,72 @@ async fn jobs_running_for_a_worker_the_registry_lost_are_rescued() {
         "and forgotten again once its jobs were rescued"
     );
 }
+
+/// A worker the leader registered as dead while it was forgotten may register again before
+/// that row is pruned (it woke up): its own settings replace the row's, so it is not declared
+/// dead at every round after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_worker_that_registers_again_is_alive_with_its_own_settings() {
+    let test = TestDatabase::new().await.expect("test database");
+    let db = test.database().expect("pool");
+    let conn = db.conn().await.expect("conn");
+    conn.batch_execute(
+        "INSERT INTO remuda.jobs (state, queue, kind, args, attempt, max_attempts, worker_id, started_at)
+         VALUES ('running', 'default', 'x', '{}', 1, 5, 'woke', now() - interval '1 second');",
+    )
+    .await
+    .expect("set the scene");
+    let leader = elect(&db, "leader", Duration::from_secs(60))
+        .await
+        .expect("elect")
+        .expect("leads");
+    let found = rescuer::recall_forgotten(&db, &leader).await.expect("look");
+    assert_eq!(found, vec!["woke".to_string()]);
+    // the worker registers again before the rescue runs
+    let queues = vec!["default".to_string()];
+    let kinds = vec!["x".to_string()];
+    let capabilities: Vec<String> = Vec::new();
+    conn.query_one(
+        crate::sql::WORKER_REGISTER,
+        &[
+            &"woke",
+            &"woke",
+            &"host",
+            &7i32,
+            &queues,
+            &kinds,
+            &4i32,
+            &3_600_000i64,
+            &3i32,
+            &capabilities,
+        ],
+    )
+    .await
+    .expect("register again");
+    let row = conn
+        .query_one(
+            "SELECT rescue_after_ms, pid, concurrency, heartbeat_at > '-infinity' FROM remuda.workers WHERE id = 'woke'",
+            &[],
+        )
+        .await
+        .expect("row");
+    let (rescue_after, pid, concurrency, alive): (i64, i32, i32, bool) =
+        (row.get(0), row.get(1), row.get(2), row.get(3));
+    assert_eq!(
+        (rescue_after, pid, concurrency, alive),
+        (3_600_000, 7, 4, true)
+    );
+    // its job from before the verdict is rescued once; later rounds declare it dead no more
+    rescuer::rescue(&db, &leader, &crate::metrics::Metrics::new())
+        .await
+        .expect("rescue");
+    let dead = conn
+        .query_one(
+            "SELECT heartbeat_at = '-infinity' FROM remuda.workers WHERE id = 'woke'",
+            &[],
+        )
+        .await
+        .expect("row")
+        .get::<_, bool>(0);
+    assert!(!dead, "a worker that registered again is alive");
+}
